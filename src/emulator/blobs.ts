@@ -1,0 +1,141 @@
+/**
+ * File contents of the company, by id. A blob is immutable: a new photo or attachment version is a
+ * new blob, so a download URL stays tied to the file as it was when listed (api-v2.md 4.4 Members
+ * 6, Sheets 6). Blobs live in memory, in a file (seed files, or every upload with --state-dir), or
+ * are generated on demand (synthetic companies of many thousand files cost no memory).
+ */
+import { createHash } from 'node:crypto';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+export type BlobSource =
+  | { type: 'memory'; data: Buffer }
+  | { type: 'file'; path: string }
+  | { type: 'generated'; generator: string; args: unknown[] };
+
+export interface BlobEntry {
+  id: string;
+  size: number;
+  sha256?: string;
+  source: BlobSource;
+  /** Service time at which the blob stopped being the current version of a file. */
+  releasedAt?: number;
+}
+
+export type BlobGenerator = (...args: never[]) => Buffer;
+
+const generators = new Map<string, BlobGenerator>();
+
+/** Registers a named generator; generated blobs store only the name and arguments. */
+export function registerBlobGenerator(name: string, fn: BlobGenerator): void {
+  generators.set(name, fn);
+}
+
+export class BlobStore {
+  private readonly entries = new Map<string, BlobEntry>();
+  private counter = 0;
+
+  /** @param dir where uploads are written (--state-dir); in memory when absent. */
+  constructor(private readonly dir?: string) {
+    if (dir) mkdirSync(dir, { recursive: true });
+  }
+
+  private nextId(): string {
+    this.counter += 1;
+    return `${Date.now().toString(36)}${this.counter.toString(36).padStart(4, '0')}${Math.random().toString(36).slice(2, 8)}`;
+  }
+
+  put(data: Buffer): BlobEntry {
+    const id = this.nextId();
+    const sha256 = createHash('sha256').update(data).digest('hex');
+    let source: BlobSource = { type: 'memory', data };
+    if (this.dir) {
+      const path = join(this.dir, id);
+      writeFileSync(path, data);
+      source = { type: 'file', path };
+    }
+    const entry: BlobEntry = { id, size: data.length, sha256, source };
+    this.entries.set(id, entry);
+    return entry;
+  }
+
+  putFile(path: string, size: number): BlobEntry {
+    const entry: BlobEntry = { id: this.nextId(), size, source: { type: 'file', path } };
+    this.entries.set(entry.id, entry);
+    return entry;
+  }
+
+  putGenerated(generator: string, args: unknown[], size: number): BlobEntry {
+    if (!generators.has(generator)) throw new Error(`no blob generator named ${generator}`);
+    const entry: BlobEntry = { id: this.nextId(), size, source: { type: 'generated', generator, args } };
+    this.entries.set(entry.id, entry);
+    return entry;
+  }
+
+  /** Restores an entry saved by `entriesForSave` (state dir). */
+  restore(entry: BlobEntry): void {
+    this.entries.set(entry.id, entry);
+  }
+
+  get(id: string): BlobEntry | undefined {
+    return this.entries.get(id);
+  }
+
+  read(id: string): Buffer {
+    const entry = this.entries.get(id);
+    if (!entry) throw new Error(`blob ${id} does not exist`);
+    const source = entry.source;
+    switch (source.type) {
+      case 'memory':
+        return source.data;
+      case 'file':
+        return readFileSync(source.path);
+      case 'generated': {
+        const fn = generators.get(source.generator);
+        if (!fn) throw new Error(`no blob generator named ${source.generator}`);
+        return (fn as (...a: unknown[]) => Buffer)(...source.args);
+      }
+    }
+  }
+
+  sha256(id: string): string {
+    const entry = this.entries.get(id);
+    if (!entry) throw new Error(`blob ${id} does not exist`);
+    entry.sha256 ??= createHash('sha256').update(this.read(id)).digest('hex');
+    return entry.sha256;
+  }
+
+  /** Marks a blob as no longer current; it stays readable until `collect` drops it. */
+  release(id: string, serviceNow: number): void {
+    const entry = this.entries.get(id);
+    if (entry && entry.releasedAt === undefined) entry.releasedAt = serviceNow;
+  }
+
+  /** Drops blobs released before `before` (service ms): no valid URL can point at them any more. */
+  collect(before: number): number {
+    let dropped = 0;
+    for (const [id, entry] of this.entries) {
+      if (entry.releasedAt !== undefined && entry.releasedAt < before) {
+        this.entries.delete(id);
+        dropped += 1;
+      }
+    }
+    return dropped;
+  }
+
+  clear(): void {
+    this.entries.clear();
+  }
+
+  entriesForSave(): BlobEntry[] {
+    const out: BlobEntry[] = [];
+    for (const entry of this.entries.values()) {
+      if (entry.source.type === 'memory') {
+        // Only reachable without a state dir, where nothing is saved anyway.
+        continue;
+      }
+      out.push(entry);
+    }
+    return out;
+  }
+}

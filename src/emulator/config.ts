@@ -1,0 +1,156 @@
+/**
+ * From command-line options or a config file (`--config FILE`, YAML or JSON) to the emulator's
+ * configuration. One company by default (`demo-key` / `demo-secret`); a config file can hold
+ * several, each with its own credentials, enabled operations, limits, task timing and seed.
+ */
+import { readFile } from 'node:fs/promises';
+import { dirname, resolve } from 'node:path';
+import { parse as parseYaml } from 'yaml';
+import { z } from 'zod';
+import type { CompanySettings } from './company.js';
+import type { EmulatorConfig } from './server.js';
+import { Clock } from './clock.js';
+import { DEFAULT_TASK_TIMING } from './tasks.js';
+import { seedFromDirectory } from './seed.js';
+import { seedGenerated, generateOptionsSchema, type GenerateOptions } from './generate.js';
+import { OPERATIONS, type OperationId } from '../spec/operations.js';
+import { REQUESTS_PER_HOUR, TOKENS_PER_HOUR, UPDATE_REQUESTS_PER_MINUTE } from '../spec/limits.js';
+import { describeIssues } from '../spec/schemas.js';
+
+export const DEFAULT_CONSUMER_KEY = 'demo-key';
+export const DEFAULT_CONSUMER_SECRET = 'demo-secret';
+
+const operationIds = OPERATIONS.map((o) => o.id) as [OperationId, ...OperationId[]];
+
+const companySchema = z.strictObject({
+  name: z.string().min(1).regex(/^[A-Za-z0-9._-]+$/, 'letters, digits, dot, dash and underscore only'),
+  consumer_key: z.string().min(1),
+  consumer_secret: z.string().min(1),
+  enabled_operations: z.union([z.literal('all'), z.array(z.enum(operationIds))]).default('all'),
+  limits: z
+    .strictObject({
+      requests_per_hour: z.number().int().positive().default(REQUESTS_PER_HOUR),
+      updates_per_minute: z.number().int().positive().default(UPDATE_REQUESTS_PER_MINUTE),
+      tokens_per_hour: z.number().int().positive().default(TOKENS_PER_HOUR),
+    })
+    .prefault({}),
+  task_timing: z
+    .strictObject({
+      wait_ms: z.number().min(0).default(DEFAULT_TASK_TIMING.waitMs),
+      run_ms: z.number().min(0).default(DEFAULT_TASK_TIMING.runMs),
+      per_item_ms: z.number().min(0).default(DEFAULT_TASK_TIMING.perItemMs),
+    })
+    .prefault({}),
+  maintenance: z.boolean().default(true),
+  allow_http_webhooks: z.boolean().default(false),
+  /** A seed folder (relative to the config file), or a generated company, or neither (empty). */
+  seed: z.string().optional(),
+  generate: generateOptionsSchema.optional(),
+});
+
+const configFileSchema = z.strictObject({
+  companies: z.array(companySchema).min(1),
+  clock: z
+    .strictObject({
+      start: z.string().optional(),
+      speed: z.number().positive().optional(),
+      time_zone: z.string().optional(),
+    })
+    .optional(),
+});
+
+export type CompanyFileConfig = z.infer<typeof companySchema>;
+
+/** Options of `wds-files emulator` (DESIGN.md section 3) and of in-process starts. */
+export interface EmulatorOptions {
+  /** Seed folder; the sample company by default in the CLI. */
+  seed?: string;
+  /** A generated company instead of a seed folder. */
+  generate?: GenerateOptions;
+  clockSpeed?: number;
+  /** Service time at start, `YYYY-MM-DD HH:MM:SS` in service local time. */
+  clockStart?: string;
+  timeZone?: string;
+  stateDir?: string;
+  /** A config file with several companies; the options above then only set the clock. */
+  config?: string;
+  allowHttpWebhooks?: boolean;
+  maintenance?: boolean;
+  consumerKey?: string;
+  consumerSecret?: string;
+  taskTiming?: Partial<typeof DEFAULT_TASK_TIMING>;
+  limits?: Partial<CompanySettings['limits']>;
+  enabledOperations?: OperationId[];
+  verbose?: boolean;
+}
+
+function settingsFrom(c: CompanyFileConfig, baseDir: string): CompanySettings {
+  let seed: CompanySettings['seed'] = () => undefined;
+  if (c.seed && c.generate) throw new Error(`company "${c.name}": give either seed or generate, not both`);
+  if (c.seed) seed = seedFromDirectory(resolve(baseDir, c.seed));
+  if (c.generate) seed = seedGenerated(c.generate);
+  return {
+    name: c.name,
+    consumerKey: c.consumer_key,
+    consumerSecret: c.consumer_secret,
+    enabledOperations: c.enabled_operations === 'all' ? undefined : c.enabled_operations,
+    limits: {
+      requestsPerHour: c.limits.requests_per_hour,
+      updatesPerMinute: c.limits.updates_per_minute,
+      tokensPerHour: c.limits.tokens_per_hour,
+    },
+    taskTiming: { waitMs: c.task_timing.wait_ms, runMs: c.task_timing.run_ms, perItemMs: c.task_timing.per_item_ms },
+    maintenance: c.maintenance,
+    allowHttpWebhooks: c.allow_http_webhooks,
+    seed,
+  };
+}
+
+export async function buildEmulatorConfig(options: EmulatorOptions): Promise<EmulatorConfig> {
+  let companies: CompanySettings[];
+  let fileClock: z.infer<typeof configFileSchema>['clock'];
+  if (options.config) {
+    const path = resolve(options.config);
+    let raw: unknown;
+    try {
+      raw = parseYaml(await readFile(path, 'utf8'));
+    } catch (error) {
+      throw new Error(`cannot read the emulator config ${path}: ${(error as Error).message}`);
+    }
+    const parsed = configFileSchema.safeParse(raw);
+    if (!parsed.success) throw new Error(`the emulator config ${path} is not valid:\n  ${describeIssues(parsed.error).join('\n  ')}`);
+    companies = parsed.data.companies.map((c) => settingsFrom(c, dirname(path)));
+    fileClock = parsed.data.clock;
+  } else {
+    const company = companySchema.parse({
+      name: 'default',
+      consumer_key: options.consumerKey ?? DEFAULT_CONSUMER_KEY,
+      consumer_secret: options.consumerSecret ?? DEFAULT_CONSUMER_SECRET,
+      maintenance: options.maintenance ?? true,
+      allow_http_webhooks: options.allowHttpWebhooks ?? false,
+      enabled_operations: options.enabledOperations ?? 'all',
+      limits: {
+        ...(options.limits?.requestsPerHour ? { requests_per_hour: options.limits.requestsPerHour } : {}),
+        ...(options.limits?.updatesPerMinute ? { updates_per_minute: options.limits.updatesPerMinute } : {}),
+        ...(options.limits?.tokensPerHour ? { tokens_per_hour: options.limits.tokensPerHour } : {}),
+      },
+      task_timing: {
+        ...(options.taskTiming?.waitMs !== undefined ? { wait_ms: options.taskTiming.waitMs } : {}),
+        ...(options.taskTiming?.runMs !== undefined ? { run_ms: options.taskTiming.runMs } : {}),
+        ...(options.taskTiming?.perItemMs !== undefined ? { per_item_ms: options.taskTiming.perItemMs } : {}),
+      },
+      ...(options.generate ? { generate: options.generate } : {}),
+      ...(options.seed && !options.generate ? { seed: resolve(options.seed) } : {}),
+    });
+    companies = [settingsFrom(company, process.cwd())];
+  }
+  const timeZone = options.timeZone ?? fileClock?.time_zone;
+  const startText = options.clockStart ?? fileClock?.start;
+  const start = startText ? new Clock({ timeZone }).parse(startText) : undefined;
+  return {
+    companies,
+    clock: { start, speed: options.clockSpeed ?? fileClock?.speed, timeZone },
+    stateDir: options.stateDir,
+    verbose: options.verbose,
+  };
+}

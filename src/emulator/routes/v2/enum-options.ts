@@ -1,0 +1,7 @@
+/** Placeholder until its owner lands it. */
+import type { RouteHandler } from '../context.js';
+import { HttpError } from '../../http-error.js';
+const pending: RouteHandler = () => { throw new HttpError(501, 'pending'); };
+export const listEnumOptions: RouteHandler = pending;
+export const getEnumOption: RouteHandler = pending;
+export const updateEnumOptions: RouteHandler = pending;

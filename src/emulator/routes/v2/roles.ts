@@ -1,0 +1,5 @@
+/** Placeholder until its owner lands it. */
+import type { RouteHandler } from '../context.js';
+import { HttpError } from '../../http-error.js';
+const pending: RouteHandler = () => { throw new HttpError(501, 'pending'); };
+export const listRoles: RouteHandler = pending;

@@ -1,0 +1,373 @@
+/**
+ * The emulator's HTTP server: `/api/v2.0/...` (the service), `/storage/...` (pre-signed
+ * downloads) and `/_emulator/...` (control API for tests and benchmarks). Plain node:http, so that
+ * status codes, cut bodies and Range answers are exactly what the emulator decides.
+ *
+ * Order of checks for an API request: maintenance (503), route (404/405), token (401), operation
+ * enabled (403), integer ids (400), limits (429), Dry-Run header (400), body size (413) and JSON
+ * (400), then the operation.
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { randomBytes, timingSafeEqual } from 'node:crypto';
+import { Clock } from './clock.js';
+import { Company, TokenRegistry, URL_LIFETIME_MS, type CompanySettings } from './company.js';
+import { Faults } from './faults.js';
+import { Storage } from './storage.js';
+import { WebhookDispatcher } from './webhooks.js';
+import { HttpError } from './http-error.js';
+import { matchRoute, badIntegerParam } from './router.js';
+import { sendBody, json } from './send.js';
+import { handleControl } from './control.js';
+import { ROUTES } from './routes/v2/index.js';
+import type { RouteContext } from './routes/context.js';
+import { API_PREFIX, OPERATIONS, type OperationId, type OperationSpec } from '../spec/operations.js';
+import { MAX_REQUEST_BYTES, MAINTENANCE_WINDOW } from '../spec/limits.js';
+import { StateSaver } from './state-dir.js';
+
+export interface EmulatorConfig {
+  companies: CompanySettings[];
+  clock?: { start?: number; speed?: number; timeZone?: string };
+  /** Saves data and files here and loads them on the next start. */
+  stateDir?: string;
+  /** Prints one line per request to stderr. */
+  verbose?: boolean;
+}
+
+export class Emulator {
+  readonly clock: Clock;
+  readonly apiFaults = new Faults();
+  readonly storageFaults = new Faults();
+  readonly companies: Company[];
+  readonly tokens: TokenRegistry;
+  readonly storage: Storage;
+  readonly webhooks = new WebhookDispatcher();
+  private server: Server | null = null;
+  private readonly sockets = new Set<import('node:net').Socket>();
+  private ticker: NodeJS.Timeout | null = null;
+  private readonly saver: StateSaver | null;
+
+  constructor(readonly config: EmulatorConfig) {
+    if (!config.companies.length) throw new Error('the emulator needs at least one company');
+    const names = new Set<string>();
+    const keys = new Set<string>();
+    for (const c of config.companies) {
+      if (names.has(c.name)) throw new Error(`two companies are named "${c.name}"`);
+      if (keys.has(c.consumerKey)) throw new Error(`two companies share the consumer key of "${c.name}"`);
+      names.add(c.name);
+      keys.add(c.consumerKey);
+    }
+    this.clock = new Clock(config.clock);
+    this.tokens = new TokenRegistry(this.clock);
+    this.saver = config.stateDir ? new StateSaver(config.stateDir) : null;
+    this.companies = config.companies.map(
+      (settings) =>
+        new Company(settings, this.clock, (company, event, codes) => this.webhooks.deliver(company, event, codes), this.saver?.blobDir(settings.name)),
+    );
+    this.storage = new Storage(randomBytes(32), this.clock, (name) => this.company(name), this.storageFaults);
+    for (const c of ROUTES_MISSING()) throw new Error(`no emulator route handles ${c}`);
+  }
+
+  /** The company named `name`, or the first one when no name is given. */
+  company(name?: string | null): Company | undefined {
+    if (!name) return this.companies[0];
+    return this.companies.find((c) => c.name === name);
+  }
+
+  /** Loads every company (saved state when there is one, else its seed) and listens. */
+  async listen(port = 8787, host = '127.0.0.1'): Promise<string> {
+    for (const company of this.companies) {
+      const loaded = this.saver ? await this.saver.load(company) : false;
+      if (!loaded) await company.reset();
+      if (this.saver) {
+        const saver = this.saver;
+        company.onChange(() => saver.saveSoon(company));
+        if (!loaded) saver.saveSoon(company);
+      }
+    }
+    this.server = createServer((req, res) => {
+      this.handle(req, res).catch((error: unknown) => {
+        console.error('[emulator] unexpected error:', error);
+        if (!res.headersSent) void sendBody(res, 500, { 'Content-Type': 'application/json' }, json({ errors: ['unexpected server error'] }));
+        else res.destroy();
+      });
+    });
+    this.server.keepAliveTimeout = 65_000;
+    this.server.headersTimeout = 66_000;
+    this.server.requestTimeout = 0;
+    this.server.on('connection', (socket) => {
+      this.sockets.add(socket);
+      socket.on('close', () => this.sockets.delete(socket));
+    });
+    await new Promise<void>((resolve, reject) => {
+      this.server!.once('error', reject);
+      this.server!.listen(port, host, () => resolve());
+    });
+    // Tasks complete on the service clock even when nobody asks (webhooks fire on completion).
+    this.ticker = setInterval(() => this.tick(), 20);
+    this.ticker.unref();
+    const address = this.server.address() as AddressInfo;
+    const shownHost = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+    return `http://${shownHost}:${address.port}`;
+  }
+
+  private tick(): void {
+    const now = this.clock.now();
+    for (const company of this.companies) {
+      void company.tasks.tick();
+      // A released blob is kept while a URL listed before its release may still be valid.
+      company.blobs.collect(now - URL_LIFETIME_MS - 60_000);
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.ticker) clearInterval(this.ticker);
+    await this.webhooks.settle();
+    if (this.saver) await this.saver.flush();
+    const server = this.server;
+    this.server = null;
+    if (!server) return;
+    await new Promise<void>((resolve) => {
+      server.close(() => resolve());
+      for (const socket of this.sockets) socket.destroy();
+    });
+  }
+
+  inMaintenance(company: Company): boolean {
+    if (!company.settings.maintenance) return false;
+    const minute = this.clock.minuteOfDay();
+    return minute >= MAINTENANCE_WINDOW.startMinute && minute < MAINTENANCE_WINDOW.endMinute;
+  }
+
+  private maintenanceRetryAfter(): number {
+    const now = this.clock.now();
+    const minute = this.clock.minuteOfDay(now);
+    const seconds = Number(this.clock.format(now).slice(17, 19));
+    return Math.max(1, (MAINTENANCE_WINDOW.endMinute - minute) * 60 - seconds);
+  }
+
+  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const url = new URL(req.url ?? '/', 'http://emulator');
+    const path = url.pathname;
+    if (path.startsWith('/storage/')) return this.storage.handle(req, res, url);
+    if (path.startsWith('/_emulator/') || path === '/_emulator') return handleControl(this, req, res, url);
+    if (path.startsWith(`${API_PREFIX}/`)) return this.handleApi(req, res, url);
+    await this.answer(res, 404, { errors: [`no such path: ${path}`] });
+  }
+
+  private async answer(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}, company?: Company): Promise<void> {
+    const payload = body === undefined ? Buffer.alloc(0) : json(body);
+    const all: Record<string, string> = { Date: new Date(this.clock.now()).toUTCString(), ...headers };
+    if (body !== undefined) all['Content-Type'] = 'application/json';
+    if (status === 429 && company) company.stats.rate_limited += 1;
+    await sendBody(res, status, all, payload);
+  }
+
+  private async handleApi(req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {
+    const method = req.method ?? 'GET';
+    const apiPath = url.pathname.slice(API_PREFIX.length);
+    const match = matchRoute(method, apiPath);
+    const routeKey = match.kind === 'found' ? `${method} ${match.op.path}` : `${method} ${apiPath}`;
+
+    const latency = this.apiFaults.latencyMs(method, apiPath);
+    if (latency) await new Promise((r) => setTimeout(r, latency));
+    const fault = this.apiFaults.decide(method, apiPath);
+
+    // The token names the company; token issuance names it by its key.
+    if (match.kind === 'found' && match.op.id === 'token.issue') {
+      return this.issueToken(req, res, fault.kind === 'error' ? fault.status : 0);
+    }
+    const token = header(req, 'service-token');
+    const company = token ? this.tokens.lookup(token) : undefined;
+    company?.stats.count(routeKey);
+
+    if (fault.kind === 'error' && fault.status !== 504) {
+      drain(req);
+      return this.answer(res, fault.status, { errors: [`server error ${fault.status} (injected)`] }, {}, company);
+    }
+    if (company && this.inMaintenance(company)) {
+      drain(req);
+      return this.answer(res, 503, { errors: ['the service is under maintenance (daily backup 01:00-01:30)'] }, { 'Retry-After': String(this.maintenanceRetryAfter()) });
+    }
+    if (match.kind === 'none') {
+      drain(req);
+      return this.answer(res, 404, { errors: [`no such path: ${url.pathname}`] });
+    }
+    if (match.kind === 'method') {
+      drain(req);
+      return this.answer(res, 405, { errors: [`method ${method} is not allowed on ${url.pathname}`] }, { Allow: match.allow.join(', ') });
+    }
+    const op = match.op;
+    if (!token) {
+      drain(req);
+      return this.answer(res, 401, { errors: ['the Service-Token header is missing'] });
+    }
+    if (!company) {
+      drain(req);
+      return this.answer(res, 401, { errors: ['the access token is not valid or has expired; issue a new one'] });
+    }
+    if (!company.isEnabled(op.id as OperationId)) {
+      drain(req);
+      return this.answer(res, 403, { errors: [`the operation ${op.id} is not enabled for API v2; switch it on in the administrator screen`] });
+    }
+    const badParam = badIntegerParam(match.params);
+    if (badParam) {
+      drain(req);
+      return this.answer(res, 400, { errors: [`${badParam[0]} must be a positive integer, got "${badParam[1]}"`] });
+    }
+    const limited = this.checkLimits(company, op);
+    if (limited) {
+      drain(req);
+      return this.answer(res, 429, { errors: [limited.message] }, { 'Retry-After': String(limited.retryAfter) }, company);
+    }
+
+    try {
+      const dryRun = parseDryRun(req, op);
+      const body = await readJsonBody(req, method);
+      await company.tasks.tick();
+      const ctx: RouteContext = {
+        company, storage: this.storage, op, params: match.params, query: url.searchParams, body, dryRun,
+        baseUrl: `http://${req.headers.host ?? 'localhost'}`,
+      };
+      const result = await ROUTES[op.id as keyof typeof ROUTES]!(ctx);
+      if (fault.kind === 'error') return this.answer(res, fault.status, { errors: [`gateway timeout ${fault.status} (injected)`] });
+      const status = result.status ?? 200;
+      const payload = result.body === undefined ? Buffer.alloc(0) : json(result.body);
+      const headers: Record<string, string> = { Date: new Date(this.clock.now()).toUTCString() };
+      if (result.body !== undefined) headers['Content-Type'] = 'application/json';
+      await sendBody(res, status, headers, payload, { fault, bandwidth: this.apiFaults.bandwidth(method, apiPath) });
+    } catch (error) {
+      if (!(error instanceof HttpError)) throw error;
+      drain(req);
+      await this.answer(res, error.status, { errors: error.errors }, { ...error.headers, ...(error.status === 413 ? { Connection: 'close' } : {}) }, company);
+    }
+  }
+
+  /** 3,000 requests an hour, and 5 update requests a minute for task operations (api-v2.md 8). */
+  private checkLimits(company: Company, op: OperationSpec): { message: string; retryAfter: number } | null {
+    const now = this.clock.now();
+    const hourWait = company.requestWindow.retryAfterSeconds(now);
+    if (hourWait) {
+      return { message: `more than ${company.requestWindow.limit} requests in an hour`, retryAfter: hourWait };
+    }
+    if (op.kind === 'task') {
+      const minuteWait = company.updateWindow.retryAfterSeconds(now);
+      if (minuteWait) {
+        return { message: `more than ${company.updateWindow.limit} update requests in a minute`, retryAfter: minuteWait };
+      }
+      company.updateWindow.take(now);
+      company.stats.update_requests += 1;
+    }
+    company.requestWindow.take(now);
+    return null;
+  }
+
+  private async issueToken(req: IncomingMessage, res: ServerResponse, injected: number): Promise<void> {
+    let body: string;
+    try {
+      body = (await readBody(req, 64 * 1024)).toString('utf8');
+    } catch (error) {
+      if (error instanceof HttpError) return this.answer(res, error.status, { errors: error.errors });
+      throw error;
+    }
+    const auth = /^Basic\s+(\S+)$/i.exec(header(req, 'authorization') ?? '');
+    const decoded = auth ? Buffer.from(auth[1]!, 'base64').toString('utf8') : '';
+    const colon = decoded.indexOf(':');
+    const key = colon > 0 ? decoded.slice(0, colon) : '';
+    const secret = colon > 0 ? decoded.slice(colon + 1) : '';
+    const company = this.companies.find((c) => c.settings.consumerKey === key);
+    company?.stats.count('POST /token');
+    if (injected) return this.answer(res, injected, { errors: [`server error ${injected} (injected)`] });
+    if (company && this.inMaintenance(company)) {
+      return this.answer(res, 503, { errors: ['the service is under maintenance (daily backup 01:00-01:30)'] }, { 'Retry-After': String(this.maintenanceRetryAfter()) });
+    }
+    const type = (header(req, 'content-type') ?? '').split(';')[0]!.trim().toLowerCase();
+    if (type !== 'application/x-www-form-urlencoded') {
+      return this.answer(res, 400, { errors: ['token issuance takes a form body (Content-Type: application/x-www-form-urlencoded)'] });
+    }
+    const grant = new URLSearchParams(body).get('grant_type');
+    if (grant !== 'client_credentials') {
+      return this.answer(res, 400, { errors: [`grant_type must be client_credentials, got ${grant === null ? 'nothing' : `"${grant}"`}`] });
+    }
+    if (!auth) return this.answer(res, 401, { errors: ['token issuance needs an Authorization: Basic header'] });
+    if (!company || !safeEqual(secret, company.settings.consumerSecret)) {
+      return this.answer(res, 401, { errors: ['the consumer key or consumer secret is not valid'] });
+    }
+    const now = this.clock.now();
+    const wait = company.tokenWindow.retryAfterSeconds(now);
+    if (wait) {
+      return this.answer(res, 429, { errors: [`more than ${company.tokenWindow.limit} tokens issued in an hour`] }, { 'Retry-After': String(wait) }, company);
+    }
+    company.tokenWindow.take(now);
+    company.stats.tokens_issued += 1;
+    const issued = this.tokens.issue(company);
+    return this.answer(res, 200, { access_token: issued.token, token_type: 'Bearer', expire_in: issued.expiresIn });
+  }
+}
+
+function ROUTES_MISSING(): string[] {
+  return OPERATIONS.filter((op) => op.id !== 'token.issue' && !(op.id in ROUTES)).map((op) => op.id);
+}
+
+function header(req: IncomingMessage, name: string): string | undefined {
+  const value = req.headers[name];
+  return Array.isArray(value) ? value[0] : value;
+}
+
+function safeEqual(a: string, b: string): boolean {
+  const x = Buffer.from(a);
+  const y = Buffer.from(b);
+  return x.length === y.length && timingSafeEqual(x, y);
+}
+
+/** Reads and drops the rest of a request body, so a keep-alive connection stays usable. */
+function drain(req: IncomingMessage): void {
+  if (!req.complete) req.resume();
+}
+
+/** `Dry-Run`: absent or 0 normal, 1 validate only, anything else 400 (api-v2.md 4.1). */
+function parseDryRun(req: IncomingMessage, op: OperationSpec): boolean {
+  const value = header(req, 'dry-run');
+  if (value === undefined) return false;
+  const trimmed = value.trim();
+  if (trimmed !== '0' && trimmed !== '1') {
+    throw new HttpError(400, `the Dry-Run header must be 0 or 1, got "${value}"`);
+  }
+  if (trimmed === '1' && !op.dryRun) {
+    throw new HttpError(400, `the operation ${op.id} has no dry-run mode; send it without Dry-Run: 1`);
+  }
+  return trimmed === '1';
+}
+
+async function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
+  const declared = Number(req.headers['content-length'] ?? NaN);
+  if (declared > limit) {
+    throw new HttpError(413, `the request body is ${declared} bytes, over the limit of ${limit} bytes (250 MB)`);
+  }
+  const chunks: Buffer[] = [];
+  let total = 0;
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    total += chunk.length;
+    if (total > limit) throw new HttpError(413, `the request body is over the limit of ${limit} bytes (250 MB)`);
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks, total);
+}
+
+async function readJsonBody(req: IncomingMessage, method: string): Promise<unknown> {
+  if (method === 'GET' || method === 'DELETE' || method === 'HEAD') {
+    drain(req);
+    return undefined;
+  }
+  const raw = await readBody(req, MAX_REQUEST_BYTES);
+  if (raw.length === 0) return undefined;
+  const type = (header(req, 'content-type') ?? '').split(';')[0]!.trim().toLowerCase();
+  if (type !== 'application/json') {
+    throw new HttpError(400, `the request body must be JSON with Content-Type: application/json, got "${type || 'none'}"`);
+  }
+  try {
+    return JSON.parse(raw.toString('utf8')) as unknown;
+  } catch (error) {
+    throw new HttpError(400, `the request body is not valid JSON: ${(error as Error).message}`);
+  }
+}
