@@ -1,0 +1,92 @@
+/**
+ * `wds-files emulator`: the local emulator of the service as a server (DESIGN.md sections 3, 6).
+ * Prints its address and credentials, then serves until interrupted.
+ */
+import type { Argv, CommandModule } from 'yargs';
+import { resolve } from 'node:path';
+import { startEmulator } from '../../emulator/index.js';
+import { DEFAULT_CONSUMER_KEY, DEFAULT_CONSUMER_SECRET } from '../../emulator/config.js';
+import { SAMPLE_COMPANY_DIR } from '../paths.js';
+
+interface EmulatorArgs {
+  port: number;
+  host: string;
+  seed?: string;
+  generate?: number;
+  files: boolean;
+  'clock-speed'?: number;
+  'clock-start'?: string;
+  timezone?: string;
+  'state-dir'?: string;
+  config?: string;
+  'allow-http-webhooks': boolean;
+  maintenance: boolean;
+  json: boolean;
+}
+
+export const emulatorCommand: CommandModule<object, EmulatorArgs> = {
+  command: 'emulator',
+  describe: 'Run the local emulator of the Workforce Data Service',
+  builder: (yargs: Argv) =>
+    yargs
+      .option('port', { type: 'number', default: 8787, describe: 'Port to listen on (0 for any free port)' })
+      .option('host', { type: 'string', default: '127.0.0.1', describe: 'Address to listen on' })
+      .option('seed', { type: 'string', describe: 'Seed folder of the company (default: the sample company)' })
+      .option('generate', { type: 'number', describe: 'Generate a synthetic company of N members instead of a seed' })
+      .option('files', { type: 'boolean', default: true, describe: 'With --generate: photos and attachments (--no-files for none)' })
+      .option('clock-speed', { type: 'number', describe: 'Service seconds per real second (default 1)' })
+      .option('clock-start', { type: 'string', describe: 'Service time at start, "YYYY-MM-DD HH:MM:SS" (default: now)' })
+      .option('timezone', { type: 'string', describe: 'IANA time zone of service local time (default Asia/Tokyo)' })
+      .option('state-dir', { type: 'string', describe: 'Keep data and files in DIR across restarts' })
+      .option('config', { type: 'string', describe: 'YAML or JSON config with several companies' })
+      .option('allow-http-webhooks', { type: 'boolean', default: false, describe: 'Let webhook settings use http://127.0.0.1 or localhost' })
+      .option('maintenance', { type: 'boolean', default: true, describe: 'Answer 503 from 01:00 to 01:30 service time (--no-maintenance to switch off)' })
+      .option('json', { type: 'boolean', default: false, describe: 'Print the address and credentials as one JSON line' })
+      .check((argv) => {
+        if (argv.generate !== undefined && (!Number.isInteger(argv.generate) || argv.generate < 0)) {
+          throw new Error(`--generate takes a whole number of members, got ${argv.generate}`);
+        }
+        if (argv.generate !== undefined && argv.seed) throw new Error('give either --seed or --generate, not both');
+        if (argv['clock-speed'] !== undefined && !(argv['clock-speed'] > 0)) {
+          throw new Error(`--clock-speed must be a positive number, got ${argv['clock-speed']}`);
+        }
+        if (!Number.isInteger(argv.port) || argv.port < 0 || argv.port > 65535) throw new Error(`--port must be 0 to 65535, got ${argv.port}`);
+        return true;
+      }) as Argv<EmulatorArgs>,
+  handler: async (argv) => {
+    const running = await startEmulator({
+      port: argv.port,
+      host: argv.host,
+      seed: argv.generate === undefined ? resolve(argv.seed ?? SAMPLE_COMPANY_DIR) : undefined,
+      generate: argv.generate === undefined ? undefined : { members: argv.generate, files: argv.files },
+      clockSpeed: argv['clock-speed'],
+      clockStart: argv['clock-start'],
+      timeZone: argv.timezone,
+      stateDir: argv['state-dir'],
+      config: argv.config,
+      allowHttpWebhooks: argv['allow-http-webhooks'],
+      maintenance: argv.maintenance,
+    });
+    const companies = running.emulator.companies.map((c) => ({ name: c.name, consumer_key: c.settings.consumerKey, consumer_secret: c.settings.consumerSecret }));
+    if (argv.json) {
+      console.log(JSON.stringify({ base_url: running.url, api: `${running.url}/api/v2.0`, companies }));
+    } else {
+      console.log(`Workforce Data Service emulator listening on ${running.url}`);
+      console.log(`  API:      ${running.url}/api/v2.0`);
+      console.log(`  control:  ${running.url}/_emulator/{clock,faults,state,stats,reset}`);
+      console.log(`  clock:    ${running.emulator.clock.format()} (${running.emulator.clock.timeZone}, speed ${running.emulator.clock.speed})`);
+      for (const c of companies) {
+        const isDefault = c.consumer_key === DEFAULT_CONSUMER_KEY && c.consumer_secret === DEFAULT_CONSUMER_SECRET;
+        // The demo credentials are public; a config file's secrets are not printed.
+        console.log(`  company ${c.name}: consumer key ${c.consumer_key}${isDefault ? `, consumer secret ${c.consumer_secret}` : ''}`);
+      }
+      console.log('Press Ctrl-C to stop.');
+    }
+    await new Promise<void>((resolveStop) => {
+      const stop = (): void => resolveStop();
+      process.once('SIGINT', stop);
+      process.once('SIGTERM', stop);
+    });
+    await running.close();
+  },
+};

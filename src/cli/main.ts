@@ -1,0 +1,31 @@
+#!/usr/bin/env node
+/**
+ * `wds-files`: the command line (DESIGN.md section 3). Commands are thin: each one parses its
+ * options here and hands them to a pipeline, the client or the emulator.
+ */
+import yargs from 'yargs';
+import { hideBin } from 'yargs/helpers';
+import { emulatorCommand } from './commands/emulator.js';
+import { EXIT } from './exit-codes.js';
+
+export async function main(argv: string[]): Promise<void> {
+  await yargs(argv)
+    .scriptName('wds-files')
+    .command(emulatorCommand)
+    .demandCommand(1, 'name a command; see --help')
+    .strict()
+    .recommendCommands()
+    .help()
+    .fail((message, error) => {
+      // A failed check or a bad option is a usage error; an error thrown by a command is fatal.
+      if (error && !message) {
+        console.error(`wds-files: ${error.message}`);
+        process.exit(EXIT.fatal);
+      }
+      console.error(`wds-files: ${message ?? error?.message}\nRun wds-files --help for usage.`);
+      process.exit(EXIT.usage);
+    })
+    .parseAsync();
+}
+
+await main(hideBin(process.argv));

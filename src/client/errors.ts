@@ -1,0 +1,214 @@
+/**
+ * The client's errors, one class per failure kind, each with a stable `code` that the CLI maps to
+ * exit codes and messages. Messages and the service's `errors` are redacted in the constructor,
+ * so no caller can forget it (octokit's request-error does the same).
+ */
+import { redact } from '../util/redact.js';
+
+export type WdsErrorCode =
+  | 'INVALID_OPTION' | 'BAD_REQUEST' | 'AUTHENTICATION' | 'FORBIDDEN' | 'NOT_FOUND'
+  | 'METHOD_NOT_ALLOWED' | 'PAYLOAD_TOO_LARGE' | 'RATE_LIMITED' | 'SERVER_ERROR' | 'MAINTENANCE'
+  | 'NETWORK' | 'TIMEOUT' | 'TASK_FAILED' | 'UPDATE_OUTCOME_UNKNOWN' | 'INVALID_RESPONSE';
+
+export interface ErrorDetails {
+  method?: string;
+  path?: string;
+  status?: number;
+  /** The service's `errors` array. */
+  errors?: string[];
+  cause?: unknown;
+}
+
+export class WdsError extends Error {
+  readonly code: WdsErrorCode;
+  readonly method?: string;
+  readonly path?: string;
+  readonly status?: number;
+  readonly errors: string[];
+
+  constructor(code: WdsErrorCode, message: string, details: ErrorDetails = {}) {
+    super(redact(message), details.cause === undefined ? undefined : { cause: scrubCause(details.cause) });
+    this.name = 'WdsError';
+    this.code = code;
+    this.method = details.method;
+    this.path = details.path;
+    this.status = details.status;
+    this.errors = (details.errors ?? []).map(redact);
+  }
+}
+
+/** A cause is kept only as its name and redacted message: a raw error may carry request headers. */
+function scrubCause(cause: unknown): unknown {
+  if (cause instanceof Error) {
+    const copy = new Error(redact(cause.message));
+    copy.name = cause.name;
+    (copy as Error & { code?: unknown }).code = (cause as Error & { code?: unknown }).code;
+    return copy;
+  }
+  return typeof cause === 'string' ? redact(cause) : undefined;
+}
+
+function describe(details: ErrorDetails, summary: string): string {
+  const where = details.method && details.path ? `${details.method} ${details.path}: ` : '';
+  const said = details.errors?.length ? ` (${details.errors.join('; ')})` : '';
+  return `${where}${summary}${said}`;
+}
+
+export class OptionsError extends WdsError {
+  constructor(message: string) {
+    super('INVALID_OPTION', message);
+    this.name = 'OptionsError';
+  }
+}
+
+/** An answer of the service that is not a success. */
+export class ApiError extends WdsError {
+  constructor(code: WdsErrorCode, summary: string, details: ErrorDetails) {
+    super(code, describe(details, summary), details);
+    this.name = 'ApiError';
+  }
+}
+
+export class BadRequestError extends ApiError {
+  constructor(details: ErrorDetails) {
+    super('BAD_REQUEST', `the service refused the request's parameters (${details.status ?? 400})`, details);
+    this.name = 'BadRequestError';
+  }
+}
+
+export class AuthenticationError extends ApiError {
+  constructor(details: ErrorDetails) {
+    super('AUTHENTICATION', 'authentication failed (401): check the consumer key and consumer secret', details);
+    this.name = 'AuthenticationError';
+  }
+}
+
+export class ForbiddenError extends ApiError {
+  constructor(details: ErrorDetails) {
+    super('FORBIDDEN', 'API v2 cannot be used for this operation (403): switch the operation on in the administrator screen', details);
+    this.name = 'ForbiddenError';
+  }
+}
+
+export class NotFoundError extends ApiError {
+  constructor(details: ErrorDetails) {
+    super('NOT_FOUND', 'no such id (404)', details);
+    this.name = 'NotFoundError';
+  }
+}
+
+export class MethodNotAllowedError extends ApiError {
+  constructor(details: ErrorDetails) {
+    super('METHOD_NOT_ALLOWED', 'the method is not allowed on this path (405)', details);
+    this.name = 'MethodNotAllowedError';
+  }
+}
+
+export class PayloadTooLargeError extends ApiError {
+  constructor(details: ErrorDetails) {
+    super('PAYLOAD_TOO_LARGE', 'the request body is over the 250 MB limit (413)', details);
+    this.name = 'PayloadTooLargeError';
+  }
+}
+
+export class RateLimitError extends ApiError {
+  /** From Retry-After, when the service sent one. */
+  readonly retryAfterMs?: number;
+  constructor(details: ErrorDetails & { retryAfterMs?: number }) {
+    super('RATE_LIMITED', 'the access limit was exceeded (429)', details);
+    this.name = 'RateLimitError';
+    this.retryAfterMs = details.retryAfterMs;
+  }
+}
+
+export class ServerError extends ApiError {
+  constructor(details: ErrorDetails) {
+    super('SERVER_ERROR', `the service failed (${details.status ?? 500})`, details);
+    this.name = 'ServerError';
+  }
+}
+
+export class MaintenanceError extends ApiError {
+  readonly retryAfterMs?: number;
+  constructor(details: ErrorDetails & { retryAfterMs?: number }) {
+    super('MAINTENANCE', 'the service is under maintenance (503; the daily backup runs 01:00-01:30)', details);
+    this.name = 'MaintenanceError';
+    this.retryAfterMs = details.retryAfterMs;
+  }
+}
+
+export class NetworkError extends WdsError {
+  constructor(message: string, details: ErrorDetails) {
+    super('NETWORK', describe(details, `network error: ${message}`), details);
+    this.name = 'NetworkError';
+  }
+}
+
+export class TimeoutError extends WdsError {
+  constructor(message: string, details: ErrorDetails) {
+    super('TIMEOUT', describe(details, message), details);
+    this.name = 'TimeoutError';
+  }
+}
+
+/**
+ * An update request whose answer was lost (504, cut connection, timeout) after it may have reached
+ * the service: the task may exist, so it is never sent again automatically.
+ */
+export class UpdateOutcomeUnknownError extends WdsError {
+  constructor(details: ErrorDetails) {
+    super(
+      'UPDATE_OUTCOME_UNKNOWN',
+      describe(details, 'the answer to this update request was lost after the request may have reached the service; ' +
+        'it was not sent again, because the task may already exist. Check the data (and recent tasks) before sending it again'),
+      details,
+    );
+    this.name = 'UpdateOutcomeUnknownError';
+  }
+}
+
+export class ResponseShapeError extends WdsError {
+  constructor(message: string, details: ErrorDetails) {
+    super('INVALID_RESPONSE', describe(details, `the answer does not have the expected shape: ${message}`), details);
+    this.name = 'ResponseShapeError';
+  }
+}
+
+export interface FinalTask {
+  id: number;
+  status: 'OK' | 'NG' | 'ERROR';
+  messages: string[];
+}
+
+export class TaskFailedError extends WdsError {
+  readonly task: FinalTask;
+  constructor(task: FinalTask) {
+    super('TASK_FAILED', `task ${task.id} ended ${task.status}${task.messages.length ? `: ${task.messages.join('; ')}` : ''}`, {
+      errors: task.messages,
+    });
+    this.name = 'TaskFailedError';
+    this.task = { ...task, messages: task.messages.map(redact) };
+  }
+}
+
+/** The error class for a status code of the service (api-v2.md 7). */
+export function apiErrorFor(status: number, details: ErrorDetails & { retryAfterMs?: number }): ApiError {
+  const withStatus = { ...details, status };
+  switch (status) {
+    case 400: return new BadRequestError(withStatus);
+    case 401: return new AuthenticationError(withStatus);
+    case 403: return new ForbiddenError(withStatus);
+    case 404: return new NotFoundError(withStatus);
+    case 405: return new MethodNotAllowedError(withStatus);
+    case 413: return new PayloadTooLargeError(withStatus);
+    case 429: return new RateLimitError(withStatus);
+    case 503: return new MaintenanceError(withStatus);
+    default: return status >= 500 ? new ServerError(withStatus) : new BadRequestError(withStatus);
+  }
+}
+
+export const isWdsError = (e: unknown): e is WdsError => e instanceof WdsError;
+export const isApiError = (e: unknown): e is ApiError => e instanceof ApiError;
+export const isRateLimitError = (e: unknown): e is RateLimitError => e instanceof RateLimitError;
+export const isTaskFailedError = (e: unknown): e is TaskFailedError => e instanceof TaskFailedError;
+export const isUpdateOutcomeUnknownError = (e: unknown): e is UpdateOutcomeUnknownError => e instanceof UpdateOutcomeUnknownError;

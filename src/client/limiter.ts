@@ -1,0 +1,115 @@
+/**
+ * The service's limits as sliding windows on the client side (api-v2.md 8): 5 update requests a
+ * minute, 3,000 requests and 1,000 tokens an hour. Shared by every concurrent caller of a client,
+ * and across processes through a state file. The mechanism is here; the policy (which window a
+ * request takes) is the client's. A request the limiter knows would be refused waits instead, and
+ * the wait is announced through `onWait`.
+ */
+import { sleep } from './retry.js';
+import { StateFile, emptyStamps, type WindowName, type WindowStamps } from './state-file.js';
+
+export interface WindowLimit {
+  limit: number;
+  windowMs: number;
+}
+
+export type WaitReason = 'update-limit' | 'request-limit' | 'token-limit' | 'rate-limited' | 'maintenance' | 'retry';
+
+export interface WaitEvent {
+  reason: WaitReason;
+  waitMs: number;
+  message: string;
+}
+
+export interface LimiterOptions {
+  windows: Record<WindowName, WindowLimit>;
+  /**
+   * Each window is held this much longer than the service's, because the service counts a request
+   * when it arrives, a little after we count it. Default: 5 % of the window, at least 50 ms.
+   */
+  marginRatio?: number;
+  stateFile?: StateFile | null;
+  onWait?: (event: WaitEvent) => void;
+}
+
+const REASON: Record<WindowName, WaitReason> = { update: 'update-limit', request: 'request-limit', token: 'token-limit' };
+
+export class Limiter {
+  private memory: WindowStamps = emptyStamps();
+  private readonly queues = new Map<string, Promise<void>>();
+
+  constructor(private readonly options: LimiterOptions) {}
+
+  private span(name: WindowName): number {
+    const { windowMs } = this.options.windows[name];
+    return windowMs + Math.max(50, windowMs * (this.options.marginRatio ?? 0.05));
+  }
+
+  /** Waits until one more request fits in every named window, then counts it there. */
+  acquire(names: WindowName[], signal?: AbortSignal): Promise<void> {
+    const key = [...names].sort().join('+');
+    const previous = this.queues.get(key) ?? Promise.resolve();
+    const run = previous.then(() => this.acquireNow(names, signal));
+    this.queues.set(key, run.catch(() => undefined));
+    return run;
+  }
+
+  private async acquireNow(names: WindowName[], signal?: AbortSignal): Promise<void> {
+    for (;;) {
+      const [wait, name] = this.tryTake(names);
+      if (wait <= 0) return;
+      const { limit, windowMs } = this.options.windows[name!];
+      this.options.onWait?.({
+        reason: REASON[name!],
+        waitMs: wait,
+        message: `waiting ${(wait / 1000).toFixed(1)} s: ${limit} ${name} requests per ${formatWindow(windowMs)} reached`,
+      });
+      await sleep(wait, signal);
+    }
+  }
+
+  /** [0] when taken; else [ms to wait, the window that is full]. */
+  private tryTake(names: WindowName[]): [number, WindowName?] {
+    const decide = (stamps: WindowStamps): { stamps: WindowStamps; result: [number, WindowName?] } => {
+      const now = Date.now();
+      let wait = 0;
+      let full: WindowName | undefined;
+      for (const name of Object.keys(stamps) as WindowName[]) {
+        const span = this.span(name);
+        stamps[name] = stamps[name].filter((t) => t > now - span && t <= now + 1000).sort((a, b) => a - b);
+      }
+      for (const name of names) {
+        const list = stamps[name];
+        const { limit } = this.options.windows[name];
+        if (list.length >= limit) {
+          const until = list[list.length - limit]! + this.span(name) - now;
+          if (until > wait) {
+            wait = until;
+            full = name;
+          }
+        }
+      }
+      if (wait <= 0) for (const name of names) stamps[name].push(now);
+      return { stamps, result: [Math.ceil(wait), full] };
+    };
+    const file = this.options.stateFile;
+    if (file) return file.update(decide);
+    const { stamps, result } = decide(this.memory);
+    this.memory = stamps;
+    return result;
+  }
+
+  /** How many of a window's slots are in use now (for progress displays and tests). */
+  used(name: WindowName): number {
+    const file = this.options.stateFile;
+    const count = (stamps: WindowStamps): number => stamps[name].filter((t) => t > Date.now() - this.span(name)).length;
+    if (file) return file.update((stamps) => ({ stamps, result: count(stamps) }));
+    return count(this.memory);
+  }
+}
+
+function formatWindow(ms: number): string {
+  if (ms === 60_000) return 'minute';
+  if (ms === 3_600_000) return 'hour';
+  return `${ms / 1000} s`;
+}

@@ -1,0 +1,50 @@
+/**
+ * How long to wait before the next attempt: the service's Retry-After when it gave one, else
+ * exponential backoff with jitter (ky and undici's retry handler do the same).
+ */
+export interface RetryPolicy {
+  /** Attempts for reads and for the retryable failures of updates, the first one included. */
+  maxAttempts: number;
+  /** First backoff delay. */
+  baseDelayMs: number;
+  /** Longest backoff delay. */
+  maxDelayMs: number;
+  /** Longest single wait on a Retry-After (429, 503) before giving up. */
+  maxRetryAfterMs: number;
+}
+
+export const DEFAULT_RETRY: RetryPolicy = {
+  maxAttempts: 6,
+  baseDelayMs: 300,
+  maxDelayMs: 20_000,
+  maxRetryAfterMs: 40 * 60_000,
+};
+
+/** Backoff for attempt 1, 2, ... : base * 2^(attempt-1), capped, with "equal jitter". */
+export function backoffDelay(attempt: number, policy: RetryPolicy, random: () => number = Math.random): number {
+  const exp = Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** Math.max(0, attempt - 1));
+  return Math.round(exp / 2 + random() * (exp / 2));
+}
+
+/** Retry-After as milliseconds: delta seconds or an HTTP date (RFC 9110 10.2.3). */
+export function parseRetryAfter(value: string | string[] | undefined, now: number = Date.now()): number | undefined {
+  const text = Array.isArray(value) ? value[0] : value;
+  if (!text) return undefined;
+  if (/^\d+$/.test(text.trim())) return Number(text.trim()) * 1000;
+  const date = Date.parse(text);
+  return Number.isNaN(date) ? undefined : Math.max(0, date - now);
+}
+
+export const sleep = (ms: number, signal?: AbortSignal): Promise<void> =>
+  new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason as Error);
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    const onAbort = (): void => {
+      clearTimeout(timer);
+      reject(signal!.reason as Error);
+    };
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });

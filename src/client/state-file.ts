@@ -1,0 +1,81 @@
+/**
+ * The limiter's windows on disk, so that two commands run back to back (or at once) against the
+ * same company share them. Read-modify-write happens under a lock file created with O_EXCL; a lock
+ * older than a few seconds was left by a killed process and is taken over.
+ */
+import { mkdirSync, openSync, closeSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { homedir } from 'node:os';
+import { dirname, join } from 'node:path';
+
+export type WindowName = 'update' | 'request' | 'token';
+export type WindowStamps = Record<WindowName, number[]>;
+
+const STALE_LOCK_MS = 5_000;
+
+/** `~/.cache/wds-files/limits-<hash of base URL and consumer key>.json` (XDG_CACHE_HOME honoured). */
+export function defaultStateFile(baseUrl: string, consumerKey: string): string {
+  const cache = process.env.XDG_CACHE_HOME || join(homedir(), '.cache');
+  const id = createHash('sha256').update(`${baseUrl}\n${consumerKey}`).digest('hex').slice(0, 16);
+  return join(cache, 'wds-files', `limits-${id}.json`);
+}
+
+export function emptyStamps(): WindowStamps {
+  return { update: [], request: [], token: [] };
+}
+
+function sleepSync(ms: number): void {
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+}
+
+export class StateFile {
+  private readonly lockPath: string;
+
+  constructor(readonly path: string) {
+    this.lockPath = `${path}.lock`;
+    mkdirSync(dirname(path), { recursive: true });
+  }
+
+  /** Runs `change` on the stamps under the lock and saves what it returns. */
+  update<T>(change: (stamps: WindowStamps) => { stamps: WindowStamps; result: T }): T {
+    this.lock();
+    try {
+      const { stamps, result } = change(this.read());
+      const temp = `${this.path}.${process.pid}.tmp`;
+      writeFileSync(temp, JSON.stringify({ version: 1, windows: stamps }));
+      renameSync(temp, this.path);
+      return result;
+    } finally {
+      rmSync(this.lockPath, { force: true });
+    }
+  }
+
+  private read(): WindowStamps {
+    try {
+      const saved = JSON.parse(readFileSync(this.path, 'utf8')) as { version?: number; windows?: Partial<WindowStamps> };
+      const w = saved.windows ?? {};
+      const list = (v: unknown): number[] => (Array.isArray(v) ? v.filter((x): x is number => typeof x === 'number') : []);
+      return { update: list(w.update), request: list(w.request), token: list(w.token) };
+    } catch {
+      // Missing or damaged: start empty (the service's own 429 remains the backstop).
+      return emptyStamps();
+    }
+  }
+
+  private lock(): void {
+    for (let attempt = 0; ; attempt += 1) {
+      try {
+        closeSync(openSync(this.lockPath, 'wx'));
+        return;
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+        try {
+          if (Date.now() - statSync(this.lockPath).mtimeMs > STALE_LOCK_MS) rmSync(this.lockPath, { force: true });
+        } catch {
+          // The holder released it meanwhile.
+        }
+        sleepSync(Math.min(20, 1 + attempt));
+      }
+    }
+  }
+}

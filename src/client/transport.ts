@@ -1,0 +1,222 @@
+/**
+ * One `send` for every API call, with auth, limits and retries as layers around it (undici's
+ * composable-handler idea). Retry policy (issue 3): 429 and 503 wait (Retry-After) and retry;
+ * 500, 502, 504 and network errors are retried with backoff for reads; an update request is retried
+ * only when it provably did not reach the service (connection refused, 429, 503), never after a
+ * 504 or a cut answer, because its task may exist.
+ */
+import { request, Agent, type Dispatcher } from 'undici';
+import type { z } from 'zod';
+import { API_PREFIX, operation, operationPath, type OperationId } from '../spec/operations.js';
+import { redact } from '../util/redact.js';
+import {
+  apiErrorFor, WdsError, MaintenanceError, NetworkError, RateLimitError, ResponseShapeError,
+  ServerError, TimeoutError, UpdateOutcomeUnknownError, type ErrorDetails,
+} from './errors.js';
+import type { Limiter, WaitEvent } from './limiter.js';
+import type { TokenManager } from './auth.js';
+import type { ResolvedOptions } from './options.js';
+import { backoffDelay, parseRetryAfter, sleep } from './retry.js';
+import type { WindowName } from './state-file.js';
+
+export interface CallOptions {
+  params?: Record<string, string | number>;
+  query?: Record<string, string | number | boolean | undefined>;
+  body?: unknown;
+  /** Overrides the client's dryRun for this call (operations with a dry-run mode only). */
+  dryRun?: boolean;
+  signal?: AbortSignal;
+}
+
+/** Error codes that prove the request never reached the service. */
+const NOT_SENT = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'UND_ERR_CONNECT_TIMEOUT', 'EHOSTUNREACH', 'ENETUNREACH']);
+const TIMEOUTS = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT']);
+
+interface RawAnswer {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: unknown;
+}
+
+function errorCode(error: unknown): string {
+  const e = error as { code?: string; cause?: { code?: string } };
+  return e?.code ?? e?.cause?.code ?? '';
+}
+
+export class Transport {
+  readonly dispatcher: Dispatcher;
+  private readonly ownsDispatcher: boolean;
+  /** Counters for reports: requests sent, by outcome. */
+  readonly counters = { requests: 0, retries: 0, rateLimited: 0, waitedMs: 0 };
+
+  constructor(
+    private readonly options: ResolvedOptions,
+    private readonly limiter: Limiter | null,
+    private readonly tokens: () => TokenManager,
+  ) {
+    this.ownsDispatcher = !options.dispatcher;
+    this.dispatcher = options.dispatcher ?? new Agent({ connections: options.connections, keepAliveTimeout: 10_000 });
+  }
+
+  async close(): Promise<void> {
+    if (this.ownsDispatcher) await this.dispatcher.close();
+  }
+
+  private log(level: 'debug' | 'info' | 'warn', message: string): void {
+    this.options.logger?.[level](redact(message));
+  }
+
+  private async wait(event: WaitEvent, signal?: AbortSignal): Promise<void> {
+    this.counters.waitedMs += event.waitMs;
+    this.options.onWait?.(event);
+    this.log('info', event.message);
+    await sleep(event.waitMs, signal);
+  }
+
+  private async send(method: string, url: string, headers: Record<string, string>, body: string | undefined, signal?: AbortSignal): Promise<RawAnswer> {
+    this.counters.requests += 1;
+    const res = await request(url, {
+      method: method as Dispatcher.HttpMethod,
+      headers,
+      body,
+      dispatcher: this.dispatcher,
+      headersTimeout: this.options.timeoutMs,
+      bodyTimeout: this.options.timeoutMs,
+      signal,
+    });
+    const text = await res.body.text();
+    const type = String(res.headers['content-type'] ?? '');
+    let parsed: unknown = text;
+    // wire-format.md: a proxy or maintenance page may answer plain text; read JSON only when said.
+    if (type.includes('json') && text) {
+      try {
+        parsed = JSON.parse(text);
+      } catch {
+        parsed = text;
+      }
+    }
+    return { status: res.statusCode, headers: res.headers, body: parsed };
+  }
+
+  /** Issues a token: retried on network errors, 5xx, 429 and 503 (a lost answer costs one token). */
+  async requestToken(credentials: string): Promise<unknown> {
+    const url = `${this.options.baseUrl}${API_PREFIX}/token`;
+    const headers = {
+      Authorization: `Basic ${credentials}`,
+      'Content-Type': 'application/x-www-form-urlencoded;charset=UTF-8',
+      'User-Agent': this.options.userAgent,
+    };
+    return this.withRetries('POST', '/token', ['token'], false, async () => this.send('POST', url, headers, 'grant_type=client_credentials'));
+  }
+
+  /** One operation of the service, parsed with `schema` when given. */
+  async call<T = unknown>(id: OperationId, call: CallOptions = {}, schema?: z.ZodType<T>): Promise<T> {
+    const op = operation(id);
+    const path = operationPath(id, call.params);
+    const query = new URLSearchParams();
+    for (const [k, v] of Object.entries(call.query ?? {})) if (v !== undefined) query.set(k, String(v));
+    const url = `${this.options.baseUrl}${API_PREFIX}${path}${query.size ? `?${query}` : ''}`;
+    const dryRun = op.dryRun && (call.dryRun ?? this.options.dryRun);
+    const body = call.body === undefined ? undefined : JSON.stringify(call.body);
+    const windows: WindowName[] = op.kind === 'task' ? ['request', 'update'] : ['request'];
+    const mutating = op.method !== 'GET';
+    let renewed = false;
+    const answer = await this.withRetries(op.method, path, windows, mutating, async () => {
+      const token = await this.tokens().get();
+      const headers: Record<string, string> = { 'Service-Token': token, 'User-Agent': this.options.userAgent };
+      if (body !== undefined) headers['Content-Type'] = 'application/json';
+      if (dryRun) headers['Dry-Run'] = '1';
+      const raw = await this.send(op.method, url, headers, body, call.signal);
+      if (raw.status === 401 && !renewed) {
+        // The token expired early or was revoked: renew once and repeat (a 401 did nothing).
+        renewed = true;
+        this.tokens().invalidate(token);
+        return 'again';
+      }
+      return raw;
+    }, call.signal);
+    if (!schema) return answer as T;
+    const parsed = schema.safeParse(answer);
+    if (!parsed.success) {
+      const first = parsed.error.issues[0];
+      throw new ResponseShapeError(`${first?.path.join('.') || 'body'}: ${first?.message}`, { method: op.method, path });
+    }
+    return parsed.data;
+  }
+
+  private async withRetries(
+    method: string,
+    path: string,
+    windows: WindowName[],
+    mutating: boolean,
+    attemptOnce: () => Promise<RawAnswer | 'again'>,
+    signal?: AbortSignal,
+  ): Promise<unknown> {
+    const policy = this.options.retry;
+    let failures = 0;
+    let limited = 0;
+    for (;;) {
+      await this.limiter?.acquire(windows, signal);
+      let raw: RawAnswer | 'again';
+      try {
+        raw = await attemptOnce();
+      } catch (error) {
+        // Errors of ours (a token that could not be issued) are final here; only the wire's are retried.
+        if (error instanceof WdsError || (signal?.aborted ?? false)) throw error;
+        const code = errorCode(error);
+        const details: ErrorDetails = { method, path, cause: error };
+        if (mutating && !NOT_SENT.has(code)) throw new UpdateOutcomeUnknownError(details);
+        failures += 1;
+        if (failures >= policy.maxAttempts) {
+          throw TIMEOUTS.has(code)
+            ? new TimeoutError(`no answer within ${this.options.timeoutMs} ms`, details)
+            : new NetworkError(`${code || 'error'}: ${(error as Error).message}`, details);
+        }
+        const waitMs = backoffDelay(failures, policy);
+        this.counters.retries += 1;
+        await this.wait({ reason: 'retry', waitMs, message: `${method} ${path}: ${code || (error as Error).message}; retrying in ${waitMs} ms` }, signal);
+        continue;
+      }
+      if (raw === 'again') continue;
+      if (raw.status >= 200 && raw.status < 300) return raw.body;
+
+      const errors = extractErrors(raw.body);
+      const retryAfterMs = parseRetryAfter(raw.headers['retry-after']);
+      const details = { method, path, status: raw.status, errors, retryAfterMs };
+      if (raw.status === 429 || raw.status === 503) {
+        // Neither did anything: safe to send again, update or not.
+        if (raw.status === 429) this.counters.rateLimited += 1;
+        limited += 1;
+        const waitMs = retryAfterMs ?? backoffDelay(limited, policy);
+        if (limited > 10 || waitMs > policy.maxRetryAfterMs) {
+          throw raw.status === 429 ? new RateLimitError(details) : new MaintenanceError(details);
+        }
+        this.counters.retries += 1;
+        await this.wait({
+          reason: raw.status === 429 ? 'rate-limited' : 'maintenance',
+          waitMs,
+          message: `${method} ${path}: ${raw.status === 429 ? 'rate limited (429)' : 'service unavailable (503)'}; waiting ${(waitMs / 1000).toFixed(1)} s`,
+        }, signal);
+        continue;
+      }
+      if (raw.status === 500 || raw.status === 502 || raw.status === 504) {
+        if (mutating) throw new UpdateOutcomeUnknownError(details);
+        failures += 1;
+        if (failures >= policy.maxAttempts) throw new ServerError(details);
+        const waitMs = backoffDelay(failures, policy);
+        this.counters.retries += 1;
+        await this.wait({ reason: 'retry', waitMs, message: `${method} ${path}: ${raw.status}; retrying in ${waitMs} ms` }, signal);
+        continue;
+      }
+      throw apiErrorFor(raw.status, details);
+    }
+  }
+}
+
+function extractErrors(body: unknown): string[] {
+  if (body && typeof body === 'object' && Array.isArray((body as { errors?: unknown }).errors)) {
+    return (body as { errors: unknown[] }).errors.map((e) => (typeof e === 'string' ? e : JSON.stringify(e)));
+  }
+  if (typeof body === 'string' && body.trim()) return [body.trim().slice(0, 300)];
+  return [];
+}
