@@ -6,12 +6,17 @@
 import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
 import { emulatorCommand } from './commands/emulator.js';
+import { apiCommand } from './commands/api.js';
+import { UsageError } from './connection.js';
+import { isWdsError } from '../client/errors.js';
+import { redact } from '../util/redact.js';
 import { EXIT } from './exit-codes.js';
 
 export async function main(argv: string[]): Promise<void> {
   await yargs(argv)
     .scriptName('wds-files')
     .command(emulatorCommand)
+    .command(apiCommand)
     .demandCommand(1, 'name a command; see --help')
     .strict()
     .recommendCommands()
@@ -19,8 +24,9 @@ export async function main(argv: string[]): Promise<void> {
     .fail((message, error) => {
       // A failed check or a bad option is a usage error; an error thrown by a command is fatal.
       if (error && !message) {
-        console.error(`wds-files: ${error.message}`);
-        process.exit(EXIT.fatal);
+        const code = isWdsError(error) ? ` [${error.code}]` : '';
+        console.error(`wds-files: ${redact(error.message)}${code}`);
+        process.exit(error instanceof UsageError ? EXIT.usage : EXIT.fatal);
       }
       console.error(`wds-files: ${message ?? error?.message}\nRun wds-files --help for usage.`);
       process.exit(EXIT.usage);

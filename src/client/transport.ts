@@ -45,6 +45,13 @@ function errorCode(error: unknown): string {
 
 export class Transport {
   readonly dispatcher: Dispatcher;
+  /**
+   * Updates go on fresh connections (keep-alive off): a kept-alive socket that the server closed
+   * meanwhile would fail an update in a way that cannot be told from a lost answer, while a fresh
+   * connection that is refused proves the request never left. Five updates a minute make the
+   * extra handshakes free.
+   */
+  readonly updateDispatcher: Dispatcher;
   private readonly ownsDispatcher: boolean;
   /** Counters for reports: requests sent, by outcome. */
   readonly counters = { requests: 0, retries: 0, rateLimited: 0, waitedMs: 0 };
@@ -56,10 +63,11 @@ export class Transport {
   ) {
     this.ownsDispatcher = !options.dispatcher;
     this.dispatcher = options.dispatcher ?? new Agent({ connections: options.connections, keepAliveTimeout: 10_000 });
+    this.updateDispatcher = options.dispatcher ?? new Agent({ connections: options.connections, pipelining: 0 });
   }
 
   async close(): Promise<void> {
-    if (this.ownsDispatcher) await this.dispatcher.close();
+    if (this.ownsDispatcher) await Promise.all([this.dispatcher.close(), this.updateDispatcher.close()]);
   }
 
   private log(level: 'debug' | 'info' | 'warn', message: string): void {
@@ -79,7 +87,7 @@ export class Transport {
       method: method as Dispatcher.HttpMethod,
       headers,
       body,
-      dispatcher: this.dispatcher,
+      dispatcher: method === 'GET' ? this.dispatcher : this.updateDispatcher,
       headersTimeout: this.options.timeoutMs,
       bodyTimeout: this.options.timeoutMs,
       signal,

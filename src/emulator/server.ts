@@ -133,10 +133,27 @@ export class Emulator {
     });
   }
 
+  /**
+   * Whether a request is answered 503. A request whose token names no company (missing or
+   * expired) meets the maintenance page too when every company is in maintenance: the real
+   * service shows it before looking at credentials, and a client must see 503 rather than 401.
+   */
+  private maintenanceFor(company: Company | undefined): boolean {
+    return company ? this.inMaintenance(company) : this.companies.every((c) => this.inMaintenance(c));
+  }
+
   inMaintenance(company: Company): boolean {
     if (!company.settings.maintenance) return false;
     const minute = this.clock.minuteOfDay();
     return minute >= MAINTENANCE_WINDOW.startMinute && minute < MAINTENANCE_WINDOW.endMinute;
+  }
+
+  /**
+   * Retry-After counts real seconds (RFC 9110), while the windows run on the service clock: at
+   * clock speed 60 a minute of service time is one real second.
+   */
+  private retryAfter(serviceSeconds: number): string {
+    return String(Math.max(1, Math.ceil(serviceSeconds / this.clock.speed)));
   }
 
   private maintenanceRetryAfter(): number {
@@ -185,9 +202,9 @@ export class Emulator {
       drain(req);
       return this.answer(res, fault.status, { errors: [`server error ${fault.status} (injected)`] }, {}, company);
     }
-    if (company && this.inMaintenance(company)) {
+    if (this.maintenanceFor(company)) {
       drain(req);
-      return this.answer(res, 503, { errors: ['the service is under maintenance (daily backup 01:00-01:30)'] }, { 'Retry-After': String(this.maintenanceRetryAfter()) });
+      return this.answer(res, 503, { errors: ['the service is under maintenance (daily backup 01:00-01:30)'] }, { 'Retry-After': this.retryAfter(this.maintenanceRetryAfter()) });
     }
     if (match.kind === 'none') {
       drain(req);
@@ -218,7 +235,7 @@ export class Emulator {
     const limited = this.checkLimits(company, op);
     if (limited) {
       drain(req);
-      return this.answer(res, 429, { errors: [limited.message] }, { 'Retry-After': String(limited.retryAfter) }, company);
+      return this.answer(res, 429, { errors: [limited.message] }, { 'Retry-After': this.retryAfter(limited.retryAfter) }, company);
     }
 
     try {
@@ -238,8 +255,9 @@ export class Emulator {
       await sendBody(res, status, headers, payload, { fault, bandwidth: this.apiFaults.bandwidth(method, apiPath) });
     } catch (error) {
       if (!(error instanceof HttpError)) throw error;
+      if (error.status === 413) closeLingering(req);
       drain(req);
-      await this.answer(res, error.status, { errors: error.errors }, { ...error.headers, ...(error.status === 413 ? { Connection: 'close' } : {}) }, company);
+      await this.answer(res, error.status, { errors: error.errors }, error.headers, company);
     }
   }
 
@@ -278,8 +296,8 @@ export class Emulator {
     const company = this.companies.find((c) => c.settings.consumerKey === key);
     company?.stats.count('POST /token');
     if (injected) return this.answer(res, injected, { errors: [`server error ${injected} (injected)`] });
-    if (company && this.inMaintenance(company)) {
-      return this.answer(res, 503, { errors: ['the service is under maintenance (daily backup 01:00-01:30)'] }, { 'Retry-After': String(this.maintenanceRetryAfter()) });
+    if (this.maintenanceFor(company)) {
+      return this.answer(res, 503, { errors: ['the service is under maintenance (daily backup 01:00-01:30)'] }, { 'Retry-After': this.retryAfter(this.maintenanceRetryAfter()) });
     }
     const type = (header(req, 'content-type') ?? '').split(';')[0]!.trim().toLowerCase();
     if (type !== 'application/x-www-form-urlencoded') {
@@ -296,7 +314,7 @@ export class Emulator {
     const now = this.clock.now();
     const wait = company.tokenWindow.retryAfterSeconds(now);
     if (wait) {
-      return this.answer(res, 429, { errors: [`more than ${company.tokenWindow.limit} tokens issued in an hour`] }, { 'Retry-After': String(wait) }, company);
+      return this.answer(res, 429, { errors: [`more than ${company.tokenWindow.limit} tokens issued in an hour`] }, { 'Retry-After': this.retryAfter(wait) }, company);
     }
     company.tokenWindow.take(now);
     company.stats.tokens_issued += 1;
@@ -325,6 +343,24 @@ function drain(req: IncomingMessage): void {
   if (!req.complete) req.resume();
 }
 
+/**
+ * After a 413 the client may still be sending its body. node:http closes such a connection as soon
+ * as the answer is written, and closing with the client's bytes unread makes the kernel send a
+ * reset that can reach the client before it has read the answer. So this connection closes the way
+ * RFC 9112 section 9.6 recommends: our side first, then the rest is read and dropped for a moment
+ * before the socket goes.
+ */
+function closeLingering(req: IncomingMessage): void {
+  if (req.complete) return;
+  const socket = req.socket;
+  socket.destroySoon = () => {
+    socket.end();
+    const timer = setTimeout(() => socket.destroy(), 1000);
+    timer.unref();
+    socket.once('close', () => clearTimeout(timer));
+  };
+}
+
 /** `Dry-Run`: absent or 0 normal, 1 validate only, anything else 400 (api-v2.md 4.1). */
 function parseDryRun(req: IncomingMessage, op: OperationSpec): boolean {
   const value = header(req, 'dry-run');
@@ -339,19 +375,54 @@ function parseDryRun(req: IncomingMessage, op: OperationSpec): boolean {
   return trimmed === '1';
 }
 
+/**
+ * Reads a whole body of at most `limit` bytes. Listeners rather than `for await`: leaving a
+ * `for await` early destroys the request and its socket, and a client streaming an oversized body
+ * would see a broken pipe instead of the 413 answer.
+ */
 async function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
   const declared = Number(req.headers['content-length'] ?? NaN);
   if (declared > limit) {
     throw new HttpError(413, `the request body is ${declared} bytes, over the limit of ${limit} bytes (250 MB)`);
   }
-  const chunks: Buffer[] = [];
-  let total = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    total += chunk.length;
-    if (total > limit) throw new HttpError(413, `the request body is over the limit of ${limit} bytes (250 MB)`);
-    chunks.push(chunk);
-  }
-  return Buffer.concat(chunks, total);
+  return new Promise<Buffer>((resolve, reject) => {
+    let chunks: Buffer[] = [];
+    let total = 0;
+    const stop = (): void => {
+      req.off('data', onData);
+      req.off('end', onEnd);
+      req.off('error', onError);
+      req.off('close', onClose);
+    };
+    const onData = (chunk: Buffer): void => {
+      total += chunk.length;
+      if (total > limit) {
+        stop();
+        chunks = [];
+        reject(new HttpError(413, `the request body is over the limit of ${limit} bytes (250 MB)`));
+        return;
+      }
+      chunks.push(chunk);
+    };
+    const onEnd = (): void => {
+      stop();
+      resolve(Buffer.concat(chunks, total));
+    };
+    const onError = (): void => {
+      stop();
+      reject(new HttpError(400, 'the request body could not be read'));
+    };
+    // A client that goes away mid-body leaves no one to answer; the handler just ends.
+    const onClose = (): void => {
+      if (req.complete) return;
+      stop();
+      reject(new HttpError(400, 'the request body ended before its end'));
+    };
+    req.on('data', onData);
+    req.on('end', onEnd);
+    req.on('error', onError);
+    req.on('close', onClose);
+  });
 }
 
 async function readJsonBody(req: IncomingMessage, method: string): Promise<unknown> {

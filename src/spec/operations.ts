@@ -97,3 +97,45 @@ export function operationPath(id: OperationId, params: Record<string, string | n
 export const INTEGER_PATH_PARAMS = ['task_id', 'sheet_id', 'custom_field_id', 'user_id', 'webhook_id'] as const;
 export const ADVANCED_TYPES = ['member', 'department'] as const;
 export type AdvancedType = (typeof ADVANCED_TYPES)[number];
+
+interface CompiledRoute {
+  op: OperationSpec;
+  pattern: RegExp;
+  names: string[];
+}
+
+const COMPILED: CompiledRoute[] = OPERATIONS.map((op) => {
+  const names: string[] = [];
+  const source = op.path.replace(/:([a-z_]+)/g, (_m, name: string) => {
+    names.push(name);
+    return '([^/]+)';
+  });
+  return { op, pattern: new RegExp(`^${source}$`), names };
+});
+
+export type OperationMatch =
+  | { kind: 'found'; op: OperationSpec; params: Record<string, string> }
+  | { kind: 'method'; allow: HttpMethod[] }
+  | { kind: 'none' };
+
+/**
+ * The operation of a method and a path relative to the API root (query excluded): found, a known
+ * path with another method (the methods it allows), or none.
+ */
+export function findOperation(method: string, path: string): OperationMatch {
+  const allow: HttpMethod[] = [];
+  for (const route of COMPILED) {
+    const m = route.pattern.exec(path);
+    if (!m) continue;
+    if (route.op.method !== method.toUpperCase()) {
+      allow.push(route.op.method);
+      continue;
+    }
+    const params: Record<string, string> = {};
+    route.names.forEach((name, i) => {
+      params[name] = decodeURIComponent(m[i + 1]!);
+    });
+    return { kind: 'found', op: route.op, params };
+  }
+  return allow.length ? { kind: 'method', allow: [...new Set(allow)] } : { kind: 'none' };
+}

@@ -1,0 +1,86 @@
+/**
+ * Connection settings of every command (DESIGN.md section 3): `--base-url`, `--consumer-key`,
+ * `--consumer-secret`, or WDS_BASE_URL, WDS_CONSUMER_KEY, WDS_CONSUMER_SECRET. Without a base URL
+ * a command runs against the embedded emulator with the sample company, the project's default.
+ */
+import type { Argv } from 'yargs';
+import { WdsClient } from '../client/client.js';
+import type { WaitEvent } from '../client/limiter.js';
+import { startEmulator, type RunningEmulator } from '../emulator/index.js';
+import { DEFAULT_CONSUMER_KEY, DEFAULT_CONSUMER_SECRET } from '../emulator/config.js';
+import { SAMPLE_COMPANY_DIR } from './paths.js';
+import { redact } from '../util/redact.js';
+
+export interface ConnectionArgs {
+  'base-url'?: string;
+  'consumer-key'?: string;
+  'consumer-secret'?: string;
+  'dry-run'?: boolean;
+  json?: boolean;
+  quiet?: boolean;
+}
+
+export function withConnection<T>(yargs: Argv<T>): Argv<T & ConnectionArgs> {
+  return yargs
+    .option('base-url', { type: 'string', describe: 'Service base URL (env WDS_BASE_URL); default: the embedded emulator' })
+    .option('consumer-key', { type: 'string', describe: 'Consumer key (env WDS_CONSUMER_KEY)' })
+    .option('consumer-secret', { type: 'string', describe: 'Consumer secret (env WDS_CONSUMER_SECRET; prefer the variable)' })
+    .option('json', { type: 'boolean', default: false, describe: 'One JSON summary on stdout; logs on stderr' })
+    .option('quiet', { type: 'boolean', default: false, describe: 'No progress or wait lines on stderr' }) as Argv<T & ConnectionArgs>;
+}
+
+export interface Connection {
+  client: WdsClient;
+  /** Set when the command runs against the embedded emulator. */
+  embedded?: RunningEmulator;
+  close: () => Promise<void>;
+}
+
+/** A stderr line, redacted. */
+export function say(args: { quiet?: boolean }, line: string): void {
+  if (!args.quiet) process.stderr.write(`${redact(line)}\n`);
+}
+
+export async function connect(args: ConnectionArgs, extra: { onWait?: (e: WaitEvent) => void } = {}): Promise<Connection> {
+  let baseUrl = args['base-url'] ?? process.env.WDS_BASE_URL;
+  let consumerKey = args['consumer-key'] ?? process.env.WDS_CONSUMER_KEY;
+  let consumerSecret = args['consumer-secret'] ?? process.env.WDS_CONSUMER_SECRET;
+  let embedded: RunningEmulator | undefined;
+  if (!baseUrl) {
+    embedded = await startEmulator({ port: 0, seed: SAMPLE_COMPANY_DIR, maintenance: false });
+    baseUrl = embedded.url;
+    consumerKey = DEFAULT_CONSUMER_KEY;
+    consumerSecret = DEFAULT_CONSUMER_SECRET;
+    say(args, `No --base-url or WDS_BASE_URL: using the embedded emulator with the sample company at ${baseUrl}`);
+  }
+  const missing = [!consumerKey && '--consumer-key (or WDS_CONSUMER_KEY)', !consumerSecret && '--consumer-secret (or WDS_CONSUMER_SECRET)'].filter(Boolean);
+  if (missing.length) throw new UsageError(`connecting to ${baseUrl} needs ${missing.join(' and ')}`);
+  const client = new WdsClient({
+    baseUrl,
+    consumerKey: consumerKey!,
+    consumerSecret: consumerSecret!,
+    dryRun: args['dry-run'] ?? false,
+    // The embedded emulator is a fresh company each run: its windows are not shared with others.
+    ...(embedded ? { stateFile: false as const } : {}),
+    onWait: (event) => {
+      extra.onWait?.(event);
+      say(args, event.message);
+    },
+  });
+  return {
+    client,
+    embedded,
+    close: async () => {
+      await client.close();
+      await embedded?.close();
+    },
+  };
+}
+
+/** A mistake in how the command was called: exit code 2. */
+export class UsageError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'UsageError';
+  }
+}
