@@ -5,6 +5,7 @@
 import { createTask, intParam, parseBody, requireNonEmpty, type RouteContext, type RouteHandler, type TaskPlan } from '../context.js';
 import { decodeFile, updatedSinceFilter } from '../files.js';
 import { findFileField, findSheet, isMultiRecord } from '../sheet-common.js';
+import { recalculate } from '../formula.js';
 import { badRequest } from '../../http-error.js';
 import type { SheetRecord, SheetState } from '../../model.js';
 import { attachmentBodySchema } from '../../../spec/schemas.js';
@@ -121,6 +122,7 @@ function planAttachments(ctx: RouteContext, sheetId: number, fieldId: number, mo
           const record: SheetRecord = list[0] ?? { values: {}, files: {} };
           if (!list.length) list.push(record);
           record.files[key] = company.storeFile(item.data!, item.fileName);
+          recalculate(sheet.def.fields, record);
         });
         continue;
       }
@@ -131,7 +133,10 @@ function planAttachments(ctx: RouteContext, sheetId: number, fieldId: number, mo
       }
       changes.push(() => {
         const list = (sheet.records[item.code] ??= []);
-        list.push({ values: {}, files: { [key]: company.storeFile(item.data!, item.fileName) } });
+        const record: SheetRecord = { values: {}, files: { [key]: company.storeFile(item.data!, item.fileName) } };
+        // A new record gets its formula parts like any registration (4.4 Sheets 11).
+        recalculate(sheet.def.fields, record);
+        list.push(record);
       });
       continue;
     }

@@ -1,5 +1,7 @@
-/** Placeholder until its owner lands it. */
+/** Roles (api-v2.md 4.2 Get roles; wire-format.md, Users: `{id, name, type}` with type `Adm` or general). */
 import type { RouteHandler } from '../context.js';
-import { HttpError } from '../../http-error.js';
-const pending: RouteHandler = () => { throw new HttpError(501, 'pending'); };
-export const listRoles: RouteHandler = pending;
+
+export const listRoles: RouteHandler = (ctx) => {
+  const roles = [...ctx.company.data.roles].sort((a, b) => a.id - b.id);
+  return { body: { role_data: roles.map(({ id, name, type }) => ({ id, name, type })) } };
+};
