@@ -26,6 +26,8 @@ export interface CallOptions {
   /** Overrides the client's dryRun for this call (operations with a dry-run mode only). */
   dryRun?: boolean;
   signal?: AbortSignal;
+  /** Sees the headers of the successful answer (the lister reads `Date` to place URL deadlines). */
+  onHeaders?: (headers: Record<string, string | string[] | undefined>) => void;
 }
 
 /** Error codes that prove the request never reached the service. */
@@ -135,6 +137,7 @@ export class Transport {
       if (body !== undefined) headers['Content-Type'] = 'application/json';
       if (dryRun) headers['Dry-Run'] = '1';
       const raw = await this.send(op.method, url, headers, body, call.signal);
+      if (raw.status >= 200 && raw.status < 300) call.onHeaders?.(raw.headers);
       if (raw.status === 401 && !renewed) {
         // The token expired early or was revoked: renew once and repeat (a 401 did nothing).
         renewed = true;

@@ -1,6 +1,7 @@
 /** Attachments, the file parts of sheets (api-v2.md 4.4 Sheets 6-9; wire-format.md, Attachments). */
 import { attachmentListSchema, type AttachmentListEntry } from '../../spec/schemas.js';
 import type { Transport } from '../transport.js';
+import type { ListOptions } from './face-images.js';
 import { submitTask, type TaskRef, type UpdateOptions } from './common.js';
 
 export interface AttachmentMemberInput {
@@ -12,10 +13,15 @@ export class Attachments {
   constructor(private readonly t: Transport) {}
 
   /** Download URLs of the files of one file part, valid 15 minutes; only records holding a file. */
-  async list(sheetId: number, fieldId: number, options: { updatedSince?: string; signal?: AbortSignal } = {}): Promise<AttachmentListEntry[]> {
+  async list(sheetId: number, fieldId: number, options: ListOptions = {}): Promise<AttachmentListEntry[]> {
     const answer = await this.t.call(
       'attachments.list',
-      { params: { sheet_id: sheetId, custom_field_id: fieldId }, query: { updated_since: options.updatedSince }, signal: options.signal },
+      {
+        params: { sheet_id: sheetId, custom_field_id: fieldId },
+        query: { updated_since: options.updatedSince },
+        signal: options.signal,
+        onHeaders: options.onHeaders,
+      },
       attachmentListSchema,
     );
     return answer.member_data;

@@ -1,13 +1,14 @@
 /** Members (api-v2.md 4.4 Members 1-5; wire-format.md, Members). */
-import { membersAnswerSchema, memberLayoutSchema, type MemberInput } from '../../spec/schemas.js';
+import { membersAnswerSchema, memberLayoutSchema, type Member, type MemberInput } from '../../spec/schemas.js';
 import type { Transport } from '../transport.js';
 import { submitTask, type TaskRef, type UpdateOptions } from './common.js';
 
 export class Members {
   constructor(private readonly t: Transport) {}
 
-  list(): Promise<{ updated_at?: string | null; member_data: MemberInput[] }> {
-    return this.t.call('members.list', {}, membersAnswerSchema);
+  /** Members as the service answers them: with `age`, `years_of_service` and department names. */
+  list(options: { signal?: AbortSignal } = {}): Promise<{ updated_at?: string | null; member_data: Member[] }> {
+    return this.t.call('members.list', { signal: options.signal }, membersAnswerSchema);
   }
 
   layout(options: { getCalcType?: boolean } = {}): Promise<Record<string, unknown>> {
