@@ -1,0 +1,40 @@
+/**
+ * Where an export writes its files: a folder or a zip, behind one interface (rclone's habit: one
+ * interface per role, one conformance test for every implementation).
+ */
+import type { ManifestLine } from './manifest.js';
+
+/** One file being written. The downloader hashes; the sink only stores. */
+export interface EntryWriter {
+  /** Appends bytes, resolving when they may be reused (backpressure). */
+  write(chunk: Buffer): Promise<void>;
+  /** Drops what was written (a download that starts over). */
+  restart(): Promise<void>;
+  /** The file is complete: put it in place under its path. */
+  commit(): Promise<void>;
+  /** Drops the file (the download failed). */
+  abort(): Promise<void>;
+}
+
+export interface ExportSink {
+  /** What the sink writes to, as the user named it. */
+  readonly target: string;
+  /** Manifest lines of an earlier run whose files are still intact (folders; empty for zips). */
+  intactFromEarlierRun(): Promise<Map<string, ManifestLine>>;
+  /** Paths in use by files not part of this run's listing, which new files must not take. */
+  open(path: string, expectedSize?: number): Promise<EntryWriter>;
+  /** Records a committed file in the manifest. */
+  record(line: ManifestLine): Promise<void>;
+  /** Writes the final manifest and completes the output. */
+  finish(): Promise<void>;
+  /** Stops after a fatal error, leaving no temporary files. */
+  abort(): Promise<void>;
+}
+
+/** Types already compressed are stored in a zip; text formats are deflated (DESIGN.md section 4). */
+const DEFLATE = new Set(['txt', 'csv', 'xml', 'htm', 'html', 'rtf', 'doc', 'xls', 'ppt', 'xdw', 'msg', 'tif', 'tiff', 'jsonl', 'json', 'bmp', 'svg']);
+
+export function shouldDeflate(path: string): boolean {
+  const dot = path.lastIndexOf('.');
+  return dot > path.lastIndexOf('/') && DEFLATE.has(path.slice(dot + 1).toLowerCase());
+}

@@ -1,0 +1,201 @@
+/**
+ * Downloads with bounded concurrency from pre-signed URLs (issue 4): undici's `request` on a pool
+ * sized to the concurrency, never with the access token; sizes checked against Content-Length;
+ * network errors, 5xx and cut or truncated bodies retried with backoff, resuming with Range where
+ * the storage offers it; a URL past its deadline, or answered 403, goes back to the lister, and a
+ * file that changed since it was listed is downloaded in its new version.
+ */
+import { createHash, type Hash } from 'node:crypto';
+import { request, type Dispatcher } from 'undici';
+import type { RemoteFile, UrlLister } from './list-urls.js';
+import type { EntryWriter, ExportSink } from '../sinks/sink.js';
+import { backoffDelay, sleep, type RetryPolicy } from '../client/retry.js';
+
+export interface DownloadJob {
+  file: RemoteFile;
+  path: string;
+}
+
+export interface DownloadResult {
+  job: DownloadJob;
+  /** The file as it was when downloaded (a newer version than the first listing when `changed`). */
+  file: RemoteFile;
+  outcome: 'ok' | 'skipped' | 'failed';
+  reason?: string;
+  size?: number;
+  sha256?: string;
+  changed?: boolean;
+}
+
+export interface DownloadOptions {
+  dispatcher: Dispatcher;
+  lister: UrlLister;
+  sink: ExportSink;
+  retry: RetryPolicy;
+  /** Fresh URLs one file may need before it is given up. */
+  maxRefreshes?: number;
+  timeoutMs?: number;
+  signal?: AbortSignal;
+}
+
+/** Errors of the sink (disk full, permissions) end the run; download errors end one file. */
+export class SinkError extends Error {
+  constructor(readonly path: string, cause: unknown) {
+    super(`cannot write ${path}: ${(cause as Error).message}`, { cause });
+    this.name = 'SinkError';
+  }
+}
+
+async function sinkStep<T>(path: string, step: () => Promise<T>): Promise<T> {
+  try {
+    return await step();
+  } catch (error) {
+    throw new SinkError(path, error);
+  }
+}
+
+export async function downloadFile(job: DownloadJob, options: DownloadOptions): Promise<DownloadResult> {
+  const maxRefreshes = options.maxRefreshes ?? 10;
+  let current = job.file;
+  let changed = false;
+  let failures = 0;
+  let refreshes = 0;
+  let writer: EntryWriter | null = null;
+  let hash: Hash = createHash('sha256');
+  let received = 0;
+  let total: number | undefined;
+  let etag: string | undefined;
+  let lastProblem = '';
+
+  const restart = async (): Promise<void> => {
+    hash = createHash('sha256');
+    received = 0;
+    total = undefined;
+    etag = undefined;
+    if (writer) await sinkStep(job.path, () => writer!.restart());
+  };
+  const giveUp = async (outcome: 'failed' | 'skipped', reason: string): Promise<DownloadResult> => {
+    if (writer) await sinkStep(job.path, () => writer!.abort());
+    return { job, file: current, outcome, reason, changed };
+  };
+  /** A fresh URL for this file; false when the file is gone from the service. */
+  const refresh = async (): Promise<boolean> => {
+    refreshes += 1;
+    const files = await options.lister.refresh(current.target, current.listedAt);
+    const next = files.get(current.key);
+    if (!next) return false;
+    if (next.updated_at !== current.updated_at) {
+      changed = true;
+      await restart();
+    }
+    current = next;
+    return true;
+  };
+
+  for (;;) {
+    if (options.signal?.aborted) return giveUp('failed', 'the run was stopped');
+    if (refreshes > maxRefreshes) return giveUp('failed', `the download URL expired ${refreshes} times before the file arrived`);
+    if (failures >= options.retry.maxAttempts) return giveUp('failed', `gave up after ${failures} attempts: ${lastProblem}`);
+    if (Date.now() >= current.deadline) {
+      if (!(await refresh())) return giveUp('skipped', 'the file is no longer on the service');
+      continue;
+    }
+    const headers: Record<string, string> = {};
+    if (received > 0 && etag) {
+      headers.range = `bytes=${received}-`;
+      headers['if-range'] = etag;
+    }
+    let res: Dispatcher.ResponseData;
+    try {
+      res = await request(current.url, {
+        method: 'GET',
+        headers,
+        dispatcher: options.dispatcher,
+        headersTimeout: options.timeoutMs ?? 60_000,
+        bodyTimeout: options.timeoutMs ?? 60_000,
+        signal: options.signal,
+      });
+    } catch (error) {
+      failures += 1;
+      lastProblem = `${(error as { code?: string }).code ?? 'network error'}: ${(error as Error).message}`;
+      await sleep(backoffDelay(failures, options.retry));
+      continue;
+    }
+    const status = res.statusCode;
+    if (status === 403 || status === 404) {
+      await res.body.dump();
+      // 403: expired or refused URL; 404: the version listed is gone. A fresh listing tells.
+      if (!(await refresh())) return giveUp('skipped', 'the file is no longer on the service');
+      continue;
+    }
+    if (status !== 200 && status !== 206) {
+      await res.body.dump();
+      failures += 1;
+      lastProblem = `storage answered ${status}`;
+      await sleep(backoffDelay(failures, options.retry));
+      continue;
+    }
+    const length = Number(res.headers['content-length']);
+    if (status === 206) {
+      const range = /^bytes (\d+)-(\d+)\/(\d+)$/.exec(String(res.headers['content-range'] ?? ''));
+      if (!range || Number(range[1]) !== received) {
+        // Not the part we asked for: start over with the whole file.
+        await res.body.dump();
+        await restart();
+        continue;
+      }
+      total = Number(range[3]);
+    } else {
+      if (received > 0) await restart();
+      total = Number.isFinite(length) ? length : undefined;
+    }
+    const acceptsRanges = String(res.headers['accept-ranges'] ?? '') === 'bytes';
+    const tag = res.headers.etag;
+    etag = acceptsRanges && typeof tag === 'string' && !tag.startsWith('W/') ? tag : undefined;
+    writer ??= await sinkStep(job.path, () => options.sink.open(job.path, total));
+    try {
+      for await (const chunk of res.body as AsyncIterable<Buffer>) {
+        hash.update(chunk);
+        received += chunk.length;
+        await sinkStep(job.path, () => writer!.write(chunk));
+      }
+    } catch (error) {
+      if (error instanceof SinkError) throw error;
+      failures += 1;
+      lastProblem = `the connection was cut after ${received} bytes (${(error as Error).message})`;
+      if (!etag) await restart();
+      await sleep(backoffDelay(failures, options.retry));
+      continue;
+    }
+    if (total !== undefined && received !== total) {
+      failures += 1;
+      lastProblem = `the body had ${received} of ${total} bytes`;
+      if (!etag || received > total) await restart();
+      await sleep(backoffDelay(failures, options.retry));
+      continue;
+    }
+    await sinkStep(job.path, () => writer!.commit());
+    return { job, file: current, outcome: 'ok', size: received, sha256: hash.digest('hex'), changed };
+  }
+}
+
+/**
+ * Runs `worker` over `items` with at most `concurrency` at once, in order of start; results are
+ * handed to `onResult` as they come. A thrown error (fatal) stops the workers and is rethrown.
+ */
+export async function pool<T, R>(items: T[], concurrency: number, worker: (item: T) => Promise<R>, onResult: (result: R) => Promise<void> | void): Promise<void> {
+  let next = 0;
+  let fatal: unknown = null;
+  const run = async (): Promise<void> => {
+    while (fatal === null && next < items.length) {
+      const item = items[next++]!;
+      try {
+        await onResult(await worker(item));
+      } catch (error) {
+        fatal ??= error;
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.max(1, Math.min(concurrency, items.length)) }, run));
+  if (fatal !== null) throw fatal;
+}

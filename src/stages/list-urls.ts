@@ -1,0 +1,155 @@
+/**
+ * Lists download URLs of photos or attachments, and lists them again when they expire (issue 4).
+ * Every URL carries its deadline: `Expires=` when present, else listing time plus 15 minutes,
+ * placed on our clock through the answer's `Date` header (the service's clock may differ), minus a
+ * safety margin. `refresh` re-lists one target with one API call, shared by every download that
+ * asks at the same time.
+ */
+import type { WdsClient } from '../client/client.js';
+import { DOWNLOAD_URL_LIFETIME_SECONDS } from '../spec/limits.js';
+
+export type FileKind = 'photo' | 'attachment';
+
+/** One file of the service, as the listing shows it. */
+export interface RemoteFile {
+  /** Identity of the file across listings and runs. */
+  key: string;
+  kind: FileKind;
+  code: string;
+  sheet_id: number | null;
+  custom_field_id: number | null;
+  /** Attachments: the position among the member's records that hold a file in that field. */
+  record_index: number | null;
+  file_name: string;
+  updated_at: string;
+  url: string;
+  /** Our clock (epoch ms) after which the URL is not to be used. */
+  deadline: number;
+  /** Which listing it came from, for refresh, and when (our clock). */
+  target: string;
+  listedAt: number;
+}
+
+export interface ListTarget {
+  id: string;
+  kind: FileKind;
+  sheetId?: number;
+  fieldId?: number;
+}
+
+/** Safety margin before a URL's deadline: 5 % of its lifetime, at least 2 s, at most 60 s. */
+export function deadlineOf(url: string, listedAt: number, serviceNowAtListing: number | undefined): number {
+  const lifetime = DOWNLOAD_URL_LIFETIME_SECONDS * 1000;
+  let expiresOurClock = listedAt + lifetime;
+  const expires = Number(new URL(url).searchParams.get('Expires'));
+  if (Number.isFinite(expires) && expires > 0) {
+    const serviceNow = serviceNowAtListing ?? listedAt;
+    expiresOurClock = listedAt + (expires * 1000 - serviceNow);
+  }
+  const remaining = expiresOurClock - listedAt;
+  const margin = Math.min(60_000, Math.max(2_000, remaining * 0.05));
+  return expiresOurClock - margin;
+}
+
+export const photoKey = (code: string): string => `photo:${code}`;
+export const attachmentKey = (sheetId: number, fieldId: number, code: string, recordIndex: number, fileName: string): string =>
+  `attachment:${sheetId}:${fieldId}:${code}:${recordIndex}:${fileName}`;
+
+export class UrlLister {
+  /** How many times a target was listed again after the first time. */
+  relists = 0;
+  private readonly inFlight = new Map<string, Promise<Map<string, RemoteFile>>>();
+  private readonly latest = new Map<string, { listedAt: number; files: Map<string, RemoteFile> }>();
+
+  constructor(
+    private readonly client: WdsClient,
+    readonly targets: ListTarget[],
+    private readonly since?: string,
+  ) {}
+
+  /** The first listing of every target. */
+  async listAll(): Promise<RemoteFile[]> {
+    const out: RemoteFile[] = [];
+    for (const target of this.targets) {
+      const files = await this.listTarget(target);
+      out.push(...files.values());
+    }
+    return out;
+  }
+
+  /**
+   * A fresh listing of `target`; concurrent callers share one API call. Answers the files by key;
+   * a file missing from it no longer exists on the service.
+   */
+  refresh(targetId: string, listedBefore: number): Promise<Map<string, RemoteFile>> {
+    const pending = this.inFlight.get(targetId);
+    if (pending) return pending;
+    // A listing newer than the URL that failed is fresh enough: another download refreshed it.
+    const known = this.latest.get(targetId);
+    if (known && known.listedAt > listedBefore) return Promise.resolve(known.files);
+    const target = this.targets.find((t) => t.id === targetId);
+    if (!target) throw new Error(`unknown listing target ${targetId}`);
+    const run = this.listTarget(target)
+      .then((files) => {
+        this.relists += 1;
+        return files;
+      })
+      .finally(() => this.inFlight.delete(targetId));
+    this.inFlight.set(targetId, run);
+    return run;
+  }
+
+  private async listTarget(target: ListTarget): Promise<Map<string, RemoteFile>> {
+    const listedAt = Date.now();
+    let serviceNow: number | undefined;
+    const onHeaders = (headers: Record<string, string | string[] | undefined>): void => {
+      const date = Date.parse(String(headers.date ?? ''));
+      // The Date header has whole seconds: half a second is the expected error.
+      if (!Number.isNaN(date)) serviceNow = date + 500;
+    };
+    const files = new Map<string, RemoteFile>();
+    if (target.kind === 'photo') {
+      const entries = await this.client.faceImages.list({ updatedSince: this.since, onHeaders });
+      for (const e of entries) {
+        const file: RemoteFile = {
+          key: photoKey(e.code), kind: 'photo', code: e.code, sheet_id: null, custom_field_id: null, record_index: null,
+          file_name: e.file_name, updated_at: e.updated_at, url: e.download_url, deadline: 0, target: target.id, listedAt,
+        };
+        file.deadline = deadlineOf(file.url, listedAt, serviceNow);
+        files.set(file.key, file);
+      }
+    } else {
+      const sheetId = target.sheetId!;
+      const fieldId = target.fieldId!;
+      const entries = await this.client.attachments.list(sheetId, fieldId, { updatedSince: this.since, onHeaders });
+      for (const member of entries) {
+        member.records.forEach((r, index) => {
+          const file: RemoteFile = {
+            key: attachmentKey(sheetId, fieldId, member.code, index, r.file_name), kind: 'attachment', code: member.code,
+            sheet_id: sheetId, custom_field_id: fieldId, record_index: index, file_name: r.file_name,
+            updated_at: r.updated_at, url: r.download_url, deadline: 0, target: target.id, listedAt,
+          };
+          file.deadline = deadlineOf(file.url, listedAt, serviceNow);
+          files.set(file.key, file);
+        });
+      }
+    }
+    this.latest.set(target.id, { listedAt, files });
+    return files;
+  }
+}
+
+/** The attachment targets: every file part of every sheet, or the ones named. */
+export async function attachmentTargets(client: WdsClient, only: { sheet?: number; field?: number } = {}): Promise<ListTarget[]> {
+  const layouts = await client.sheets.layouts();
+  const targets: ListTarget[] = [];
+  for (const layout of layouts) {
+    if (only.sheet !== undefined && layout.id !== only.sheet) continue;
+    for (const field of layout.custom_fields) {
+      if (field.type_detail !== 'attach_file') continue;
+      if (only.field !== undefined && field.id !== only.field) continue;
+      targets.push({ id: `attachments:${layout.id}:${field.id}`, kind: 'attachment', sheetId: layout.id, fieldId: field.id });
+    }
+  }
+  return targets;
+}
