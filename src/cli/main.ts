@@ -7,6 +7,8 @@ import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
 import { emulatorCommand } from './commands/emulator.js';
 import { apiCommand } from './commands/api.js';
+import { photosExportCommand, attachmentsExportCommand } from './commands/export.js';
+import { verifyCommand } from './commands/verify.js';
 import { UsageError } from './connection.js';
 import { isWdsError } from '../client/errors.js';
 import { redact } from '../util/redact.js';
@@ -17,6 +19,9 @@ export async function main(argv: string[]): Promise<void> {
     .scriptName('wds-files')
     .command(emulatorCommand)
     .command(apiCommand)
+    .command('photos', 'Face photos: export (import follows)', (y) => y.command(photosExportCommand).demandCommand(1, 'name a photos command'))
+    .command('attachments', 'Attachments: export (import follows)', (y) => y.command(attachmentsExportCommand).demandCommand(1, 'name an attachments command'))
+    .command(verifyCommand)
     .demandCommand(1, 'name a command; see --help')
     .strict()
     .recommendCommands()

@@ -17,7 +17,7 @@ import { Storage } from './storage.js';
 import { WebhookDispatcher } from './webhooks.js';
 import { HttpError } from './http-error.js';
 import { matchRoute, badIntegerParam } from './router.js';
-import { sendBody, json } from './send.js';
+import { sendBody, json, type SendOptions } from './send.js';
 import { handleControl } from './control.js';
 import { ROUTES } from './routes/v2/index.js';
 import type { RouteContext } from './routes/context.js';
@@ -172,12 +172,14 @@ export class Emulator {
     await this.answer(res, 404, { errors: [`no such path: ${path}`] });
   }
 
-  private async answer(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}, company?: Company): Promise<void> {
+  private async answer(
+    res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}, company?: Company, send: SendOptions = {},
+  ): Promise<void> {
     const payload = body === undefined ? Buffer.alloc(0) : json(body);
     const all: Record<string, string> = { Date: new Date(this.clock.now()).toUTCString(), ...headers };
     if (body !== undefined) all['Content-Type'] = 'application/json';
     if (status === 429 && company) company.stats.rate_limited += 1;
-    await sendBody(res, status, all, payload);
+    await sendBody(res, status, all, payload, send);
   }
 
   private async handleApi(req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {
@@ -238,6 +240,8 @@ export class Emulator {
       return this.answer(res, 429, { errors: [limited.message] }, { 'Retry-After': this.retryAfter(limited.retryAfter) }, company);
     }
 
+    // Resets, truncations and bandwidth apply to what the service answers, success or not.
+    const send: SendOptions = { fault, bandwidth: this.apiFaults.bandwidth(method, apiPath) };
     try {
       const dryRun = parseDryRun(req, op);
       const body = await readJsonBody(req, method);
@@ -248,16 +252,14 @@ export class Emulator {
       };
       const result = await ROUTES[op.id as keyof typeof ROUTES]!(ctx);
       if (fault.kind === 'error') return this.answer(res, fault.status, { errors: [`gateway timeout ${fault.status} (injected)`] });
-      const status = result.status ?? 200;
-      const payload = result.body === undefined ? Buffer.alloc(0) : json(result.body);
-      const headers: Record<string, string> = { Date: new Date(this.clock.now()).toUTCString() };
-      if (result.body !== undefined) headers['Content-Type'] = 'application/json';
-      await sendBody(res, status, headers, payload, { fault, bandwidth: this.apiFaults.bandwidth(method, apiPath) });
+      await this.answer(res, result.status ?? 200, result.body, {}, company, send);
     } catch (error) {
       if (!(error instanceof HttpError)) throw error;
       if (error.status === 413) closeLingering(req);
       drain(req);
-      await this.answer(res, error.status, { errors: error.errors }, error.headers, company);
+      // The gateway gave up whatever the service went on to answer.
+      if (fault.kind === 'error') return this.answer(res, fault.status, { errors: [`gateway timeout ${fault.status} (injected)`] });
+      await this.answer(res, error.status, { errors: error.errors }, error.headers, company, send);
     }
   }
 

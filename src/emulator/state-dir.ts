@@ -5,7 +5,7 @@
  * blob.
  */
 import { mkdirSync } from 'node:fs';
-import { readFile, rename, writeFile, rm } from 'node:fs/promises';
+import { readdir, readFile, rename, writeFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Company } from './company.js';
 import type { BlobEntry } from './blobs.js';
@@ -43,8 +43,27 @@ export class StateSaver {
     const saved = JSON.parse(text) as SavedState;
     if (saved.version !== 1) throw new Error(`state of company "${company.name}" has an unknown version; remove ${this.dir} to start afresh`);
     company.data = saved.data;
-    for (const entry of saved.blobs) company.blobs.restore(entry);
+    // A released version was kept only for URLs listed before its release; URLs are signed with a
+    // key made at each start, so after a restart none of them can reach it any more.
+    const current = saved.blobs.filter((entry) => entry.releasedAt === undefined);
+    for (const entry of current) company.blobs.restore(entry);
+    await this.sweep(company.name, new Set(current.map((b) => b.id)));
     return true;
+  }
+
+  /**
+   * Removes blob files that no current file names: replaced versions, and the files of a state
+   * that was reset. Without this the directory grows with every upload.
+   */
+  private async sweep(name: string, keep: Set<string>): Promise<void> {
+    const dir = this.blobDir(name);
+    let files: string[];
+    try {
+      files = await readdir(dir);
+    } catch {
+      return;
+    }
+    await Promise.all(files.filter((file) => !keep.has(file)).map((file) => rm(join(dir, file), { force: true })));
   }
 
   saveSoon(company: Company): void {

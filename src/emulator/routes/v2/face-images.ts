@@ -41,7 +41,12 @@ interface PreparedPhoto {
  */
 async function storedForm(data: Buffer, trimming: boolean): Promise<Buffer> {
   const kind = sniffPhotoType(data);
-  if (!trimming && kind === 'jpeg') return data;
+  if (!trimming && kind === 'jpeg') {
+    // Kept as sent, but only once it reads as an image: a JPEG signature over other bytes is no
+    // photo, and the service would not store it either.
+    await sharp(data, { failOn: 'truncated' }).metadata();
+    return data;
+  }
   const image = sharp(data, { failOn: 'truncated' }).rotate();
   if (!trimming) return image.jpeg({ quality: 90 }).toBuffer();
   const meta = await sharp(data, { failOn: 'truncated' }).metadata();

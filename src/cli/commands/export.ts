@@ -1,0 +1,82 @@
+/**
+ * `wds-files photos export` and `wds-files attachments export` (DESIGN.md section 3): thin
+ * commands over the export pipeline.
+ */
+import type { Argv, CommandModule } from 'yargs';
+import { resolve } from 'node:path';
+import { connect, withConnection, UsageError, type ConnectionArgs } from '../connection.js';
+import { createProgress } from '../progress.js';
+import { finishRun, type OutputArgs } from '../output.js';
+import { runExport, DEFAULT_EXPORT_CONCURRENCY } from '../../pipelines/export.js';
+import { isValidDate } from '../../spec/time.js';
+
+interface ExportArgs extends ConnectionArgs, OutputArgs {
+  out: string;
+  since?: string;
+  concurrency: number;
+  sheet?: number;
+  field?: number;
+}
+
+function exportOptions<T>(yargs: Argv<T>, attachments: boolean): Argv<ExportArgs> {
+  let y = withConnection(yargs)
+    .option('out', { type: 'string', demandOption: true, describe: 'A folder, or a file ending in .zip' })
+    .option('since', { type: 'string', describe: 'Only files updated on or after YYYY-MM-DD' })
+    .option('concurrency', { type: 'number', default: DEFAULT_EXPORT_CONCURRENCY, describe: 'Downloads at once' })
+    .option('report', { type: 'string', describe: 'Write the per-file report (JSON) to FILE' });
+  if (attachments) {
+    y = y
+      .option('sheet', { type: 'number', describe: 'Only this sheet id' })
+      .option('field', { type: 'number', describe: 'Only this file part (custom field id); needs --sheet' });
+  }
+  return y.check((argv) => {
+    if (argv.since !== undefined && !isValidDate(String(argv.since))) throw new UsageError(`--since must be a date YYYY-MM-DD, got "${argv.since}"`);
+    if (!Number.isInteger(argv.concurrency) || (argv.concurrency as number) < 1 || (argv.concurrency as number) > 256) {
+      throw new UsageError(`--concurrency must be a whole number from 1 to 256, got ${argv.concurrency}`);
+    }
+    if (argv.field !== undefined && argv.sheet === undefined) throw new UsageError('--field needs --sheet');
+    return true;
+  }) as unknown as Argv<ExportArgs>;
+}
+
+async function handle(what: 'photos' | 'attachments', argv: ExportArgs): Promise<void> {
+  const connection = await connect(argv);
+  const progress = createProgress(`${what} export`, argv);
+  try {
+    const result = await runExport({
+      client: connection.client,
+      what,
+      out: resolve(argv.out),
+      since: argv.since,
+      sheet: argv.sheet,
+      field: argv.field,
+      concurrency: argv.concurrency,
+      onProgress: (p) => progress.update({
+        done: p.done + p.skipped + p.failed, total: p.total, bytes: p.bytes,
+        note: p.relists ? `${p.relists} re-lists` : undefined,
+      }),
+    });
+    progress.stop();
+    const lines = [`written to ${result.out}`];
+    if (result.relists) lines.push(`download URLs expired: listed again ${result.relists} times`);
+    if (result.changed) lines.push(`${result.changed} files changed on the service during the run; their new versions were downloaded`);
+    await finishRun(argv, result.report, { out: result.out, relists: result.relists, changed: result.changed }, lines);
+  } finally {
+    progress.stop();
+    await connection.close();
+  }
+}
+
+export const photosExportCommand: CommandModule<object, ExportArgs> = {
+  command: 'export',
+  describe: 'Download every face photo to a folder or a zip',
+  builder: (y: Argv) => exportOptions(y, false),
+  handler: (argv) => handle('photos', argv),
+};
+
+export const attachmentsExportCommand: CommandModule<object, ExportArgs> = {
+  command: 'export',
+  describe: 'Download every attachment (every file part of every sheet) to a folder or a zip',
+  builder: (y: Argv) => exportOptions(y, true),
+  handler: (argv) => handle('attachments', argv),
+};

@@ -1,0 +1,28 @@
+/** `wds-files verify <dir | file.zip>`: every file checked against the manifest; exit 3 on a problem. */
+import type { Argv, CommandModule } from 'yargs';
+import { resolve } from 'node:path';
+import { verifyExport } from '../../pipelines/verify.js';
+import { EXIT } from '../exit-codes.js';
+import { formatBytes } from '../progress.js';
+
+interface VerifyArgs {
+  target: string;
+  json: boolean;
+}
+
+export const verifyCommand: CommandModule<object, VerifyArgs> = {
+  command: 'verify <target>',
+  describe: 'Check every file of an export folder or zip against its manifest',
+  builder: (y: Argv) =>
+    y.positional('target', { type: 'string', demandOption: true, describe: 'Export folder or zip' })
+      .option('json', { type: 'boolean', default: false, describe: 'One JSON summary on stdout' }) as unknown as Argv<VerifyArgs>,
+  handler: async (argv) => {
+    const result = await verifyExport(resolve(argv.target));
+    if (argv.json) console.log(JSON.stringify(result));
+    else {
+      console.log(`verify ${result.target}: ${result.ok} of ${result.files} files match the manifest (${formatBytes(result.bytes)})`);
+      for (const p of result.problems) console.log(`  ${p.path}: ${p.problem}`);
+    }
+    if (result.problems.length) process.exitCode = EXIT.partial;
+  },
+};

@@ -1,0 +1,110 @@
+/**
+ * `wds-files verify`: every file of an export folder or zip checked against its manifest: present,
+ * the size and the sha256 of the manifest. Names each mismatch or missing file.
+ */
+import { createHash } from 'node:crypto';
+import { readFile, stat } from 'node:fs/promises';
+import { join } from 'node:path';
+import { MANIFEST_NAME, parseManifest, type ManifestLine } from '../sinks/manifest.js';
+import { sha256File } from '../sinks/folder.js';
+import { ZipReader } from '../sources/zip-reader.js';
+import { isZipTarget } from './export.js';
+
+export interface VerifyProblem {
+  path: string;
+  problem: string;
+}
+
+export interface VerifyResult {
+  target: string;
+  files: number;
+  bytes: number;
+  ok: number;
+  problems: VerifyProblem[];
+}
+
+function check(line: ManifestLine, size: number, sha256: string): string | null {
+  if (size !== line.size) return `size ${size} bytes, the manifest says ${line.size}`;
+  if (sha256 !== line.sha256) return 'sha256 differs from the manifest';
+  return null;
+}
+
+export async function verifyExport(target: string): Promise<VerifyResult> {
+  const result: VerifyResult = { target, files: 0, bytes: 0, ok: 0, problems: [] };
+  const fail = (path: string, problem: string): void => {
+    result.problems.push({ path, problem });
+  };
+  if (isZipTarget(target)) {
+    const zip = await ZipReader.open(target);
+    try {
+      // The manifest is the last entry: hash every entry on the way, then compare.
+      const seen = new Map<string, { size: number; sha256: string }>();
+      let manifestText: string | null = null;
+      for await (const entry of zip.entries()) {
+        if (entry.isDirectory) continue;
+        const stream = await zip.openStream(entry);
+        if (entry.name === MANIFEST_NAME) {
+          const chunks: Buffer[] = [];
+          for await (const c of stream) chunks.push(c as Buffer);
+          manifestText = Buffer.concat(chunks).toString('utf8');
+          continue;
+        }
+        const hash = createHash('sha256');
+        let size = 0;
+        for await (const c of stream) {
+          hash.update(c as Buffer);
+          size += (c as Buffer).length;
+        }
+        seen.set(entry.name, { size, sha256: hash.digest('hex') });
+      }
+      if (manifestText === null) throw new Error(`${target}: no ${MANIFEST_NAME} in the zip; it is not a complete export`);
+      const manifest = parseManifest(manifestText);
+      for (const p of manifest.problems) fail(MANIFEST_NAME, p);
+      for (const line of manifest.lines.values()) {
+        result.files += 1;
+        const got = seen.get(line.path);
+        seen.delete(line.path);
+        if (!got) {
+          fail(line.path, 'missing');
+          continue;
+        }
+        const problem = check(line, got.size, got.sha256);
+        if (problem) fail(line.path, problem);
+        else {
+          result.ok += 1;
+          result.bytes += got.size;
+        }
+      }
+      for (const extra of seen.keys()) fail(extra, 'not in the manifest');
+    } finally {
+      zip.close();
+    }
+    return result;
+  }
+  let text: string;
+  try {
+    text = await readFile(join(target, MANIFEST_NAME), 'utf8');
+  } catch {
+    throw new Error(`${target}: no ${MANIFEST_NAME}; it is not an export folder`);
+  }
+  const manifest = parseManifest(text);
+  for (const p of manifest.problems) fail(MANIFEST_NAME, p);
+  for (const line of manifest.lines.values()) {
+    result.files += 1;
+    const path = join(target, line.path);
+    let size: number;
+    try {
+      size = (await stat(path)).size;
+    } catch {
+      fail(line.path, 'missing');
+      continue;
+    }
+    const problem = check(line, size, size === line.size ? await sha256File(path) : '');
+    if (problem) fail(line.path, problem);
+    else {
+      result.ok += 1;
+      result.bytes += size;
+    }
+  }
+  return result;
+}
