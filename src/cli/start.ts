@@ -1,46 +1,64 @@
 /**
- * `npm start`: the newcomer's first command. Starts the emulator with the sample company and
- * prints its address and credentials; the export pipelines (issue 4) extend it to run the main job.
- * If the real time falls in the 01:00-01:30 maintenance window of Japan time, the service clock
- * starts at 01:30 so that the first run is not refused.
+ * `npm start`: the main job against the embedded emulator with the sample company (DESIGN.md
+ * section 3): a photo export to a folder, an attachment export to a zip, both verified, and a short
+ * summary of what is where. If the real time falls in the 01:00-01:30 maintenance window of Japan
+ * time, the service clock starts at 01:30 so that the first run is not refused.
  */
+import { resolve } from 'node:path';
+import { rm } from 'node:fs/promises';
 import { startEmulator } from '../emulator/index.js';
 import { Clock } from '../emulator/clock.js';
+import { DEFAULT_CONSUMER_KEY, DEFAULT_CONSUMER_SECRET } from '../emulator/config.js';
+import { WdsClient } from '../client/client.js';
+import { runExport } from '../pipelines/export.js';
+import { verifyExport } from '../pipelines/verify.js';
 import { SAMPLE_COMPANY_DIR } from './paths.js';
 import { MAINTENANCE_WINDOW } from '../spec/limits.js';
-import { DEFAULT_CONSUMER_KEY, DEFAULT_CONSUMER_SECRET } from '../emulator/config.js';
+import { formatBytes } from './progress.js';
+import { EXIT } from './exit-codes.js';
 
 const clock = new Clock();
 const minute = clock.minuteOfDay();
 const inWindow = minute >= MAINTENANCE_WINDOW.startMinute && minute < MAINTENANCE_WINDOW.endMinute;
 const clockStart = inWindow ? `${clock.formatDate()} 01:30:00` : undefined;
 
-const port = Number(process.env.PORT ?? 8787);
-const running = await startEmulator({ port, seed: SAMPLE_COMPANY_DIR, clockStart });
-const state = running.emulator.company()!;
-const members = Object.keys(state.data.members).length;
-const photos = Object.keys(state.data.photos).length;
-const sheets = Object.keys(state.data.sheets).length;
+const out = resolve(process.env.WDS_OUT ?? 'out');
+const photosDir = resolve(out, 'photos');
+const attachmentsZip = resolve(out, 'attachments.zip');
 
-console.log(`wds-files: the Workforce Data Service emulator is running with the sample company.
+const emulator = await startEmulator({ port: 0, seed: SAMPLE_COMPANY_DIR, clockStart });
+console.log(`Emulator of the Workforce Data Service with the sample company at ${emulator.url}`);
+console.log(`  (consumer key ${DEFAULT_CONSUMER_KEY}, consumer secret ${DEFAULT_CONSUMER_SECRET}; service clock ${emulator.emulator.clock.format()})`);
 
-  Base URL         ${running.url}
-  API              ${running.url}/api/v2.0
-  Consumer key     ${DEFAULT_CONSUMER_KEY}
-  Consumer secret  ${DEFAULT_CONSUMER_SECRET}
-  Service clock    ${running.emulator.clock.format()} (${running.emulator.clock.timeZone})${inWindow ? ' (moved past the 01:00-01:30 maintenance window)' : ''}
-  Company          ${members} members, ${photos} face photos, ${sheets} sheets
+const client = new WdsClient({
+  baseUrl: emulator.url,
+  consumerKey: DEFAULT_CONSUMER_KEY,
+  consumerSecret: DEFAULT_CONSUMER_SECRET,
+  stateFile: false,
+  onWait: (e) => console.log(`  ${e.message}`),
+});
 
-Try it from another terminal:
-  export WDS_BASE_URL=${running.url} WDS_CONSUMER_KEY=${DEFAULT_CONSUMER_KEY} WDS_CONSUMER_SECRET=${DEFAULT_CONSUMER_SECRET}
-  npm run --silent wds -- api GET /members/face_image
-  curl -s ${running.url}/_emulator/state | head -c 400
+let problems = 0;
+try {
+  // The photo folder resumes by its manifest; the zip is written afresh each time.
+  await rm(attachmentsZip, { force: true });
+  const photos = await runExport({ client, what: 'photos', out: photosDir });
+  const attachments = await runExport({ client, what: 'attachments', out: attachmentsZip });
+  const checkPhotos = await verifyExport(photosDir);
+  const checkZip = await verifyExport(attachmentsZip);
+  problems = photos.report.problems + attachments.report.problems + checkPhotos.problems.length + checkZip.problems.length;
 
-Press Ctrl-C to stop.`);
-
-const stop = async (): Promise<void> => {
-  await running.close();
-  process.exit(0);
-};
-process.once('SIGINT', () => void stop());
-process.once('SIGTERM', () => void stop());
+  const line = (label: string, r: typeof photos, check: typeof checkPhotos): string =>
+    `  ${label.padEnd(12)} ${String(r.report.counts.ok).padStart(4)} downloaded, ${String(r.report.counts.skipped).padStart(3)} already there, ` +
+    `${r.report.counts.failed} failed; ${formatBytes(check.bytes)}; verify: ${check.ok}/${check.files} match -> ${r.out}`;
+  console.log('\nDone:');
+  console.log(line('photos', photos, checkPhotos));
+  console.log(line('attachments', attachments, checkZip));
+  for (const p of [...checkPhotos.problems, ...checkZip.problems]) console.log(`  verify problem: ${p.path}: ${p.problem}`);
+  console.log(`\nEach export has a manifest.jsonl (one line per file: code, sheet, field, record, original name, size, sha256).`);
+  console.log(`Next: npm run --silent wds -- --help   (the CLI: emulator, api, photos export, attachments export, verify)`);
+} finally {
+  await client.close();
+  await emulator.close();
+}
+process.exitCode = problems ? EXIT.partial : EXIT.ok;
