@@ -41,10 +41,12 @@ export class Tasks {
         if (options.throwOnFailure && final.status !== 'OK') throw new TaskFailedError(final);
         return final;
       }
-      if (Date.now() + interval > deadline) {
+      // The last poll is made at the deadline itself: a task that ends just before it is still seen.
+      const remaining = deadline - Date.now();
+      if (remaining <= 0) {
         throw new TimeoutError(`task ${id} is still ${task.status} after ${options.timeoutMs ?? 30 * 60_000} ms`, { method: 'GET', path: `/tasks/${id}` });
       }
-      await sleep(interval, options.signal);
+      await sleep(Math.min(interval, remaining), options.signal);
       interval = Math.min(maxInterval, Math.ceil(interval * 1.5));
     }
   }

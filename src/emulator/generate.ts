@@ -1,10 +1,253 @@
-/** Placeholder: the generated company lands with samples/company. */
+/**
+ * `--generate N`: a synthetic company of N members for benchmarks and large tests (DESIGN.md
+ * section 3). The same options give the same company, byte for byte: every member draws from its
+ * own seeded stream, so members do not change with `files` or with the draws of others. Files are
+ * generated blobs (synthetic-files.ts): the company holds only their arguments, and their bytes
+ * are made on each download.
+ *
+ * `files: false` gives the same members, departments, layouts and sheet values without any photo
+ * or attachment, and without the multiple-record sheet's records (each of them exists to hold a
+ * file): the empty company that an export of the full one is restored into.
+ */
 import { z } from 'zod';
 import type { Company } from './company.js';
-export const generateOptionsSchema = z.strictObject({ members: z.number().int().min(0) });
-export type GenerateOptions = z.infer<typeof generateOptionsSchema>;
+import { emptyCompanyData, type CompanyData, type Department, type Member, type SheetRecord, type StoredFile } from './model.js';
+import { SeededRandom, seedOf } from './seeded-random.js';
+import { registerBlobGenerator } from './blobs.js';
+import { photoBases, syntheticCsv, syntheticPdf, syntheticPhoto } from './synthetic-files.js';
+import {
+  BLOOD_TYPES, CONTRACT_FIELD_IDS, CONTRACT_SHEET_ID, CONTRACT_TERMS, EMPLOYMENT_TYPES, MEMBER_FIELD_IDS,
+  QUALIFICATION_CATEGORIES, QUALIFICATION_FIELD_IDS, QUALIFICATION_SHEET_ID, memberFields, sheetDefs,
+} from './sample-layout.js';
+import { DIVISION_NAMES, ENGLISH_NAMES, FAMILY_NAMES, GIVEN_NAMES, QUALIFICATIONS } from './synthetic-names.js';
+import { recalculate } from './routes/formula.js';
+import { describeIssues } from '../spec/schemas.js';
+import { MAX_FILE_BYTES } from '../spec/limits.js';
+
+/** The smallest photo: a base JPEG (about 3 KB) and its identifying comment fit well below it. */
+export const MIN_PHOTO_BYTES = 8192;
+/** The smallest attachment: a one-page PDF (about 700 bytes) and its padding object fit below it. */
+export const MIN_ATTACHMENT_BYTES = 2048;
+
+const byteRange = (floor: number) =>
+  z
+    .tuple([z.number().int().min(floor).max(MAX_FILE_BYTES), z.number().int().min(floor).max(MAX_FILE_BYTES)])
+    .refine(([min, max]) => min <= max, 'give [min, max] with min <= max');
+
+export const generateOptionsSchema = z.strictObject({
+  /** Number of members, coded G000001, G000002, ... */
+  members: z.number().int().min(0).max(1_000_000),
+  /** Photos and attachments; false gives the same company without files. Default true. */
+  files: z.boolean().default(true),
+  /** Another seed gives another company of the same shape. Default 1. */
+  seed: z.number().int().min(0).max(0xffff_ffff).default(1),
+  /** Photo sizes in bytes, [min, max]. Default [20000, 500000]. */
+  photo_bytes: byteRange(MIN_PHOTO_BYTES).default([20_000, 500_000]),
+  /** Share of members with a photo. Default 0.9. */
+  photo_ratio: z.number().min(0).max(1).default(0.9),
+  /** Attachments per member, [min, max]: the contract first, then qualification records. Default [1, 3]. */
+  attachments_per_member: z
+    .tuple([z.number().int().min(0).max(1000), z.number().int().min(0).max(1000)])
+    .refine(([min, max]) => min <= max, 'give [min, max] with min <= max')
+    .default([1, 3]),
+  /** Attachment sizes in bytes, [min, max]. Default [5000, 200000]. */
+  attachment_bytes: byteRange(MIN_ATTACHMENT_BYTES).default([5_000, 200_000]),
+});
+/** As written in a config file or passed in-process: every key but `members` may be left out. */
+export type GenerateOptions = z.input<typeof generateOptionsSchema>;
+type Settings = z.output<typeof generateOptionsSchema>;
+
+/**
+ * Blob generators of generated companies, registered when this module loads, so that blobs
+ * restored by `--state-dir` read without a seed run. Their arguments are small and mostly
+ * references to strings the company holds anyway: 20,000 members keep all of them in memory.
+ */
+const PHOTO = 'generated-photo';
+const PDF = 'generated-pdf';
+const CSV = 'generated-csv';
+registerBlobGenerator(PHOTO, ((base: number, code: string, seed: number, size: number) =>
+  syntheticPhoto(base, `${code} seed ${seed}`, size)) as (...args: never[]) => Buffer);
+registerBlobGenerator(PDF, ((title: string, code: string, detail: string, n: number, seed: number, size: number) =>
+  syntheticPdf([title, detail, n ? `${code} record ${n}` : code, `Seed ${seed}`], size)) as (...args: never[]) => Buffer);
+registerBlobGenerator(CSV, ((code: string, n: number, seed: number, size: number) =>
+  syntheticCsv(`${code} record ${n} seed ${seed}`, size)) as (...args: never[]) => Buffer);
+
+/** File names of the n-th qualification record, shared by all members. */
+const fileNames = new Map<string, string>();
+const numbered = (prefix: string, n: number, ext: string): string => {
+  const name = `${prefix}-${n}.${ext}`;
+  const shared = fileNames.get(name);
+  if (shared) return shared;
+  fileNames.set(name, name);
+  return name;
+};
+
 export function seedGenerated(options: GenerateOptions): (company: Company) => Promise<void> {
-  return async () => {
-    throw new Error(`generated companies are pending (${options.members})`);
+  const parsed = generateOptionsSchema.safeParse(options);
+  if (!parsed.success) throw new Error(`the generate options are not valid:\n  ${describeIssues(parsed.error).join('\n  ')}`);
+  const settings = parsed.data;
+  return async (company) => {
+    // The base photos are made before any download asks for them (synthetic-files.ts).
+    photoBases();
+    company.data = new Generator(company, settings).run();
   };
+}
+
+const memberCode = (index: number): string => `G${String(index).padStart(6, '0')}`;
+
+function departmentTree(members: number): Department[] {
+  const count = Math.max(3, Math.round(members / 50));
+  const divisions = Math.min(count - 1, Math.max(2, Math.ceil(Math.sqrt(count - 1))));
+  const code = (i: number): string => `D${String(i + 1).padStart(4, '0')}`;
+  const tree: Department[] = [{ code: code(0), name: '本社 / Head office', parent_code: null, leader_member_code: null, order: 1, memo: '' }];
+  const divisionName = (i: number): string => `${DIVISION_NAMES[i % DIVISION_NAMES.length]!}${i >= DIVISION_NAMES.length ? ` ${Math.floor(i / DIVISION_NAMES.length) + 1}` : ''}`;
+  for (let i = 0; i < divisions; i += 1) {
+    tree.push({ code: code(i + 1), name: divisionName(i), parent_code: code(0), leader_member_code: null, order: i + 1, memo: '' });
+  }
+  for (let t = 0; t < count - 1 - divisions; t += 1) {
+    const division = t % divisions;
+    const n = Math.floor(t / divisions) + 1;
+    const short = divisionName(division).split(' / ')[0]!;
+    tree.push({ code: code(divisions + 1 + t), name: `${short} 第${n}課 / Team ${n}`, parent_code: code(division + 1), leader_member_code: null, order: n, memo: '' });
+  }
+  return tree;
+}
+
+/** A member; `departments` are those a member can belong to (all but the root). */
+function generateMember(code: string, seed: number, departments: readonly Department[], now: string): Member {
+  const random = new SeededRandom(seedOf(`${seed}:${code}:member`));
+  const english = random.chance(0.05);
+  let name: string;
+  let kana: string;
+  let gender: string;
+  if (english) {
+    const person = random.pick(ENGLISH_NAMES);
+    [name, kana, gender] = [`${person.name} ${person.family.name}`, `${person.kana} ${person.family.kana}`, person.gender];
+  } else {
+    const family = random.pick(FAMILY_NAMES);
+    const given = random.pick(GIVEN_NAMES);
+    [name, kana, gender] = [`${family.name} ${given.name}`, `${family.kana} ${given.kana}`, given.gender];
+  }
+  const entered = random.date(1995, 2025);
+  const retired = random.chance(0.03) ? random.date(Number(entered.slice(0, 4)) + 1, 2026) : '';
+  const department = random.pick(departments);
+  const sub = random.chance(0.05) ? random.pick(departments).code : null;
+  return {
+    code, name, name_kana: kana, mail: `${code.toLowerCase()}@example.com`, entered_date: entered, retired_date: retired,
+    gender: random.chance(0.04) ? '' : gender, birthday: random.date(1960, 2003),
+    department_code: department.code, sub_department_codes: sub && sub !== department.code ? [sub] : [],
+    custom_fields: {
+      [MEMBER_FIELD_IDS.employment]: [random.pick(EMPLOYMENT_TYPES)],
+      [MEMBER_FIELD_IDS.bloodType]: [random.pick(BLOOD_TYPES)],
+      [MEMBER_FIELD_IDS.extension]: [String(random.int(1000, 9999))],
+    },
+    updated_at: now,
+  };
+}
+
+class Generator {
+  readonly data: CompanyData;
+  private readonly now: string;
+  /** Departments a member can belong to: all but the root. */
+  private memberDepartments: readonly Department[] = [];
+
+  constructor(
+    private readonly company: Company,
+    private readonly o: Settings,
+  ) {
+    this.now = company.now();
+    this.data = emptyCompanyData(this.now);
+  }
+
+  private file(generator: string, args: unknown[], size: number, fileName: string): StoredFile {
+    const blob = this.company.blobs.putGenerated(generator, args, size);
+    return { blob: blob.id, file_name: fileName, size, updated_at: this.now };
+  }
+
+  run(): CompanyData {
+    const { data, o } = this;
+    data.member_fields = memberFields();
+    for (const def of sheetDefs()) data.sheets[String(def.id)] = { def, updated_at: this.now, records: {} };
+    data.departments = departmentTree(o.members);
+    this.memberDepartments = data.departments.slice(1);
+    data.roles = [
+      { id: 1, name: 'システム管理者 / Administrator', type: 'Adm' },
+      { id: 2, name: '一般 / General', type: 'General' },
+    ];
+    for (let i = 1; i <= o.members; i += 1) this.addMember(memberCode(i));
+    this.addUsers();
+    const optionIds = [...data.member_fields, ...Object.values(data.sheets).flatMap((s) => s.def.fields)].flatMap((f) => (f.options ?? []).map((x) => x.id));
+    data.next_ids = { user: data.users.length + 1, webhook: 1, enum_option: Math.max(0, ...optionIds) + 1, task: 1 };
+    return data;
+  }
+
+  private addMember(code: string): void {
+    const { data, o } = this;
+    const member = generateMember(code, o.seed, this.memberDepartments, this.now);
+    data.members[code] = member;
+    const random = new SeededRandom(seedOf(`${o.seed}:${code}:files`));
+    const attachments = random.int(o.attachments_per_member[0], o.attachments_per_member[1]);
+    const hasPhoto = random.chance(o.photo_ratio);
+    const photoSize = random.int(o.photo_bytes[0], o.photo_bytes[1]);
+    if (o.files && hasPhoto) {
+      data.photos[code] = this.file(PHOTO, [random.int(0, 1000), code, o.seed, photoSize], photoSize, `${code}.jpg`);
+    }
+    this.addContract(member, random, o.files && attachments > 0);
+    if (!o.files) return;
+    const records: SheetRecord[] = [];
+    for (let n = 1; n < attachments; n += 1) records.push(this.qualification(member, n, random));
+    if (records.length) data.sheets[String(QUALIFICATION_SHEET_ID)]!.records[code] = records;
+  }
+
+  /** The single-record sheet: values for every member, the contract PDF when it has files. */
+  private addContract(member: Member, random: SeededRandom, withFile: boolean): void {
+    const c = CONTRACT_FIELD_IDS;
+    const values = new SeededRandom(seedOf(`${this.o.seed}:${member.code}:contract`));
+    const record: SheetRecord = {
+      values: {
+        [c.start]: [member.entered_date],
+        [c.term]: [values.pick(CONTRACT_TERMS)],
+        [c.salary]: [String(values.int(20, 60) * 10_000)],
+      },
+      files: {},
+    };
+    if (withFile) {
+      const size = random.int(this.o.attachment_bytes[0], this.o.attachment_bytes[1]);
+      record.files[c.file] = this.file(PDF, ['Employment contract', member.code, member.mail, 0, this.o.seed, size], size, 'employment-contract.pdf');
+    }
+    this.data.sheets[String(CONTRACT_SHEET_ID)]!.records[member.code] = [record];
+  }
+
+  /** A multiple-record sheet record holding one file; file names are unique per member. */
+  private qualification(member: Member, n: number, random: SeededRandom): SheetRecord {
+    const q = QUALIFICATION_FIELD_IDS;
+    const name = random.pick(QUALIFICATIONS);
+    const record: SheetRecord = {
+      values: {
+        [q.name]: [name],
+        [q.acquired]: [random.date(Number(member.entered_date.slice(0, 4)), 2025)],
+        [q.category]: [random.pick(QUALIFICATION_CATEGORIES)],
+        [q.points]: [String(random.int(1, 30))],
+      },
+      files: {},
+    };
+    recalculate(this.data.sheets[String(QUALIFICATION_SHEET_ID)]!.def.fields, record);
+    const size = random.int(this.o.attachment_bytes[0], this.o.attachment_bytes[1]);
+    if (random.chance(0.7)) {
+      record.files[q.file] = this.file(PDF, ['Certificate of qualification', member.code, name, n, this.o.seed, size], size, numbered('certificate', n, 'pdf'));
+    } else {
+      record.files[q.file] = this.file(CSV, [member.code, n, this.o.seed, size], size, numbered('scores', n, 'csv'));
+    }
+    return record;
+  }
+
+  /** One administrator linked to the first member, and general users for the next four. */
+  private addUsers(): void {
+    const codes = Object.keys(this.data.members).slice(0, 5);
+    this.data.users = codes.map((code, i) => ({
+      id: i + 1, email: i === 0 ? 'admin@example.com' : `${code.toLowerCase()}@example.com`, member_code: code,
+      password: `generated-${code}`, role_id: i === 0 ? 1 : 2, is_active: true, password_locked: false,
+      use_smartphone: false, use_native_app: false, use_secure: false, last_login_at: null,
+    }));
+  }
 }
