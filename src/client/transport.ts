@@ -5,6 +5,7 @@
  * only when it provably did not reach the service (connection refused, 429, 503), never after a
  * 504 or a cut answer, because its task may exist.
  */
+import { Readable } from 'node:stream';
 import { request, Agent, type Dispatcher } from 'undici';
 import type { z } from 'zod';
 import { API_PREFIX, operation, operationPath, type OperationId } from '../spec/operations.js';
@@ -26,6 +27,11 @@ export interface CallOptions {
   /** Overrides the client's dryRun for this call (operations with a dry-run mode only). */
   dryRun?: boolean;
   signal?: AbortSignal;
+  /**
+   * A JSON body produced piece by piece (large uploads: memory stays bounded). A factory, because a
+   * retried request needs the body again from its start. Takes the place of `body`.
+   */
+  bodyStream?: () => AsyncIterable<Uint8Array>;
   /** Sees the headers of the successful answer (the lister reads `Date` to place URL deadlines). */
   onHeaders?: (headers: Record<string, string | string[] | undefined>) => void;
 }
@@ -83,7 +89,7 @@ export class Transport {
     await sleep(event.waitMs, signal);
   }
 
-  private async send(method: string, url: string, headers: Record<string, string>, body: string | undefined, signal?: AbortSignal): Promise<RawAnswer> {
+  private async send(method: string, url: string, headers: Record<string, string>, body: string | Readable | undefined, signal?: AbortSignal): Promise<RawAnswer> {
     this.counters.requests += 1;
     const res = await request(url, {
       method: method as Dispatcher.HttpMethod,
@@ -134,9 +140,9 @@ export class Transport {
     const answer = await this.withRetries(op.method, path, windows, mutating, async () => {
       const token = await this.tokens().get();
       const headers: Record<string, string> = { 'Service-Token': token, 'User-Agent': this.options.userAgent };
-      if (body !== undefined) headers['Content-Type'] = 'application/json';
+      if (body !== undefined || call.bodyStream) headers['Content-Type'] = 'application/json';
       if (dryRun) headers['Dry-Run'] = '1';
-      const raw = await this.send(op.method, url, headers, body, call.signal);
+      const raw = await this.send(op.method, url, headers, call.bodyStream ? Readable.from(call.bodyStream(), { objectMode: false }) : body, call.signal);
       if (raw.status >= 200 && raw.status < 300) call.onHeaders?.(raw.headers);
       if (raw.status === 401 && !renewed) {
         // The token expired early or was revoked: renew once and repeat (a 401 did nothing).

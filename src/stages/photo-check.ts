@@ -1,0 +1,106 @@
+/**
+ * Validation and normalisation of one face photo (DESIGN.md section 5; api-v2.md 4.4 Members 7).
+ * The real type is read from the bytes (file-type), not the name. A JPEG, PNG or GIF within 5 MB,
+ * whole, without EXIF rotation or location data, is sent as it is, byte for byte. Anything else
+ * that is an image (HEIC, WebP, TIFF, BMP, AVIF, an oversized or rotated photo) is converted to
+ * JPEG under 5 MB by sharp (HEIC through heic-convert, which sharp's prebuilt build cannot decode),
+ * with the EXIF orientation applied and all metadata, location included, dropped. With
+ * `normalize: false` such files are refused instead.
+ */
+import sharp, { type Metadata } from 'sharp';
+import heicConvert from 'heic-convert';
+import { fileTypeFromBuffer } from 'file-type';
+import { MAX_FILE_BYTES } from '../spec/limits.js';
+
+/** Larger files are not even read: no phone photo comes near it. */
+export const MAX_PHOTO_SOURCE_BYTES = 64 * 1024 * 1024;
+
+export type PhotoCheck =
+  | { ok: true; data: Buffer; converted?: string; type: string }
+  | { ok: false; reason: string };
+
+const SENDABLE = new Set(['jpg', 'png', 'gif']);
+const CONVERTIBLE = new Set(['heic', 'webp', 'tif', 'bmp', 'avif', 'jpg', 'png', 'gif']);
+
+/** The last bytes of a whole file of each type: a truncated upload lacks them. */
+function looksComplete(type: string, data: Buffer): boolean {
+  const tail = data.subarray(Math.max(0, data.length - 4096));
+  if (type === 'jpg') return tail.includes(Buffer.from([0xff, 0xd9]));
+  if (type === 'png') return tail.includes(Buffer.from('IEND'));
+  if (type === 'gif') return data[data.length - 1] === 0x3b;
+  return true;
+}
+
+/** True when an EXIF block (as sharp gives it) has a GPS IFD pointer in IFD0 (tag 0x8825). */
+export function exifHasLocation(exif: Buffer | undefined): boolean {
+  if (!exif || exif.length < 14) return false;
+  const start = exif.subarray(0, 6).toString('latin1') === 'Exif\0\0' ? 6 : 0;
+  const tiff = exif.subarray(start);
+  const little = tiff.subarray(0, 2).toString('latin1') === 'II';
+  const u16 = (o: number): number => (little ? tiff.readUInt16LE(o) : tiff.readUInt16BE(o));
+  const u32 = (o: number): number => (little ? tiff.readUInt32LE(o) : tiff.readUInt32BE(o));
+  try {
+    const ifd = u32(4);
+    const count = u16(ifd);
+    for (let i = 0; i < count; i += 1) if (u16(ifd + 2 + i * 12) === 0x8825) return true;
+  } catch {
+    return false;
+  }
+  return false;
+}
+
+/** JPEG under 5 MB: quality first, then size, until it fits. */
+async function toJpegUnderLimit(input: Buffer): Promise<Buffer> {
+  const meta = await sharp(input, { failOn: 'truncated' }).metadata();
+  let width = meta.autoOrient?.width ?? meta.width ?? 4000;
+  for (const quality of [90, 85, 80]) {
+    const out = await sharp(input, { failOn: 'truncated' }).rotate().jpeg({ quality, mozjpeg: false }).toBuffer();
+    if (out.length <= MAX_FILE_BYTES) return out;
+  }
+  for (;;) {
+    width = Math.floor(width * 0.75);
+    if (width < 64) throw new Error('cannot make it small enough');
+    const out = await sharp(input, { failOn: 'truncated' }).rotate().resize({ width, withoutEnlargement: true }).jpeg({ quality: 80 }).toBuffer();
+    if (out.length <= MAX_FILE_BYTES) return out;
+  }
+}
+
+const mb = (n: number): string => `${(n / 1024 / 1024).toFixed(1)} MB`;
+
+export async function checkPhoto(data: Buffer, options: { normalize: boolean }): Promise<PhotoCheck> {
+  if (data.length === 0) return { ok: false, reason: 'the file is empty' };
+  const detected = await fileTypeFromBuffer(data);
+  const type = detected?.ext === 'jpeg' ? 'jpg' : detected?.ext ?? '';
+  if (!CONVERTIBLE.has(type)) {
+    const what = detected ? `${detected.mime} (.${detected.ext})` : 'not a known image type';
+    return { ok: false, reason: `not an image the service accepts: the bytes are ${what}; photos must be JPEG, PNG or GIF (or HEIC, WebP, TIFF, BMP, AVIF to convert)` };
+  }
+  if (SENDABLE.has(type) && !looksComplete(type, data)) {
+    return { ok: false, reason: `the ${type.toUpperCase()} file is truncated (its end marker is missing)` };
+  }
+  let reasons: string[] = [];
+  if (SENDABLE.has(type)) {
+    let meta: Metadata;
+    try {
+      meta = await sharp(data, { failOn: 'truncated' }).metadata();
+    } catch (error) {
+      return { ok: false, reason: `the ${type.toUpperCase()} file cannot be read as an image (${(error as Error).message})` };
+    }
+    if (data.length > MAX_FILE_BYTES) reasons.push(`${mb(data.length)} is over the 5 MB limit`);
+    if ((meta.orientation ?? 1) !== 1) reasons.push('EXIF rotation applied');
+    if (exifHasLocation(meta.exif)) reasons.push('location data removed');
+    if (!reasons.length) return { ok: true, data, type };
+  } else {
+    reasons = [`${type.toUpperCase()} is not accepted by the service`];
+  }
+  if (!options.normalize) {
+    return { ok: false, reason: `${reasons.join('; ')} (conversion is off: --no-normalize)` };
+  }
+  try {
+    const input = type === 'heic' ? Buffer.from(await heicConvert({ buffer: data, format: 'JPEG', quality: 0.92 })) : data;
+    const out = await toJpegUnderLimit(input);
+    return { ok: true, data: out, type: 'jpg', converted: `converted ${type.toUpperCase()} to JPEG (${reasons.join('; ')}): ${mb(data.length)} to ${mb(out.length)}` };
+  } catch (error) {
+    return { ok: false, reason: `the ${type.toUpperCase()} file cannot be converted (${(error as Error).message})` };
+  }
+}
