@@ -1,7 +1,9 @@
 /**
  * Reading zips with yauzl (DESIGN.md section 7): lazy entries, so memory does not grow with the
- * archive; raw name bytes kept (Shift_JIS names are decoded by the import sources); yauzl refuses
- * names that escape the root with an error rather than dropping them.
+ * archive; raw name bytes kept (Shift_JIS names are decoded by the import sources). With
+ * `decodeStrings: true` yauzl stops the whole archive at the first name that escapes the root; the
+ * import sources open with `decodeStrings: false` and judge each name themselves (zip.ts), so one
+ * bad entry is refused and the others are still read.
  */
 import yauzl, { type Entry, type ZipFile } from 'yauzl';
 import type { Readable } from 'node:stream';
@@ -17,6 +19,12 @@ export interface ZipEntry {
   utf8: boolean;
   /** Unix mode bits when the zip was made on Unix (links have S_IFLNK). */
   mode: number;
+  /** 0 stored, 8 deflated; yauzl reads no other method. */
+  compressionMethod: number;
+  /** General purpose bit 0: yauzl cannot read encrypted entries. */
+  encrypted: boolean;
+  /** The central directory's extra fields (the Info-ZIP Unicode Path field is 0x7075). */
+  extraFields: { id: number; data: Buffer }[];
   entry: Entry;
 }
 
@@ -74,6 +82,9 @@ export class ZipReader {
         isDirectory: name.endsWith('/'),
         utf8: (entry.generalPurposeBitFlag & 0x800) !== 0,
         mode: (entry.externalFileAttributes >>> 16) & 0xffff,
+        compressionMethod: entry.compressionMethod,
+        encrypted: (entry.generalPurposeBitFlag & 0x1) !== 0,
+        extraFields: entry.extraFields,
         entry,
       };
     }
@@ -82,7 +93,7 @@ export class ZipReader {
   openStream(entry: ZipEntry): Promise<Readable> {
     return new Promise((resolve, reject) => {
       this.zip.openReadStream(entry.entry, (error, stream) => {
-        if (error || !stream) reject(new Error(`${this.path}: cannot read ${entry.name}: ${error?.message}`));
+        if (error || !stream) reject(new Error(`${this.path}: cannot read ${entry.name}: ${error?.message}`, { cause: error }));
         else resolve(stream);
       });
     });

@@ -1,0 +1,171 @@
+/**
+ * A CSV manifest as an import source (DESIGN.md section 5): `code,path[,file_name]`, one file per
+ * line, paths relative to the CSV's folder, an optional header row (its first cell is `code`).
+ * UTF-8 with or without a BOM, or Shift_JIS (Excel on Japanese Windows saves CSVs so); RFC 4180
+ * quoting (commas, doubled quotes and line breaks inside quotes). A line that cannot be taken (an
+ * empty code, a path leaving the CSV's folder, no such file, a link) is refused naming its line
+ * number, and the others go on; `file_name` overrides the name sent to the service.
+ */
+import { lstat, readFile, realpath } from 'node:fs/promises';
+import { basename, dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
+import { TextDecoder } from 'node:util';
+import type { ImportSource, SourceEntry, SourceFile } from './source.js';
+import { errorAbout } from './file-rules.js';
+import { LINK_REFUSED, diskFile } from './folder.js';
+
+export interface CsvRecord {
+  /** The line the record starts on, from 1. */
+  line: number;
+  fields: string[];
+  /** A quoted field ran to the end of the text. */
+  unclosed: boolean;
+}
+
+/** RFC 4180 records; a quote opens a quoted field only at the start of a field, elsewhere it is text. */
+export function parseCsv(text: string): CsvRecord[] {
+  const records: CsvRecord[] = [];
+  let i = 0;
+  let line = 1;
+  while (i < text.length) {
+    const record: CsvRecord = { line, fields: [], unclosed: false };
+    let field = '';
+    let quoted = false;
+    let atFieldStart = true;
+    for (;;) {
+      const c = text[i];
+      if (c === undefined) {
+        record.unclosed = quoted;
+        record.fields.push(field);
+        break;
+      }
+      if (quoted) {
+        if (c === '"' && text[i + 1] === '"') {
+          field += '"';
+          i += 2;
+          continue;
+        }
+        if (c === '"') quoted = false;
+        else field += c;
+        if (c === '\n' || (c === '\r' && text[i + 1] !== '\n')) line += 1;
+        i += 1;
+        continue;
+      }
+      if (c === '"' && atFieldStart) {
+        quoted = true;
+        atFieldStart = false;
+        i += 1;
+        continue;
+      }
+      if (c === ',') {
+        record.fields.push(field);
+        field = '';
+        atFieldStart = true;
+        i += 1;
+        continue;
+      }
+      if (c === '\r' || c === '\n') {
+        record.fields.push(field);
+        i += c === '\r' && text[i + 1] === '\n' ? 2 : 1;
+        line += 1;
+        break;
+      }
+      field += c;
+      atFieldStart = false;
+      i += 1;
+    }
+    records.push(record);
+  }
+  return records;
+}
+
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+const shiftJis = new TextDecoder('shift_jis', { fatal: true });
+
+/** UTF-8 (a BOM dropped), else Shift_JIS, else a fatal error naming the CSV. */
+export function decodeCsv(bytes: Buffer, where: string): string {
+  const bom = bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf;
+  try {
+    return utf8.decode(bom ? bytes.subarray(3) : bytes).replace(/^\uFEFF/, '');
+  } catch {
+    if (bom) throw new Error(`${where}: starts with a UTF-8 BOM but is not valid UTF-8`);
+  }
+  try {
+    return shiftJis.decode(bytes);
+  } catch {
+    throw new Error(`${where}: the CSV is neither UTF-8 nor Shift_JIS text`);
+  }
+}
+
+const isBlank = (record: CsvRecord): boolean => record.fields.every((f) => f.trim() === '');
+const isHeader = (record: CsvRecord): boolean => record.fields[0]?.trim().toLowerCase() === 'code';
+
+export class CsvSource implements ImportSource {
+  private constructor(
+    /** The CSV as the user named it. */
+    readonly label: string,
+    private readonly records: CsvRecord[],
+  ) {}
+
+  /** Reads and parses the CSV; one that cannot be read or decoded is a fatal error naming it. */
+  static async open(csvPath: string): Promise<CsvSource> {
+    let bytes: Buffer;
+    try {
+      bytes = await readFile(csvPath);
+    } catch (error) {
+      throw errorAbout(csvPath, error);
+    }
+    const records = parseCsv(decodeCsv(bytes, csvPath)).filter((r) => !isBlank(r));
+    if (records[0] && isHeader(records[0])) records.shift();
+    return new CsvSource(csvPath, records);
+  }
+
+  async *entries(): AsyncGenerator<SourceEntry> {
+    const dir = dirname(this.label);
+    for (const record of this.records) {
+      const taken = await this.take(record, dir);
+      if ('reason' in taken) {
+        yield { kind: 'refused', refused: { where: `${this.label}:${record.line}`, relPath: taken.relPath, reason: `line ${record.line}: ${taken.reason}` } };
+      } else {
+        yield { kind: 'file', file: taken };
+      }
+    }
+  }
+
+  /** One line: the file it names, or why it is refused. */
+  private async take(record: CsvRecord, dir: string): Promise<SourceFile | { relPath: string; reason: string }> {
+    const fields = record.fields.map((f) => f.trim());
+    // Excel writes trailing empty cells as trailing commas.
+    while (fields.length > 3 && fields.at(-1) === '') fields.pop();
+    const [code = '', written = '', overrideName = ''] = fields;
+    const refuse = (reason: string) => ({ relPath: written, reason });
+    if (record.unclosed) return refuse('a quoted field is not closed before the end of the file');
+    if (fields.length > 3) return refuse(`${fields.length} columns; expected code,path[,file_name] (quote a field that holds a comma)`);
+    if (code === '') return refuse('the code is empty');
+    if (written === '') return refuse('the path is empty');
+    const path = written.replace(/\\/g, '/');
+    if (sep === '/' && /^[A-Za-z]:\//.test(path)) return refuse(`the path ${written} is a Windows absolute path; give it relative to the CSV's folder`);
+    const rel = relative(resolve(dir), resolve(dir, path));
+    if (rel === '' || rel === '..' || rel.startsWith(`..${sep}`) || isAbsolute(rel)) return refuse(`the path ${written} leaves the CSV's folder`);
+    const relPath = rel.split(sep).join('/').normalize('NFC');
+    const full = join(dir, rel);
+    let info;
+    try {
+      info = await lstat(full);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT' || (error as NodeJS.ErrnoException).code === 'ENOTDIR') {
+        return refuse(`no file at ${written} (paths are relative to the CSV's folder)`);
+      }
+      return refuse(`${written} cannot be read (${(error as NodeJS.ErrnoException).code ?? String(error)})`);
+    }
+    if (info.isSymbolicLink()) return refuse(`${written} ${LINK_REFUSED}`);
+    if (info.isDirectory()) return refuse(`${written} is a folder, not a file`);
+    if (!info.isFile()) return refuse(`${written} is not a regular file`);
+    // A linked folder on the way could lead outside: the real path must stay inside too.
+    const real = await Promise.all([realpath(dir), realpath(full)]).then(([d, f]) => relative(d, f), () => null);
+    if (real === null || real.startsWith(`..${sep}`) || isAbsolute(real)) return refuse(`the path ${written} leaves the CSV's folder through a linked folder`);
+    const fileName = (overrideName || basename(rel)).normalize('NFC');
+    return diskFile(full, { relPath, fileName, size: info.size, code });
+  }
+
+  async close(): Promise<void> {}
+}

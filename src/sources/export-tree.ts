@@ -1,0 +1,213 @@
+/**
+ * An export made by wds-files as an import source (DESIGN.md section 4: a folder or a zip with
+ * `manifest.jsonl`), the restore half of the round trip. Every manifest line gives one file with
+ * what the manifest says of it: the code, the service's original `file_name` (not the safe path),
+ * the sheet, the field and the record index. Lines come in the manifest's order (photos by code,
+ * attachments by sheet, field, code and record index), which keeps each member's records in the
+ * order of the source. A line whose file is missing, a link, or differs in size or sha256 from
+ * the manifest is refused with the reason; files the manifest does not name are ignored.
+ */
+import { createHash } from 'node:crypto';
+import { lstat, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Readable } from 'node:stream';
+import type { ImportSource, SourceEntry, SourceFile } from './source.js';
+import { MANIFEST_NAME, parseManifest, sortLines, type ManifestLine } from '../sinks/manifest.js';
+import { MANIFEST_FILE, errorAbout, readLimited } from './file-rules.js';
+import { LINK_REFUSED, diskFile, openNoFollow } from './folder.js';
+import { DEFAULT_MAX_ENTRY_BYTES, bombReason, judgeEntry, openZipReader, zipFile, type EntryVerdict, type ZipSourceOptions } from './zip.js';
+import type { ZipReader, ZipEntry } from './zip-reader.js';
+
+/** The manifest of an export is read whole: 1 GB holds some three million lines. */
+export const MAX_MANIFEST_BYTES = 1024 * 1024 * 1024;
+
+type Fields = Omit<SourceFile, 'where' | 'size' | 'read' | 'open'>;
+type Checked = { file: SourceFile } | { reason: string };
+
+/** What the manifest says of a file, as SourceFile fields. */
+function fieldsOf(line: ManifestLine): Fields {
+  return {
+    relPath: line.path,
+    fileName: line.file_name,
+    code: line.code,
+    ...(line.sheet_id !== null ? { sheetId: line.sheet_id } : {}),
+    ...(line.custom_field_id !== null ? { fieldId: line.custom_field_id } : {}),
+    ...(line.record_index !== null ? { recordIndex: line.record_index } : {}),
+  };
+}
+
+/** A manifest line that cannot name a file of the export, or null. */
+function lineProblem(line: ManifestLine): string | null {
+  const segments = line.path.split('/');
+  if (line.path.includes('\\') || line.path.startsWith('/') || /^[A-Za-z]:/.test(line.path) || segments.some((s) => s === '' || s === '.' || s === '..')) {
+    return `the manifest's path ${line.path} leaves the export or is not a plain relative path`;
+  }
+  if (line.kind === 'attachment' && (line.sheet_id === null || line.custom_field_id === null || line.record_index === null)) {
+    return 'the manifest line of an attachment lacks sheet_id, custom_field_id or record_index';
+  }
+  return null;
+}
+
+/** The same words as `wds-files verify`. */
+function mismatch(line: ManifestLine, size: number, sha256: string | null): string | null {
+  if (size !== line.size) return `size ${size} bytes, the manifest says ${line.size}`;
+  if (sha256 !== null && sha256 !== line.sha256) return 'sha256 differs from the manifest';
+  return null;
+}
+
+async function digest(stream: Readable): Promise<{ size: number; sha256: string }> {
+  const hash = createHash('sha256');
+  let size = 0;
+  for await (const chunk of stream) {
+    hash.update(chunk as Buffer);
+    size += (chunk as Buffer).length;
+  }
+  return { size, sha256: hash.digest('hex') };
+}
+
+/** The manifest's lines in order, and its unreadable lines as refusals. */
+abstract class ExportTree implements ImportSource {
+  private readonly lines: ManifestLine[];
+  private readonly problems: string[];
+
+  protected constructor(
+    readonly label: string,
+    manifestText: string,
+  ) {
+    const parsed = parseManifest(manifestText);
+    this.lines = sortLines(parsed.lines.values());
+    this.problems = parsed.problems;
+  }
+
+  protected abstract whereOf(path: string): string;
+  /** The file a valid line names, checked against the manifest, or why it is refused. */
+  protected abstract check(line: ManifestLine): Promise<Checked>;
+
+  async *entries(): AsyncGenerator<SourceEntry> {
+    for (const problem of this.problems) {
+      yield { kind: 'refused', refused: { where: this.whereOf(MANIFEST_NAME), relPath: MANIFEST_NAME, reason: `${MANIFEST_NAME} ${problem}` } };
+    }
+    for (const line of this.lines) {
+      const problem = lineProblem(line);
+      const checked = problem ? { reason: problem } : await this.check(line);
+      if ('reason' in checked) yield { kind: 'refused', refused: { where: this.whereOf(line.path), relPath: line.path, reason: checked.reason } };
+      else yield { kind: 'file', file: checked.file };
+    }
+  }
+
+  abstract close(): Promise<void>;
+}
+
+/** An export folder. */
+export class ExportFolderSource extends ExportTree {
+  static async open(dir: string): Promise<ExportFolderSource> {
+    let text: string;
+    try {
+      text = await readFile(join(dir, MANIFEST_NAME), 'utf8');
+    } catch (error) {
+      throw errorAbout(dir, `no readable ${MANIFEST_NAME}; it is not an export folder (${(error as NodeJS.ErrnoException).code ?? String(error)})`);
+    }
+    return new ExportFolderSource(dir, text);
+  }
+
+  protected whereOf(path: string): string {
+    return join(this.label, path);
+  }
+
+  protected async check(line: ManifestLine): Promise<Checked> {
+    const path = this.whereOf(line.path);
+    let info;
+    try {
+      info = await lstat(path);
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      return { reason: code === 'ENOENT' || code === 'ENOTDIR' ? 'missing from the export (the manifest lists it)' : `cannot be read (${code ?? String(error)})` };
+    }
+    if (info.isSymbolicLink()) return { reason: LINK_REFUSED };
+    if (!info.isFile()) return { reason: 'is not a regular file' };
+    const bySize = mismatch(line, info.size, null);
+    if (bySize) return { reason: bySize };
+    try {
+      const { size, sha256 } = await digest(await openNoFollow(path, path));
+      const problem = mismatch(line, size, sha256);
+      if (problem) return { reason: problem };
+    } catch (error) {
+      return { reason: `cannot be read (${(error as Error).message})` };
+    }
+    return { file: diskFile(path, { ...fieldsOf(line), size: line.size }) };
+  }
+
+  async close(): Promise<void> {}
+}
+
+/** An export zip: the central directory is read once, then each manifest line is looked up in it. */
+export class ExportZipSource extends ExportTree {
+  private constructor(
+    label: string,
+    manifestText: string,
+    private readonly reader: ZipReader,
+    private readonly byPath: Map<string, { entry: ZipEntry; verdict: EntryVerdict }>,
+  ) {
+    super(label, manifestText);
+  }
+
+  /**
+   * Opens a zip as an export, or resolves null (the zip closed again) when it holds no
+   * `manifest.jsonl` at its root. A zip that cannot be read is a fatal error naming it.
+   */
+  static async tryOpen(path: string, options: ZipSourceOptions = {}): Promise<ExportZipSource | null> {
+    const reader = await openZipReader(path);
+    try {
+      const maxEntryBytes = options.maxEntryBytes ?? DEFAULT_MAX_ENTRY_BYTES;
+      const byPath = new Map<string, { entry: ZipEntry; verdict: EntryVerdict }>();
+      let manifest: ZipEntry | null = null;
+      for await (const entry of reader.entries()) {
+        // Judged with the larger cap first, so that the manifest is found; files get their own cap below.
+        const verdict = judgeEntry(entry, { maxEntryBytes: Math.max(maxEntryBytes, MAX_MANIFEST_BYTES), skipJunk: false });
+        if (verdict.kind === 'skip') continue;
+        if (verdict.relPath === MANIFEST_FILE) {
+          if (verdict.kind === 'refuse') throw new Error(`${path}: its ${MANIFEST_NAME} cannot be read: ${verdict.reason}`);
+          manifest = entry;
+          continue;
+        }
+        const bomb = verdict.kind === 'take' ? bombReason(entry, maxEntryBytes) : null;
+        // A zip may hold one name twice; the first is the one the export wrote.
+        if (!byPath.has(verdict.relPath)) byPath.set(verdict.relPath, { entry, verdict: bomb ? { kind: 'refuse', relPath: verdict.relPath, reason: bomb } : verdict });
+      }
+      if (!manifest) {
+        reader.close();
+        return null;
+      }
+      const where = `${path}:${MANIFEST_NAME}`;
+      const text = (await readLimited(where, manifest.size, MAX_MANIFEST_BYTES, () => reader.openStream(manifest))).toString('utf8');
+      return new ExportZipSource(path, text, reader, byPath);
+    } catch (error) {
+      reader.close();
+      throw errorAbout(path, error);
+    }
+  }
+
+  protected whereOf(path: string): string {
+    return `${this.label}:${path}`;
+  }
+
+  protected async check(line: ManifestLine): Promise<Checked> {
+    const found = this.byPath.get(line.path);
+    if (!found) return { reason: 'missing from the export (the manifest lists it)' };
+    if (found.verdict.kind === 'refuse') return { reason: found.verdict.reason };
+    const bySize = mismatch(line, found.entry.size, null);
+    if (bySize) return { reason: bySize };
+    try {
+      const { size, sha256 } = await digest(await this.reader.openStream(found.entry));
+      const problem = mismatch(line, size, sha256);
+      if (problem) return { reason: problem };
+    } catch (error) {
+      return { reason: `cannot be read (${(error as Error).message})` };
+    }
+    return { file: zipFile(this.reader, found.entry, this.whereOf(line.path), fieldsOf(line)) };
+  }
+
+  async close(): Promise<void> {
+    this.reader.close();
+  }
+}

@@ -1,0 +1,58 @@
+/**
+ * What every import source shares: which names are not files of the user (DESIGN.md section 5
+ * skips them silently), and reading a file whole under a byte limit.
+ */
+import type { Readable } from 'node:stream';
+
+/** The export's manifest and temporary folder (DESIGN.md section 4): ours, never the user's files. */
+export const MANIFEST_FILE = 'manifest.jsonl';
+export const EXPORT_TMP_DIR = '.wds-tmp';
+
+/** Files that operating systems leave behind: Windows thumbnails and folder settings. */
+const OS_FILES = new Set(['thumbs.db', 'ehthumbs.db', 'desktop.ini']);
+
+/**
+ * Whether one segment of a path is skipped: dotfiles and dot folders (`.DS_Store`, `._A0001.jpg`,
+ * `.wds-tmp`), macOS's `__MACOSX/` resource forks, and Windows' `Thumbs.db` and `desktop.ini`.
+ */
+export function isSkippedSegment(segment: string): boolean {
+  return segment.startsWith('.') || segment === '__MACOSX' || OS_FILES.has(segment.toLowerCase());
+}
+
+/** Whether a `/`-separated path inside a source is skipped (any segment, or the manifest at the root). */
+export function isSkippedPath(relPath: string): boolean {
+  return relPath === MANIFEST_FILE || relPath.split('/').some(isSkippedSegment);
+}
+
+export function tooLargeMessage(where: string, size: number | string, maxBytes: number): string {
+  return `${where}: ${size} bytes, over the limit of ${maxBytes} bytes`;
+}
+
+/** Prefixes an error's message with the file it happened to, once. */
+export function errorAbout(where: string, error: unknown): Error {
+  const message = error instanceof Error ? error.message : String(error);
+  return new Error(message.startsWith(`${where}:`) ? message : `${where}: ${message}`, { cause: error });
+}
+
+/**
+ * Reads a whole file of `size` bytes, refusing before reading when it is larger than `maxBytes`,
+ * and stopping as soon as more than `maxBytes` arrive (a file that grew, a zip entry that lies).
+ */
+export async function readLimited(where: string, size: number, maxBytes: number, open: () => Promise<Readable>): Promise<Buffer> {
+  if (size > maxBytes) throw new Error(tooLargeMessage(where, size, maxBytes));
+  const stream = await open();
+  const chunks: Buffer[] = [];
+  let total = 0;
+  try {
+    for await (const chunk of stream) {
+      const data = chunk as Buffer;
+      total += data.length;
+      if (total > maxBytes) throw new Error(tooLargeMessage(where, `more than ${maxBytes}`, maxBytes));
+      chunks.push(data);
+    }
+  } catch (error) {
+    stream.destroy();
+    throw errorAbout(where, error);
+  }
+  return Buffer.concat(chunks, total);
+}

@@ -1,0 +1,93 @@
+/**
+ * A folder as an import source (DESIGN.md section 5): every file under it, at any depth, in a
+ * stable order (names sorted by code unit in each folder, folders walked as they come), read only
+ * when asked. Links are refused and never followed, neither when walking nor when opening (a link
+ * put in place after the walk fails to open); dotfiles, `__MACOSX/`, `Thumbs.db`, the export's
+ * `manifest.jsonl` and `.wds-tmp/` are skipped.
+ */
+import { constants } from 'node:fs';
+import { lstat, open, readdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Readable } from 'node:stream';
+import type { ImportSource, SourceEntry, SourceFile } from './source.js';
+import { errorAbout, isSkippedPath, isSkippedSegment, readLimited } from './file-rules.js';
+
+export const LINK_REFUSED = 'is a link; links are not followed';
+
+const byCodeUnit = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
+
+/** Opens a regular file without following a link in its last segment (O_NOFOLLOW where the OS has it). */
+export async function openNoFollow(path: string, where: string): Promise<Readable> {
+  let handle;
+  try {
+    handle = await open(path, constants.O_RDONLY | (constants.O_NOFOLLOW ?? 0));
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ELOOP') throw new Error(`${where}: ${LINK_REFUSED}`);
+    throw errorAbout(where, error);
+  }
+  return handle.createReadStream({ highWaterMark: 1 << 20 });
+}
+
+/** A file on disk as a SourceFile; `size` is what the walk saw, and reading checks it again. */
+export function diskFile(path: string, fields: Omit<SourceFile, 'where' | 'read' | 'open'>): SourceFile {
+  const file: SourceFile = {
+    ...fields,
+    where: path,
+    open: () => openNoFollow(path, path),
+    read: (maxBytes) => readLimited(path, file.size, maxBytes, file.open),
+  };
+  return file;
+}
+
+export class FolderSource implements ImportSource {
+  constructor(
+    /** The folder as the user named it. */
+    readonly label: string,
+  ) {}
+
+  async *entries(): AsyncGenerator<SourceEntry> {
+    yield* this.walk('');
+  }
+
+  /** One folder: its names sorted, files yielded, sub-folders walked in place. */
+  private async *walk(relDir: string): AsyncGenerator<SourceEntry> {
+    const dir = join(this.label, relDir);
+    let names: string[];
+    try {
+      names = await readdir(dir);
+    } catch (error) {
+      // The root unreadable is fatal; a sub-folder unreadable is one refusal, and the walk goes on.
+      if (relDir === '') throw errorAbout(this.label, error);
+      yield { kind: 'refused', refused: { where: dir, relPath: relDir, reason: `the folder cannot be read (${(error as NodeJS.ErrnoException).code ?? String(error)})` } };
+      return;
+    }
+    for (const name of names.sort(byCodeUnit)) {
+      if (isSkippedSegment(name)) continue;
+      const relPath = relDir ? `${relDir}/${name}` : name;
+      if (isSkippedPath(relPath)) continue;
+      const path = join(this.label, relPath);
+      const shown = relPath.normalize('NFC');
+      let info;
+      try {
+        info = await lstat(path);
+      } catch (error) {
+        // Removed while the walk went on: nothing to import, nothing to report.
+        if ((error as NodeJS.ErrnoException).code === 'ENOENT') continue;
+        yield { kind: 'refused', refused: { where: path, relPath: shown, reason: `cannot be read (${(error as NodeJS.ErrnoException).code ?? String(error)})` } };
+        continue;
+      }
+      if (info.isSymbolicLink()) {
+        yield { kind: 'refused', refused: { where: path, relPath: shown, reason: LINK_REFUSED } };
+      } else if (info.isDirectory()) {
+        yield* this.walk(relPath);
+      } else if (!info.isFile()) {
+        yield { kind: 'refused', refused: { where: path, relPath: shown, reason: 'is not a regular file (a pipe, socket or device)' } };
+      } else {
+        // macOS stores names decomposed (NFD); the service and the reports get them composed.
+        yield { kind: 'file', file: diskFile(path, { relPath: shown, fileName: name.normalize('NFC'), size: info.size }) };
+      }
+    }
+  }
+
+  async close(): Promise<void> {}
+}
