@@ -9,6 +9,7 @@ import { emulatorCommand } from './commands/emulator.js';
 import { apiCommand } from './commands/api.js';
 import { photosExportCommand, attachmentsExportCommand } from './commands/export.js';
 import { verifyCommand } from './commands/verify.js';
+import { photosImportCommand } from './commands/photo-import.js';
 import { UsageError } from './connection.js';
 import { isWdsError } from '../client/errors.js';
 import { redact } from '../util/redact.js';
@@ -19,7 +20,7 @@ export async function main(argv: string[]): Promise<void> {
     .scriptName('wds-files')
     .command(emulatorCommand)
     .command(apiCommand)
-    .command('photos', 'Face photos: export (import follows)', (y) => y.command(photosExportCommand).demandCommand(1, 'name a photos command'))
+    .command('photos', 'Face photos: export and import', (y) => y.command(photosExportCommand).command(photosImportCommand).demandCommand(1, 'name a photos command'))
     .command('attachments', 'Attachments: export (import follows)', (y) => y.command(attachmentsExportCommand).demandCommand(1, 'name an attachments command'))
     .command(verifyCommand)
     .demandCommand(1, 'name a command; see --help')

@@ -3,22 +3,15 @@
  * line every few seconds otherwise (CI logs, pipes).
  */
 import cliProgress from 'cli-progress';
+import { formatBytes } from '../util/format.js';
+
+export { formatBytes };
 
 export interface ProgressView {
   update(state: { done: number; total: number; bytes: number; note?: string }): void;
   stop(): void;
 }
 
-export function formatBytes(bytes: number): string {
-  const units = ['B', 'KB', 'MB', 'GB', 'TB'];
-  let value = bytes;
-  let unit = 0;
-  while (value >= 1000 && unit < units.length - 1) {
-    value /= 1000;
-    unit += 1;
-  }
-  return `${value.toFixed(value < 10 && unit > 0 ? 1 : 0)} ${units[unit]}`;
-}
 
 export function createProgress(label: string, options: { quiet?: boolean; json?: boolean } = {}): ProgressView {
   if (options.quiet) return { update: () => undefined, stop: () => undefined };

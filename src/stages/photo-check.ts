@@ -11,6 +11,7 @@ import sharp, { type Metadata } from 'sharp';
 import heicConvert from 'heic-convert';
 import { fileTypeFromBuffer } from 'file-type';
 import { MAX_FILE_BYTES } from '../spec/limits.js';
+import { formatBytes } from '../util/format.js';
 
 /** Larger files are not even read: no phone photo comes near it. */
 export const MAX_PHOTO_SOURCE_BYTES = 64 * 1024 * 1024;
@@ -65,7 +66,6 @@ async function toJpegUnderLimit(input: Buffer): Promise<Buffer> {
   }
 }
 
-const mb = (n: number): string => `${(n / 1024 / 1024).toFixed(1)} MB`;
 
 export async function checkPhoto(data: Buffer, options: { normalize: boolean }): Promise<PhotoCheck> {
   if (data.length === 0) return { ok: false, reason: 'the file is empty' };
@@ -86,7 +86,7 @@ export async function checkPhoto(data: Buffer, options: { normalize: boolean }):
     } catch (error) {
       return { ok: false, reason: `the ${type.toUpperCase()} file cannot be read as an image (${(error as Error).message})` };
     }
-    if (data.length > MAX_FILE_BYTES) reasons.push(`${mb(data.length)} is over the 5 MB limit`);
+    if (data.length > MAX_FILE_BYTES) reasons.push(`${formatBytes(data.length)} is over the 5 MB limit`);
     if ((meta.orientation ?? 1) !== 1) reasons.push('EXIF rotation applied');
     if (exifHasLocation(meta.exif)) reasons.push('location data removed');
     if (!reasons.length) return { ok: true, data, type };
@@ -99,7 +99,7 @@ export async function checkPhoto(data: Buffer, options: { normalize: boolean }):
   try {
     const input = type === 'heic' ? Buffer.from(await heicConvert({ buffer: data, format: 'JPEG', quality: 0.92 })) : data;
     const out = await toJpegUnderLimit(input);
-    return { ok: true, data: out, type: 'jpg', converted: `converted ${type.toUpperCase()} to JPEG (${reasons.join('; ')}): ${mb(data.length)} to ${mb(out.length)}` };
+    return { ok: true, data: out, type: 'jpg', converted: `converted ${type.toUpperCase()} to JPEG (${reasons.join('; ')}): ${formatBytes(data.length)} to ${formatBytes(out.length)}` };
   } catch (error) {
     return { ok: false, reason: `the ${type.toUpperCase()} file cannot be converted (${(error as Error).message})` };
   }

@@ -1,0 +1,60 @@
+/**
+ * `wds-files photos import <dir | file.zip | manifest.csv> [--mode upsert|register|update]
+ * [--no-trim] [--no-normalize] [--dry-run]` (DESIGN.md section 3): a thin command over the photo
+ * import pipeline.
+ */
+import type { Argv, CommandModule } from 'yargs';
+import { resolve } from 'node:path';
+import { connect, withConnection, type ConnectionArgs } from '../connection.js';
+import { finishRun, type OutputArgs } from '../output.js';
+import { runPhotoImport, type PhotoImportMode } from '../../pipelines/photo-import.js';
+import { openSource } from '../../sources/open-source.js';
+import { say } from '../connection.js';
+
+interface PhotoImportArgs extends ConnectionArgs, OutputArgs {
+  source: string;
+  mode: PhotoImportMode;
+  trim: boolean;
+  normalize: boolean;
+  'dry-run': boolean;
+}
+
+export const photosImportCommand: CommandModule<object, PhotoImportArgs> = {
+  command: 'import <source>',
+  describe: 'Upload face photos from a folder, a zip, a CSV manifest (code,path) or an export',
+  builder: (y: Argv) =>
+    withConnection(y)
+      .positional('source', { type: 'string', demandOption: true, describe: 'Folder, .zip, .csv manifest or export' })
+      .option('mode', { choices: ['upsert', 'register', 'update'] as const, default: 'upsert' as const, describe: 'upsert: register or update per member' })
+      .option('trim', { type: 'boolean', default: true, describe: "The service's face trimming (--no-trim keeps the photo as sent)" })
+      .option('normalize', { type: 'boolean', default: true, describe: 'Convert HEIC, WebP, TIFF, oversized or rotated photos to JPEG (--no-normalize refuses them)' })
+      .option('dry-run', { type: 'boolean', default: false, describe: 'Check everything and send with Dry-Run: 1; change nothing' })
+      .option('report', { type: 'string', describe: 'Write the per-file report (JSON) to FILE' }) as unknown as Argv<PhotoImportArgs>,
+  handler: async (argv) => {
+    const source = await openSource(resolve(argv.source));
+    const connection = await connect(argv);
+    try {
+      let lastNote = 0;
+      const result = await runPhotoImport({
+        client: connection.client,
+        source,
+        mode: argv.mode,
+        trimming: argv.trim,
+        normalize: argv.normalize,
+        dryRun: argv['dry-run'],
+        onProgress: (p) => {
+          if (Date.now() - lastNote < 5000 && !(p.total !== undefined && p.done === p.total)) return;
+          lastNote = Date.now();
+          say(argv, p.stage === 'check' ? `checked ${p.done} files` : `sent ${p.done} of ${p.total} photos`);
+        },
+      });
+      const r = result.requests;
+      await finishRun(argv, result.report, { requests: r, waited_ms: result.waitedMs, check_ms: result.checkMs }, [
+        `${r.register + r.update} update requests (${r.register} register, ${r.update} update; the fewest possible: ${r.minimum})${r.resubmitted ? `; ${r.resubmitted} files sent again after their request ended NG for others` : ''}`,
+        `waited ${(result.waitedMs / 1000).toFixed(1)} s on the service's limits`,
+      ]);
+    } finally {
+      await connection.close();
+    }
+  },
+};
