@@ -10,6 +10,7 @@ import { apiCommand } from './commands/api.js';
 import { photosExportCommand, attachmentsExportCommand } from './commands/export.js';
 import { verifyCommand } from './commands/verify.js';
 import { photosImportCommand } from './commands/photo-import.js';
+import { attachmentsImportCommand } from './commands/attachment-import.js';
 import { UsageError } from './connection.js';
 import { isWdsError } from '../client/errors.js';
 import { redact } from '../util/redact.js';
@@ -21,7 +22,7 @@ export async function main(argv: string[]): Promise<void> {
     .command(emulatorCommand)
     .command(apiCommand)
     .command('photos', 'Face photos: export and import', (y) => y.command(photosExportCommand).command(photosImportCommand).demandCommand(1, 'name a photos command'))
-    .command('attachments', 'Attachments: export (import follows)', (y) => y.command(attachmentsExportCommand).demandCommand(1, 'name an attachments command'))
+    .command('attachments', 'Attachments: export and import', (y) => y.command(attachmentsExportCommand).command(attachmentsImportCommand).demandCommand(1, 'name an attachments command'))
     .command(verifyCommand)
     .demandCommand(1, 'name a command; see --help')
     .strict()

@@ -12,7 +12,7 @@ import type { WdsClient } from '../client/client.js';
 import type { ImportSource, SourceFile } from '../sources/source.js';
 import { checkPhoto, MAX_PHOTO_SOURCE_BYTES } from '../stages/photo-check.js';
 import { planBatches, jsonStringBytes } from '../stages/batch.js';
-import { submitBatch, type SubmitStats } from '../stages/submit.js';
+import { mentionsCode, submitBatch, type SubmitStats } from '../stages/submit.js';
 import { RunReport, type ItemReport } from '../stages/report.js';
 import { base64Length, MAX_FILE_BYTES, MAX_PHOTOS_PER_REQUEST } from '../spec/limits.js';
 
@@ -173,7 +173,7 @@ export async function runPhotoImport(options: PhotoImportOptions): Promise<Photo
         const outcomes = await submitBatch(
           client,
           batch,
-          (item) => item.code,
+          (item, message) => mentionsCode(item.code, message),
           (items) => client.transport.call(route === 'register' ? 'faceImages.register' : 'faceImages.update', {
             bodyStream: () => photoBody(items, trimming),
             dryRun: options.dryRun,

@@ -21,17 +21,17 @@ export interface SubmitStats {
   resubmitted: number;
 }
 
-/** Messages that name `code` as a whole word. */
-function messagesFor(code: string, messages: string[]): string[] {
+/** Whether a message names `code` as a whole word. */
+export function mentionsCode(code: string, message: string): boolean {
   const escaped = code.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-  const pattern = new RegExp(`(^|[^A-Za-z0-9_-])${escaped}($|[^A-Za-z0-9_-])`);
-  return messages.filter((m) => pattern.test(m));
+  return new RegExp(`(^|[^A-Za-z0-9_-])${escaped}($|[^A-Za-z0-9_-])`).test(message);
 }
 
 export async function submitBatch<T>(
   client: WdsClient,
   items: T[],
-  codeOf: (item: T) => string,
+  /** Whether a task message is about this item (by its member code, and its file name if need be). */
+  names: (item: T, message: string, batch: T[]) => boolean,
   send: (items: T[]) => Promise<TaskRef>,
   stats: SubmitStats,
   retryUnnamed = true,
@@ -59,7 +59,7 @@ export async function submitBatch<T>(
   const named: BatchOutcome<T>[] = [];
   const unnamed: T[] = [];
   for (const item of items) {
-    const own = messagesFor(codeOf(item), task.messages);
+    const own = task.messages.filter((m) => names(item, m, items));
     if (own.length) named.push({ item, ok: false, reason: own.join('; ') });
     else unnamed.push(item);
   }
@@ -69,5 +69,5 @@ export async function submitBatch<T>(
     return [...named, ...unnamed.map((item) => ({ item, ok: false, reason: `task ${task.id} ended NG: ${said}` }))];
   }
   stats.resubmitted += unnamed.length;
-  return [...named, ...(await submitBatch(client, unnamed, codeOf, send, stats, false))];
+  return [...named, ...(await submitBatch(client, unnamed, names, send, stats, false))];
 }

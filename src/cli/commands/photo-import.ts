@@ -50,7 +50,7 @@ export const photosImportCommand: CommandModule<object, PhotoImportArgs> = {
       });
       const r = result.requests;
       await finishRun(argv, result.report, { requests: r, waited_ms: result.waitedMs, check_ms: result.checkMs }, [
-        `${r.register + r.update} update requests (${r.register} register, ${r.update} update; the fewest possible: ${r.minimum})${r.resubmitted ? `; ${r.resubmitted} files sent again after their request ended NG for others` : ''}`,
+        `${r.register + r.update} update request${r.register + r.update === 1 ? '' : 's'} (${r.register} register, ${r.update} update; the fewest possible: ${r.minimum})${r.resubmitted ? `; ${r.resubmitted} files sent again after their request ended NG for others` : ''}`,
         `waited ${(result.waitedMs / 1000).toFixed(1)} s on the service's limits`,
       ]);
     } finally {

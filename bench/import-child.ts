@@ -1,0 +1,53 @@
+/**
+ * One photo import of bench/import in a process of its own, so that its peak memory is ours
+ * alone: runs `runPhotoImport` with the options given as JSON in argv[2] and prints one JSON line
+ * with the wall time, the report's counts, the requests sent and the minimum, the time spent
+ * checking and converting, the time waited on limits, and the peak RSS (VmHWM; and sampled every
+ * 50 ms, split between the checking phase and the sending phase).
+ */
+import { readFileSync } from 'node:fs';
+import { WdsClient } from '../src/client/client.js';
+import { runPhotoImport } from '../src/pipelines/photo-import.js';
+import { openSource } from '../src/sources/open-source.js';
+
+interface ChildOptions {
+  base_url: string;
+  consumer_key: string;
+  consumer_secret: string;
+  source: string;
+  /** The client's update window: one minute of the emulator's clock. */
+  update_window_ms: number;
+  trimming: boolean;
+}
+
+const options = JSON.parse(process.argv[2] ?? '{}') as ChildOptions;
+const client = new WdsClient({
+  baseUrl: options.base_url,
+  consumerKey: options.consumer_key,
+  consumerSecret: options.consumer_secret,
+  stateFile: false,
+  limits: { update: { limit: 5, windowMs: options.update_window_ms } },
+});
+const started = performance.now();
+// RSS sampled through the run, to tell the checking phase (checkMs from the start) from sending.
+const samples: [number, number][] = [];
+const sampler = setInterval(() => samples.push([performance.now() - started, process.memoryUsage().rss]), 50);
+const result = await runPhotoImport({ client, source: await openSource(options.source), trimming: options.trimming });
+const ms = performance.now() - started;
+clearInterval(sampler);
+const peakMb = (from: number, to: number): number =>
+  Math.round(Math.max(0, ...samples.filter(([t]) => t >= from && t < to).map(([, rss]) => rss)) / 2 ** 20);
+await client.close();
+const hwm = /VmHWM:\s+(\d+) kB/.exec(readFileSync('/proc/self/status', 'utf8'));
+console.log(JSON.stringify({
+  ms,
+  counts: result.report.counts,
+  requests: result.requests,
+  check_ms: result.checkMs,
+  waited_ms: result.waitedMs,
+  rate_limited: client.transport.counters.rateLimited,
+  peak_rss_kb: hwm ? Number(hwm[1]) : null,
+  peak_rss_check_mb: peakMb(0, result.checkMs),
+  peak_rss_send_mb: peakMb(result.checkMs, ms),
+  problems: result.report.items.filter((i) => i.outcome !== 'ok' && i.outcome !== 'converted').slice(0, 5),
+}));

@@ -1,0 +1,64 @@
+/**
+ * `wds-files attachments import <dir | file.zip | manifest.csv> [--sheet ID --field ID]
+ * [--mode upsert|add|replace] [--dry-run]` (DESIGN.md section 3): a thin command over the attachment
+ * import pipeline.
+ */
+import type { Argv, CommandModule } from 'yargs';
+import { resolve } from 'node:path';
+import { connect, say, withConnection, UsageError, type ConnectionArgs } from '../connection.js';
+import { finishRun, type OutputArgs } from '../output.js';
+import { runAttachmentImport, type AttachmentImportMode } from '../../pipelines/attachment-import.js';
+import { openSource } from '../../sources/open-source.js';
+
+interface AttachmentImportArgs extends ConnectionArgs, OutputArgs {
+  source: string;
+  sheet?: number;
+  field?: number;
+  mode: AttachmentImportMode;
+  'dry-run': boolean;
+}
+
+export const attachmentsImportCommand: CommandModule<object, AttachmentImportArgs> = {
+  command: 'import <source>',
+  describe: 'Upload attachments from an export, a <code>/<file> folder or zip (with --sheet --field), or a CSV (code,path[,file_name])',
+  builder: (y: Argv) =>
+    withConnection(y)
+      .positional('source', { type: 'string', demandOption: true, describe: 'Export folder or zip, folder, .zip or .csv' })
+      .option('sheet', { type: 'number', describe: 'Sheet id for a source that does not say it' })
+      .option('field', { type: 'number', describe: 'File part (custom field id) for a source that does not say it' })
+      .option('mode', { choices: ['upsert', 'add', 'replace'] as const, default: 'upsert' as const, describe: 'upsert: replace a file of the same name, else add' })
+      .option('dry-run', { type: 'boolean', default: false, describe: 'Check everything and send with Dry-Run: 1; change nothing' })
+      .option('report', { type: 'string', describe: 'Write the per-file report (JSON) to FILE' })
+      .check((argv) => {
+        if ((argv.sheet === undefined) !== (argv.field === undefined)) throw new UsageError('--sheet and --field go together');
+        return true;
+      }) as unknown as Argv<AttachmentImportArgs>,
+  handler: async (argv) => {
+    const source = await openSource(resolve(argv.source));
+    const connection = await connect(argv);
+    try {
+      let lastNote = 0;
+      const result = await runAttachmentImport({
+        client: connection.client,
+        source,
+        sheet: argv.sheet,
+        field: argv.field,
+        mode: argv.mode,
+        dryRun: argv['dry-run'],
+        onProgress: (p) => {
+          if (Date.now() - lastNote < 5000 && !(p.total !== undefined && p.done === p.total)) return;
+          lastNote = Date.now();
+          say(argv, p.stage === 'check' ? `checked ${p.done} files` : `sent ${p.done} of ${p.total} files`);
+        },
+      });
+      const r = result.requests;
+      const n = r.register + r.update;
+      await finishRun(argv, result.report, { requests: r, waited_ms: result.waitedMs, check_ms: result.checkMs }, [
+        `${n} update request${n === 1 ? '' : 's'} (${r.register} register, ${r.update} update; the fewest possible: ${r.minimum})${r.resubmitted ? `; ${r.resubmitted} files sent again after their request ended NG for others` : ''}`,
+        `waited ${(result.waitedMs / 1000).toFixed(1)} s on the service's limits`,
+      ]);
+    } finally {
+      await connection.close();
+    }
+  },
+};

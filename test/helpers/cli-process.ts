@@ -1,0 +1,41 @@
+/**
+ * The CLI as a child process (`node --import tsx src/cli/main.ts`), run without blocking this
+ * process, which may be serving the emulator meanwhile. Each run gets its own limiter state
+ * folder, so the CLI's windows never make a test wait; connection variables are cleared.
+ */
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { KEY, SECRET, type TestEmulator } from './emulator.js';
+
+export const ROOT = resolve(import.meta.dirname, '../..');
+
+export interface CliRun {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+}
+
+export const connectionArgs = (emu: TestEmulator): string[] => ['--base-url', emu.url, '--consumer-key', KEY, '--consumer-secret', SECRET];
+
+export function spawnCli(args: string[]): ChildProcessWithoutNullStreams {
+  const env: NodeJS.ProcessEnv = { ...process.env, XDG_CACHE_HOME: mkdtempSync(join(tmpdir(), 'wds-cli-')) };
+  for (const name of ['WDS_BASE_URL', 'WDS_CONSUMER_KEY', 'WDS_CONSUMER_SECRET']) delete env[name];
+  return spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args], { cwd: ROOT, env });
+}
+
+/** Resolves when the child ends, with what it printed. */
+export function finished(child: ChildProcessWithoutNullStreams): Promise<CliRun> {
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  return new Promise((done, fail) => {
+    child.on('error', fail);
+    child.on('close', (code, signal) => done({ code, signal, stdout, stderr }));
+  });
+}
+
+export const runCli = (args: string[]): Promise<CliRun> => finished(spawnCli(args));

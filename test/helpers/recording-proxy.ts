@@ -1,0 +1,56 @@
+/**
+ * A forwarding proxy in front of the emulator that records every request's method, path, headers
+ * and answer status. The Host header is forwarded as sent, so the emulator builds its download
+ * URLs on the proxy's address and storage requests pass through it too.
+ */
+import { createServer, request, type IncomingHttpHeaders, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+export interface RecordedRequest {
+  method: string;
+  /** Path and query as requested. */
+  url: string;
+  headers: IncomingHttpHeaders;
+  status?: number;
+  /** Whether the answer body reached the client whole. */
+  complete?: boolean;
+}
+
+export interface RecordingProxy {
+  url: string;
+  requests: RecordedRequest[];
+  close: () => Promise<void>;
+}
+
+export async function startRecordingProxy(target: string): Promise<RecordingProxy> {
+  const upstream = new URL(target);
+  const requests: RecordedRequest[] = [];
+  const server: Server = createServer((req, res) => {
+    const record: RecordedRequest = { method: req.method ?? 'GET', url: req.url ?? '/', headers: { ...req.headers } };
+    requests.push(record);
+    const forward = request(
+      { hostname: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers: req.headers },
+      (answer) => {
+        record.status = answer.statusCode;
+        res.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(res);
+        answer.on('end', () => (record.complete = true));
+        // A cut upstream body is cut for the client too.
+        answer.on('aborted', () => res.destroy());
+        answer.on('error', () => res.destroy());
+      },
+    );
+    forward.on('error', () => res.destroy());
+    req.pipe(forward);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    requests,
+    close: () => new Promise<void>((resolve) => {
+      server.closeAllConnections();
+      server.close(() => resolve());
+    }),
+  };
+}
