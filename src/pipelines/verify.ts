@@ -3,8 +3,8 @@
  * the size and the sha256 of the manifest. Names each mismatch or missing file.
  */
 import { createHash } from 'node:crypto';
-import { readFile, stat } from 'node:fs/promises';
-import { join } from 'node:path';
+import { readFile, readdir, stat } from 'node:fs/promises';
+import { join, relative, sep } from 'node:path';
 import { MANIFEST_NAME, parseManifest, type ManifestLine } from '../sinks/manifest.js';
 import { sha256File } from '../sinks/folder.js';
 import { ZipReader } from '../sources/zip-reader.js';
@@ -106,5 +106,16 @@ export async function verifyExport(target: string): Promise<VerifyResult> {
       result.bytes += size;
     }
   }
+  // As in a zip, a file the manifest does not name is reported (a leftover, or something added).
+  const named = new Set([...manifest.lines.values()].map((line) => line.path));
+  for (const path of await filesUnder(target)) {
+    if (path !== MANIFEST_NAME && !named.has(path)) fail(path, 'not in the manifest');
+  }
   return result;
+}
+
+/** Every file under `dir`, as a path inside the export (`/` separated). */
+async function filesUnder(dir: string): Promise<string[]> {
+  const entries = await readdir(dir, { withFileTypes: true, recursive: true });
+  return entries.filter((e) => e.isFile()).map((e) => relative(dir, join(e.parentPath, e.name)).split(sep).join('/')).sort();
 }

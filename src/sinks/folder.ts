@@ -5,12 +5,15 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { createReadStream } from 'node:fs';
-import { appendFile, mkdir, open, readFile, rename, rm, stat, writeFile, type FileHandle } from 'node:fs/promises';
+import { mkdir, open, readFile, rename, rm, stat, writeFile, type FileHandle } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type { EntryWriter, ExportSink } from './sink.js';
 import { MANIFEST_NAME, formatLine, parseManifest, sortLines, manifestKey, type ManifestLine } from './manifest.js';
 
 const TMP = '.wds-tmp';
+/** A file's bytes are written in batches of this size (the last one smaller). */
+const FLUSH_BYTES = 256 * 1024;
+const DONE: Promise<void> = Promise.resolve();
 
 export async function sha256File(path: string): Promise<string> {
   const hash = createHash('sha256');
@@ -21,6 +24,10 @@ export async function sha256File(path: string): Promise<string> {
 export class FolderSink implements ExportSink {
   private readonly lines = new Map<string, ManifestLine>();
   private appending: Promise<void> = Promise.resolve();
+  /** Manifest lines waiting for the next append, and the append that will write them. */
+  private queued: string[] = [];
+  private nextBatch: Promise<void> | null = null;
+  private manifest: FileHandle | null = null;
   private counter = 0;
   private readonly madeDirs = new Set<string>();
 
@@ -56,29 +63,69 @@ export class FolderSink implements ExportSink {
       // Files kept from the earlier run stay in the manifest even if this run lists them no more.
       this.lines.set(key, line);
     }
+    // The manifest on disk now names only the files that are there: a line cut by a killed run is
+    // dropped, so the lines this run appends start on a line of their own.
+    const temp = join(this.target, TMP, MANIFEST_NAME);
+    await writeFile(temp, sortLines(this.lines.values()).map(formatLine).join(''));
+    await rename(temp, join(this.target, MANIFEST_NAME));
     return intact;
   }
 
   async open(path: string): Promise<EntryWriter> {
     this.counter += 1;
     const temp = join(this.target, TMP, `${this.counter}-${randomBytes(4).toString('hex')}`);
-    let handle: FileHandle | null = await open(temp, 'w');
     const final = join(this.target, path);
+    // Chunks are gathered and written in batches: one write per file for most files, and one per
+    // FLUSH_BYTES for large ones, instead of a round trip to the thread pool for every 64 KB read
+    // (bench/export: the per-chunk writes made a folder export slower than curl). A batch is on
+    // its way to the disk while the next one gathers, and only a writer two batches ahead waits:
+    // the connection keeps flowing. The temporary file is created at the first batch, so a small
+    // file costs an open, one write, a close and a rename.
+    let pending: Buffer[] = [];
+    let pendingBytes = 0;
+    let handle: FileHandle | null = null;
+    let writing: Promise<void> = DONE;
+    const writeBatch = async (chunks: Buffer[]): Promise<void> => {
+      handle ??= await open(temp, 'w');
+      await handle.writev(chunks);
+    };
+    /** Queues what gathered behind the write under way; answers that earlier write. */
+    const flush = (): Promise<void> => {
+      const chunks = pending;
+      pending = [];
+      pendingBytes = 0;
+      const before = writing;
+      writing = before.then(() => writeBatch(chunks));
+      // Its failure is answered by the next write, commit or abort; it is not left unhandled.
+      writing.catch(() => undefined);
+      return before;
+    };
     const close = async (): Promise<void> => {
       const h = handle;
       handle = null;
       await h?.close();
     };
+    const settle = async (): Promise<void> => {
+      const last = writing;
+      writing = DONE;
+      await last.catch(() => undefined);
+    };
     return {
-      write: async (chunk) => {
-        await handle!.write(chunk);
+      write: (chunk) => {
+        pending.push(chunk);
+        pendingBytes += chunk.length;
+        return pendingBytes >= FLUSH_BYTES ? flush() : DONE;
       },
       restart: async () => {
-        await handle!.truncate(0);
+        pending = [];
+        pendingBytes = 0;
+        await settle();
+        // The next batch opens the file again with 'w', which empties it.
         await close();
-        handle = await open(temp, 'w');
       },
       commit: async () => {
+        await flush();
+        await writing;
         await close();
         const dir = dirname(final);
         if (!this.madeDirs.has(dir)) {
@@ -88,21 +135,43 @@ export class FolderSink implements ExportSink {
         await rename(temp, final);
       },
       abort: async () => {
+        pending = [];
+        pendingBytes = 0;
+        await settle();
         await close();
         await rm(temp, { force: true });
       },
     };
   }
 
+  /**
+   * Records a landed file. Lines arriving while a write is under way go out together in the next
+   * one (group commit): appending line by line, each waiting for the one before, made the manifest
+   * the queue every download stood in. Resolves when the line is in the file.
+   */
   record(line: ManifestLine): Promise<void> {
     this.lines.set(manifestKey(line), line);
-    // One append at a time, so lines never interleave.
-    this.appending = this.appending.then(() => appendFile(join(this.target, MANIFEST_NAME), formatLine(line)));
-    return this.appending;
+    this.queued.push(formatLine(line));
+    this.nextBatch ??= this.appending.then(async () => {
+      this.nextBatch = null;
+      const text = this.queued.join('');
+      this.queued = [];
+      this.manifest ??= await open(join(this.target, MANIFEST_NAME), 'a');
+      await this.manifest.write(text);
+    });
+    this.appending = this.nextBatch;
+    return this.nextBatch;
+  }
+
+  private async closeManifest(): Promise<void> {
+    const handle = this.manifest;
+    this.manifest = null;
+    await handle?.close();
   }
 
   async finish(): Promise<void> {
     await this.appending;
+    await this.closeManifest();
     const manifest = join(this.target, MANIFEST_NAME);
     const temp = join(this.target, TMP, 'manifest.jsonl');
     await writeFile(temp, sortLines(this.lines.values()).map(formatLine).join(''));
@@ -112,6 +181,7 @@ export class FolderSink implements ExportSink {
 
   async abort(): Promise<void> {
     await this.appending.catch(() => undefined);
+    await this.closeManifest().catch(() => undefined);
     await rm(join(this.target, TMP), { recursive: true, force: true });
   }
 }

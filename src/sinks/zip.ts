@@ -1,39 +1,48 @@
 /**
  * The zip sink: archiver's ZipArchive written to `<name>.partial` and renamed when complete.
  * Entries are appended one at a time, each waited for (archiver can stall with many live streams);
- * downloads finishing meanwhile wait in memory (small files) or in a spool file (large ones), so
- * memory stays bounded. Compressed types are stored, text deflated; zip64 is used by archiver when
+ * downloads finishing meanwhile wait in memory (small files, within a budget) or in a spool file
+ * (large ones), so memory stays bounded. Every entry is given to archiver as a stream: a Buffer
+ * entry is written into zip-stream whole, past its backpressure, and when the disk is slower than
+ * the downloads those buffers piled up (bench/export: 280 MB for 20,000 photos of 20 KB). Compressed types are stored, text deflated; zip64 is used by archiver when
  * sizes pass 4 GiB or entries 65,535. The manifest is the last entry.
  */
-import { createReadStream, createWriteStream } from 'node:fs';
+import { createReadStream } from 'node:fs';
 import { mkdir, open, rename, rm, type FileHandle } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { once } from 'node:events';
 import { ZipArchive } from 'archiver';
-import type { Readable } from 'node:stream';
+import { Readable } from 'node:stream';
 import type { EntryWriter, ExportSink } from './sink.js';
 import { shouldDeflate } from './sink.js';
+import { ZipOutput } from './zip-output.js';
 import { MANIFEST_NAME, formatLine, sortLines, type ManifestLine } from './manifest.js';
 
-/** Files up to this size wait for the zip in memory; larger ones in a spool file. */
+/** Files up to this size wait for the zip in memory, while all of them fit in MEMORY_BUDGET. */
 const MEMORY_LIMIT = 1024 * 1024;
+const MEMORY_BUDGET = 16 * 1024 * 1024;
+/** Spool files are written in batches of this size. */
+const SPOOL_BATCH = 256 * 1024;
+const DONE: Promise<void> = Promise.resolve();
 
 export class ZipSink implements ExportSink {
   private readonly partial: string;
   private readonly spoolDir: string;
   private readonly archive: ZipArchive;
-  private readonly output: ReturnType<typeof createWriteStream>;
+  private readonly output: ZipOutput;
   private chain: Promise<void> = Promise.resolve();
   private failure: Error | null = null;
   private readonly lines: ManifestLine[] = [];
   private counter = 0;
+  /** Bytes of files waiting in memory (expected sizes). */
+  private inMemory = 0;
   private readonly date = new Date();
 
-  private constructor(readonly target: string) {
+  private constructor(readonly target: string, file: FileHandle) {
     this.partial = `${target}.partial`;
     this.spoolDir = `${target}.partial.d`;
     this.archive = new ZipArchive({ zlib: { level: 6 } });
-    this.output = createWriteStream(this.partial);
+    this.output = new ZipOutput(file);
     this.archive.on('error', (error) => {
       this.failure = error;
     });
@@ -50,7 +59,7 @@ export class ZipSink implements ExportSink {
     await mkdir(dirname(file) || '.', { recursive: true });
     await rm(`${file}.partial.d`, { recursive: true, force: true });
     await mkdir(`${file}.partial.d`);
-    return new ZipSink(file);
+    return new ZipSink(file, await open(`${file}.partial`, 'w'));
   }
 
   async intactFromEarlierRun(): Promise<Map<string, ManifestLine>> {
@@ -58,7 +67,7 @@ export class ZipSink implements ExportSink {
   }
 
   /** Appends one entry and resolves when archiver has taken all of it. */
-  private append(source: Readable | Buffer, name: string): Promise<void> {
+  private append(source: Readable, name: string): Promise<void> {
     const run = this.chain.then(async () => {
       if (this.failure) throw this.failure;
       const entered = once(this.archive, 'entry');
@@ -71,27 +80,53 @@ export class ZipSink implements ExportSink {
   }
 
   async open(path: string, expectedSize?: number): Promise<EntryWriter> {
-    const spool = expectedSize !== undefined && expectedSize > MEMORY_LIMIT;
+    const reserved = expectedSize !== undefined && expectedSize <= MEMORY_LIMIT && this.inMemory + expectedSize <= MEMORY_BUDGET ? expectedSize : 0;
+    const spool = expectedSize !== undefined && reserved === 0 && expectedSize > 0;
+    this.inMemory += reserved;
+    let released = false;
+    const release = (): void => {
+      if (!released) this.inMemory -= reserved;
+      released = true;
+    };
     this.counter += 1;
     const spoolPath = join(this.spoolDir, String(this.counter));
     let chunks: Buffer[] = [];
+    let batchBytes = 0;
     let handle: FileHandle | null = spool ? await open(spoolPath, 'w') : null;
+    // Spooled chunks go to disk in batches, not one write per 64 KB read.
+    const flush = async (): Promise<void> => {
+      const batch = chunks;
+      chunks = [];
+      batchBytes = 0;
+      if (batch.length) await handle!.writev(batch);
+    };
     return {
-      write: async (chunk) => {
-        if (handle) await handle.write(chunk);
-        else chunks.push(chunk);
+      write: (chunk) => {
+        chunks.push(chunk);
+        if (!handle) return DONE;
+        batchBytes += chunk.length;
+        return batchBytes >= SPOOL_BATCH ? flush() : DONE;
       },
       restart: async () => {
         chunks = [];
-        if (handle) await handle.truncate(0);
+        batchBytes = 0;
+        if (!handle) return;
+        // Truncating keeps the write position: reopen, or the next bytes land after a hole.
+        await handle.close();
+        handle = await open(spoolPath, 'w');
       },
       commit: async () => {
         if (!handle) {
-          const data = Buffer.concat(chunks);
+          const data = chunks;
           chunks = [];
-          await this.append(data, path);
+          try {
+            await this.append(Readable.from(data, { objectMode: false }), path);
+          } finally {
+            release();
+          }
           return;
         }
+        await flush();
         await handle.close();
         handle = null;
         await this.append(createReadStream(spoolPath), path);
@@ -99,6 +134,7 @@ export class ZipSink implements ExportSink {
       },
       abort: async () => {
         chunks = [];
+        release();
         if (handle) await handle.close();
         handle = null;
         await rm(spoolPath, { force: true });
@@ -112,7 +148,7 @@ export class ZipSink implements ExportSink {
 
   async finish(): Promise<void> {
     const manifest = Buffer.from(sortLines(this.lines).map(formatLine).join(''));
-    await this.append(manifest, MANIFEST_NAME);
+    await this.append(Readable.from([manifest], { objectMode: false }), MANIFEST_NAME);
     const closed = once(this.output, 'close');
     await this.archive.finalize();
     await closed;

@@ -36,6 +36,11 @@ export interface DownloadOptions {
   maxRefreshes?: number;
   timeoutMs?: number;
   signal?: AbortSignal;
+  /**
+   * Called once when the whole body has arrived and checked out, before the sink puts the file in
+   * place: from then on the file needs the disk, no longer the connection (see `pool`).
+   */
+  onReceived?: () => void;
 }
 
 /** Errors of the sink (disk full, permissions) end the run; download errors end one file. */
@@ -174,28 +179,62 @@ export async function downloadFile(job: DownloadJob, options: DownloadOptions): 
       await sleep(backoffDelay(failures, options.retry));
       continue;
     }
+    options.onReceived?.();
     await sinkStep(job.path, () => writer!.commit());
     return { job, file: current, outcome: 'ok', size: received, sha256: hash.digest('hex'), changed };
   }
 }
 
 /**
- * Runs `worker` over `items` with at most `concurrency` at once, in order of start; results are
- * handed to `onResult` as they come. A thrown error (fatal) stops the workers and is rethrown.
+ * Runs `worker` over `items`, in order of start, with at most `concurrency` of them holding a
+ * connection at once; results are handed to `onResult` as they come. A worker gives its place up
+ * with `release()` when it needs only the disk any more (its body has arrived), so the next
+ * download starts while this one lands: otherwise every download would wait for the file system
+ * calls of the last (bench/export: 2,000 photos at 20 ms latency). Items past their release stay
+ * counted, so at most `2 × concurrency` are under way. A thrown error (fatal) stops the starts;
+ * what is under way finishes, then the error is rethrown.
  */
-export async function pool<T, R>(items: T[], concurrency: number, worker: (item: T) => Promise<R>, onResult: (result: R) => Promise<void> | void): Promise<void> {
+export async function pool<T, R>(
+  items: T[],
+  concurrency: number,
+  worker: (item: T, release: () => void) => Promise<R>,
+  onResult: (result: R) => Promise<void> | void,
+): Promise<void> {
+  const limit = Math.max(1, concurrency);
   let next = 0;
+  let connections = 0;
+  let underWay = 0;
   let fatal: unknown = null;
-  const run = async (): Promise<void> => {
-    while (fatal === null && next < items.length) {
+  let finished!: () => void;
+  const allDone = new Promise<void>((resolve) => (finished = resolve));
+  const start = (): void => {
+    while (fatal === null && next < items.length && connections < limit && underWay < 2 * limit) {
       const item = items[next++]!;
-      try {
-        await onResult(await worker(item));
-      } catch (error) {
-        fatal ??= error;
-      }
+      connections += 1;
+      underWay += 1;
+      let released = false;
+      const release = (): void => {
+        if (released) return;
+        released = true;
+        connections -= 1;
+        start();
+      };
+      void (async () => {
+        try {
+          await onResult(await worker(item, release));
+        } catch (error) {
+          fatal ??= error;
+        } finally {
+          underWay -= 1;
+          release();
+          start();
+          if (underWay === 0 && (fatal !== null || next >= items.length)) finished();
+        }
+      })();
     }
   };
-  await Promise.all(Array.from({ length: Math.max(1, Math.min(concurrency, items.length)) }, run));
+  start();
+  if (underWay === 0) finished();
+  await allDone;
   if (fatal !== null) throw fatal;
 }

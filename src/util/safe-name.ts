@@ -18,15 +18,32 @@ export function safeName(name: string): string {
   return truncateBytes(out, MAX_BYTES);
 }
 
+/** Extensions longer than this are not worth keeping whole when a name must be cut. */
+const MAX_EXT_BYTES = 32;
+
+/** The name's extension (with its dot) when it is short enough to keep, else ''. */
+function extensionToKeep(name: string): string {
+  const dot = name.lastIndexOf('.');
+  return dot > 0 && Buffer.byteLength(name.slice(dot)) <= MAX_EXT_BYTES ? name.slice(dot) : '';
+}
+
+/** The longest start of `text` within `max` UTF-8 bytes, never splitting a character. */
+function cutToBytes(text: string, max: number): string {
+  let bytes = 0;
+  let end = 0;
+  for (const char of text) {
+    bytes += Buffer.byteLength(char);
+    if (bytes > max) break;
+    end += char.length;
+  }
+  return text.slice(0, end);
+}
+
 /** Cuts a name to `max` UTF-8 bytes, keeping its extension and never splitting a character. */
 function truncateBytes(name: string, max: number): string {
   if (Buffer.byteLength(name) <= max) return name;
-  const dot = name.lastIndexOf('.');
-  const ext = dot > 0 && Buffer.byteLength(name.slice(dot)) <= 32 ? name.slice(dot) : '';
-  let stem = ext ? name.slice(0, dot) : name;
-  const room = max - Buffer.byteLength(ext);
-  while (Buffer.byteLength(stem) > room) stem = [...stem].slice(0, -1).join('');
-  return stem + ext;
+  const ext = extensionToKeep(name);
+  return cutToBytes(name.slice(0, name.length - ext.length), max - Buffer.byteLength(ext)) + ext;
 }
 
 /**
@@ -48,11 +65,12 @@ export class PathAllocator {
       this.taken.add(first.toLowerCase());
       return first;
     }
-    const dot = safe.lastIndexOf('.');
-    const stem = dot > 0 ? safe.slice(0, dot) : safe;
-    const ext = dot > 0 ? safe.slice(dot) : '';
+    const ext = extensionToKeep(safe);
+    const stem = safe.slice(0, safe.length - ext.length);
     for (let n = 2; ; n += 1) {
-      const candidate = `${dir}/${safeName(`${stem} (${n})${ext}`)}`;
+      // The number must survive the length limit: the stem is cut to make room for it.
+      const suffix = ` (${n})`;
+      const candidate = `${dir}/${cutToBytes(stem, MAX_BYTES - Buffer.byteLength(suffix + ext))}${suffix}${ext}`;
       if (!this.taken.has(candidate.toLowerCase())) {
         this.taken.add(candidate.toLowerCase());
         return candidate;

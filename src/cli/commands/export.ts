@@ -55,14 +55,13 @@ async function handle(what: 'photos' | 'attachments', argv: ExportArgs): Promise
         done: p.done + p.skipped + p.failed, total: p.total, bytes: p.bytes,
         note: p.relists ? `${p.relists} re-lists` : undefined,
       }),
-    });
-    progress.stop();
-    const lines = [`written to ${result.out}`];
+      // Stopped once, before the summary: a plain progress view prints its last line on stop.
+    }).finally(() => progress.stop());
+    const lines = [`written to ${result.out}`, ...result.report.notes];
     if (result.relists) lines.push(`download URLs expired: listed again ${result.relists} times`);
     if (result.changed) lines.push(`${result.changed} files changed on the service during the run; their new versions were downloaded`);
     await finishRun(argv, result.report, { out: result.out, relists: result.relists, changed: result.changed }, lines);
   } finally {
-    progress.stop();
     await connection.close();
   }
 }
