@@ -41,6 +41,23 @@ describe('tokens', () => {
     await client.close();
   });
 
+  it('keeps to the token budget: a third token in a window of two waits, and says so', async () => {
+    const events: string[] = [];
+    // Every call renews (the renewal margin is longer than the hour), so every call needs a token.
+    const client = clientFor(emu(), {
+      tokenRenewBeforeMs: 3_600_000,
+      limits: { token: { limit: 2, windowMs: 500 } },
+      onWait: (e) => events.push(e.reason),
+    });
+    const started = Date.now();
+    for (let i = 0; i < 3; i += 1) await client.faceImages.list();
+    expect(events).toContain('token-limit');
+    expect(Date.now() - started).toBeGreaterThanOrEqual(450);
+    const stats = await emu().control('GET', '/stats');
+    expect(stats.tokens_issued).toBe(3);
+    await client.close();
+  });
+
   it('fails with AuthenticationError for a wrong secret, without showing the secret', async () => {
     const client = clientFor(emu(), { consumerSecret: 'not-the-secret-123' });
     const error = await client.faceImages.list().catch((e: unknown) => e);
