@@ -85,17 +85,20 @@ export class FolderSink implements ExportSink {
     let pendingBytes = 0;
     let handle: FileHandle | null = null;
     let writing: Promise<void> = DONE;
-    const writeBatch = async (chunks: Buffer[]): Promise<void> => {
+    const writeBatch = async (chunks: Buffer[], size: number): Promise<void> => {
       handle ??= await open(temp, 'w');
-      await handle.writev(chunks);
+      const { bytesWritten } = await handle.writev(chunks);
+      // A regular file takes a whole write or fails; a short one means the disk is full.
+      if (bytesWritten !== size) throw new Error(`only ${bytesWritten} of ${size} bytes were written (is the disk full?)`);
     };
     /** Queues what gathered behind the write under way; answers that earlier write. */
     const flush = (): Promise<void> => {
       const chunks = pending;
+      const size = pendingBytes;
       pending = [];
       pendingBytes = 0;
       const before = writing;
-      writing = before.then(() => writeBatch(chunks));
+      writing = before.then(() => writeBatch(chunks, size));
       // Its failure is answered by the next write, commit or abort; it is not left unhandled.
       writing.catch(() => undefined);
       return before;

@@ -2,10 +2,10 @@
  * The file a zip is written to, as the Writable archiver pipes into. archiver (zip-stream) writes
  * many tiny chunks: about 16 buffers of 2 to 4 bytes per entry for the central directory, all in
  * one synchronous loop at `finalize`. Behind a stream that takes chunks only as fast as the disk,
- * those pile up as objects in archiver's buffers, which count bytes, not objects (bench/export:
- * 110 MB more at the end of a zip of 20,000 photos). This stream takes chunks at once while its
- * own backlog stays under a bound, joins small ones, and writes what gathered in one `writev` at
- * a time.
+ * those pile up as objects in archiver's buffers, which count bytes, not objects (110 MB more at
+ * `finalize` for a zip of 20,000 entries; 20 MB with this stream). This stream takes chunks at
+ * once while its own backlog stays under a bound, joins small ones, and writes what gathered in
+ * one `writev` at a time.
  */
 import { Writable } from 'node:stream';
 import type { FileHandle } from 'node:fs/promises';
@@ -80,6 +80,7 @@ export class ZipOutput extends Writable {
         this.queue = [];
         while (batch.length) {
           const { bytesWritten } = await this.handle.writev(batch);
+          if (bytesWritten === 0 && batch.some((b) => b.length > 0)) throw new Error('the disk took no bytes of the zip (is it full?)');
           this.written += bytesWritten;
           this.backlog -= bytesWritten;
           batch = rest(batch, bytesWritten);

@@ -2,10 +2,12 @@
  * The zip sink: archiver's ZipArchive written to `<name>.partial` and renamed when complete.
  * Entries are appended one at a time, each waited for (archiver can stall with many live streams);
  * downloads finishing meanwhile wait in memory (small files, within a budget) or in a spool file
- * (large ones), so memory stays bounded. Every entry is given to archiver as a stream: a Buffer
- * entry is written into zip-stream whole, past its backpressure, and when the disk is slower than
- * the downloads those buffers piled up (bench/export: 280 MB for 20,000 photos of 20 KB). Compressed types are stored, text deflated; zip64 is used by archiver when
- * sizes pass 4 GiB or entries 65,535. The manifest is the last entry.
+ * (large ones), so memory stays bounded. Every entry is given to archiver as a stream, so its
+ * sizes follow it in a data descriptor: a Buffer entry is written into zip-stream whole, past its
+ * backpressure, and when the disk was slower than the downloads those buffers piled up (a bench
+ * zipping 20,000 entries of 20 KB from memory peaked at 757 MB; 151 MB with streams and
+ * ZipOutput). Compressed types are stored, text deflated; zip64 is used by archiver when sizes
+ * pass 4 GiB or entries 65,535. The manifest is the last entry.
  */
 import { createReadStream } from 'node:fs';
 import { mkdir, open, rename, rm, type FileHandle } from 'node:fs/promises';
