@@ -1,13 +1,14 @@
 /**
- * One photo import of bench/import in a process of its own, so that its peak memory is ours
- * alone: runs `runPhotoImport` with the options given as JSON in argv[2] and prints one JSON line
- * with the wall time, the report's counts, the requests sent and the minimum, the time spent
- * checking and converting, the time waited on limits, and the peak RSS (VmHWM; and sampled every
- * 50 ms, split between the checking phase and the sending phase).
+ * One import of bench/import in a process of its own, so that its peak memory is ours alone: runs
+ * `runPhotoImport` or `runAttachmentImport` with the options given as JSON in argv[2] and prints
+ * one JSON line with the wall time, the report's counts, the requests sent and the minimum, the
+ * time spent checking (and converting), the time waited on limits, and the peak RSS (VmHWM; and
+ * sampled every 50 ms, split between the checking phase and the sending phase).
  */
 import { readFileSync } from 'node:fs';
 import { WdsClient } from '../src/client/client.js';
 import { runPhotoImport } from '../src/pipelines/photo-import.js';
+import { runAttachmentImport } from '../src/pipelines/attachment-import.js';
 import { openSource } from '../src/sources/open-source.js';
 
 interface ChildOptions {
@@ -17,7 +18,11 @@ interface ChildOptions {
   source: string;
   /** The client's update window: one minute of the emulator's clock. */
   update_window_ms: number;
-  trimming: boolean;
+  /** Photos (the default) or attachments to one file part. */
+  kind?: 'photos' | 'attachments';
+  trimming?: boolean;
+  sheet?: number;
+  field?: number;
 }
 
 const options = JSON.parse(process.argv[2] ?? '{}') as ChildOptions;
@@ -32,7 +37,10 @@ const started = performance.now();
 // RSS sampled through the run, to tell the checking phase (checkMs from the start) from sending.
 const samples: [number, number][] = [];
 const sampler = setInterval(() => samples.push([performance.now() - started, process.memoryUsage().rss]), 50);
-const result = await runPhotoImport({ client, source: await openSource(options.source), trimming: options.trimming });
+const source = await openSource(options.source);
+const result = options.kind === 'attachments'
+  ? await runAttachmentImport({ client, source, sheet: options.sheet, field: options.field })
+  : await runPhotoImport({ client, source, trimming: options.trimming ?? false });
 const ms = performance.now() - started;
 clearInterval(sampler);
 const peakMb = (from: number, to: number): number =>

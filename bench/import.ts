@@ -1,27 +1,36 @@
 /**
- * Photo import benchmark (issue 5): 1,000 real photos made here with sharp (JPEGs of 50 KB to
- * 2 MB sent as they are, and HEIC, WebP and oversized JPEGs to convert) imported into a generated
- * company of an emulator in a process of its own, at clock speed 60 (one service minute per
- * second), with the client's update window set to 1,000 ms so that the service's 5 update
- * requests a minute hold. The import runs in a child process too, built into one file with
- * esbuild as the published CLI runs, so its peak RSS is the import's alone.
+ * Import benchmark (issue 5), in two halves, each against an emulator in a process of its own at
+ * clock speed 60 (one service minute per second), with the client's update window set to 1,000 ms
+ * so that the service's 5 update requests a minute hold. The import runs in a child process too,
+ * built into one file with esbuild as the published CLI runs, so its peak RSS is the import's alone.
  *
- *   npx tsx bench/import.ts                   1,000 photos, trimming off
+ * - Photos: 1,000 real photos made here with sharp (JPEGs of 50 KB to 2 MB sent as they are, and
+ *   HEIC, WebP and oversized JPEGs to convert) into a generated company with photos for 90 % of
+ *   its members, so both register and update are used.
+ * - Attachments: 3,000 real files (PDFs of 10 KB to 1 MB, CSVs, greyscale PNG scans), three for
+ *   each member as `<code>/<file>`, into the qualifications file part (sheet 2, field 1306) of a
+ *   generated company without files: every file is registered.
+ *
+ *   npx tsx bench/import.ts                           both halves, trimming off
  *   npx tsx bench/import.ts --photos 300 --trim --keep
+ *   npx tsx bench/import.ts --photos 0 --attachments 3000   attachments only (0 skips a half)
  *
- * Prints: requests sent per route against the minimum (ceil(photos / 100) per route, from the
- * emulator's own state before the run), 429 answers (emulator stats), peak RSS of the importing
- * process, files per second of validation and normalisation (the import's checkMs), total time.
- * The company has photos for 90 % of its members, so both register and update are used.
+ * Prints for each half: requests sent per route (the emulator's count) against the minimum
+ * (photos: ceil(photos / 100) per route, from the emulator's state before the run; attachments:
+ * the fewest that 1,000 files and 250 MB of body allow, from the files' sizes), 429 answers
+ * (emulator stats), peak RSS of the importing process, files per second of validation (and
+ * normalisation for photos: the import's checkMs), total time.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import sharp from 'sharp';
 import { heic } from '../test/import/heic.js';
+import { pdf } from '../test/import/attachment-files.js';
+import { MAX_ATTACHMENTS_PER_REQUEST, MAX_REQUEST_BYTES, base64Length } from '../src/spec/limits.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const ROOT = join(HERE, '..');
@@ -34,9 +43,11 @@ function argValue(name: string): string | undefined {
   return i >= 0 ? process.argv[i + 1] : undefined;
 }
 const photos = Number(argValue('photos') ?? 1000);
+const attachments = Number(argValue('attachments') ?? 3000);
 const keep = process.argv.includes('--keep');
 const trimming = process.argv.includes('--trim');
-if (!Number.isInteger(photos) || photos < 10) throw new Error(`--photos must be a whole number of at least 10, got ${argValue('photos')}`);
+if (!Number.isInteger(photos) || (photos !== 0 && photos < 10)) throw new Error(`--photos must be 0 or a whole number of at least 10, got ${argValue('photos')}`);
+if (!Number.isInteger(attachments) || attachments < 0) throw new Error(`--attachments must be a whole number, got ${argValue('attachments')}`);
 
 // ---------------------------------------------------------------------------------------------
 // The photos
@@ -146,6 +157,61 @@ async function makePhotos(dir: string, count: number): Promise<Made> {
 }
 
 // ---------------------------------------------------------------------------------------------
+// The attachments
+
+interface MadeAttachments {
+  kinds: Record<string, number>;
+  bytes: number;
+  /** Per file: the member, the name and the size, in the order the folder source gives them. */
+  files: { code: string; name: string; size: number }[];
+}
+
+/**
+ * `count` files, three per member (G000001/, G000002/, ...): 75 % PDFs of 10 KB to 1 MB
+ * (log-uniform, random content, so nothing compresses), 20 % CSVs of 3 to 90 KB, 5 % PNG scans.
+ */
+async function makeAttachments(dir: string, count: number): Promise<MadeAttachments> {
+  const random = noise(count * 4, 7);
+  const fraction = (i: number): number => random.readUInt32LE(i * 4) / 2 ** 32;
+  const scans: Buffer[] = [];
+  // Greyscale pages of A4 proportions, 300 to 600 KB as PNG.
+  for (let i = 0; i < 4; i += 1) {
+    const w = 560 + i * 80;
+    const h = Math.round(w * 1.414);
+    scans.push(await sharp(await photoPixels(w, h, 300 + i), { raw: { width: w, height: h, channels: 3 } }).greyscale().png({ compressionLevel: 6 }).toBuffer());
+  }
+  const made: MadeAttachments = { kinds: { pdf: 0, csv: 0, png: 0 }, bytes: 0, files: [] };
+  const code = (n: number): string => `G${String(n).padStart(6, '0')}`;
+  for (let i = 0; i < count; i += 1) {
+    const member = code(Math.floor(i / 3) + 1);
+    const kind = i % 20 === 19 ? 'png' : i % 5 === 4 ? 'csv' : 'pdf';
+    let data: Buffer;
+    if (kind === 'pdf') data = pdf(Math.round(10_000 * 100 ** fraction(i)));
+    else if (kind === 'csv') {
+      const rows = Math.round(100 + fraction(i) * 2900);
+      data = Buffer.from(`date,subject,score\n${Array.from({ length: rows }, (_, r) => `2025-${String((r % 12) + 1).padStart(2, '0')}-01,subject ${r % 37},${(r * 7919) % 100}`).join('\n')}\n`);
+    } else data = scans[i % 4]!;
+    const name = `${kind === 'png' ? 'scan' : kind === 'csv' ? 'scores' : 'certificate'}-${(i % 3) + 1}.${kind}`;
+    await mkdir(join(dir, member), { recursive: true });
+    await writeFile(join(dir, member, name), data);
+    made.kinds[kind]! += 1;
+    made.bytes += data.length;
+    made.files.push({ code: member, name, size: data.length });
+  }
+  return made;
+}
+
+/**
+ * The fewest requests 1,000 files and 250 MB of body allow (api-v2.md 4.4 Sheets 9, 8), each file
+ * in a member element of the wire format with its content as base64.
+ */
+function attachmentMinimum(files: MadeAttachments['files']): number {
+  const envelope = Buffer.byteLength('{"member_data":[]}');
+  const body = files.reduce((n, f) => n + 1 + Buffer.byteLength(JSON.stringify({ code: f.code, records: [{ file_name: f.name, base64_content: '' }] })) + base64Length(f.size), 0);
+  return Math.max(Math.ceil(files.length / MAX_ATTACHMENTS_PER_REQUEST), Math.ceil(body / (MAX_REQUEST_BYTES - envelope)));
+}
+
+// ---------------------------------------------------------------------------------------------
 // Processes
 
 /** The import child compiled into one ESM file next to node_modules (so its packages resolve). */
@@ -170,9 +236,10 @@ interface Emulator {
   child: ChildProcess;
 }
 
-async function startEmulator(members: number): Promise<Emulator> {
+async function startEmulator(members: number, files = true): Promise<Emulator> {
   const args = [
     '--import', 'tsx', join(ROOT, 'src/cli/main.ts'), 'emulator', '--port', '0', '--json', '--generate', String(members),
+    ...(files ? [] : ['--no-files']),
     '--clock-speed', String(CLOCK_SPEED), '--clock-start', '2026-04-01 10:00:00', '--no-maintenance',
   ];
   const child = spawn(process.execPath, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
@@ -229,48 +296,97 @@ interface Stats {
   rate_limited: number;
 }
 
-const dir = await mkdtemp(join(tmpdir(), 'wds-bench-import-'));
-let emulator: Emulator | undefined;
-try {
-  process.stderr.write(`making ${photos} photos in ${dir} ...\n`);
-  const madeStarted = performance.now();
-  const made = await makePhotos(dir, photos);
-  process.stderr.write(`made in ${((performance.now() - madeStarted) / 1000).toFixed(1)} s; starting the emulator and the import ...\n`);
-  const child = await buildChild();
-  emulator = await startEmulator(photos);
+const mb = (bytes: number): string => `${(bytes / 1e6).toFixed(1)} MB`;
+const outcomes = (counts: Record<string, number>): string => Object.entries(counts).filter(([, v]) => v).map(([k, v]) => `${v} ${k}`).join(', ');
+const rss = (result: ChildResult, phase: string): string =>
+  `${result.peak_rss_kb === null ? 'n/a' : `${(result.peak_rss_kb / 1024).toFixed(0)} MB`} (sampled: ${result.peak_rss_check_mb} MB ${phase}, ${result.peak_rss_send_mb} MB sending)`;
 
-  // The minimum, from the emulator's own state: members with a photo take update, the rest register.
-  const before = await control<{ members: { code: string; photo: unknown }[] }>(emulator, '/state');
-  const withPhoto = before.members.filter((m) => m.photo).length;
-  const minimum = { register: Math.ceil((photos - withPhoto) / PER_REQUEST), update: Math.ceil(withPhoto / PER_REQUEST) };
+/** One import in the child against `emulator`, with the emulator's stats of it. */
+async function importRun(child: { args: string[] }, emulator: Emulator, options: Record<string, unknown>): Promise<{ result: ChildResult; stats: Stats }> {
   await fetch(`${emulator.baseUrl}/_emulator/stats/reset`, { method: 'POST' });
-
-  const options = {
-    base_url: emulator.baseUrl, consumer_key: emulator.consumerKey, consumer_secret: emulator.consumerSecret,
-    source: dir, update_window_ms: UPDATE_WINDOW_MS, trimming,
+  const all = {
+    base_url: emulator.baseUrl, consumer_key: emulator.consumerKey, consumer_secret: emulator.consumerSecret, update_window_ms: UPDATE_WINDOW_MS, ...options,
   };
-  const result = JSON.parse((await runChild([...child.args, JSON.stringify(options)])).trim().split('\n').pop()!) as ChildResult;
-  const stats = await control<Stats>(emulator, '/stats');
-  const sent = { register: stats.requests['POST /members/face_image'] ?? 0, update: stats.requests['PATCH /members/face_image'] ?? 0 };
-
-  const mb = (bytes: number): string => `${(bytes / 1e6).toFixed(1)} MB`;
-  const lines = [
-    `photo import: ${photos} photos (${Object.entries(made.kinds).map(([k, v]) => `${v} ${k}`).join(', ')}; ${mb(made.bytes)}), trimming ${trimming ? 'on' : 'off'}`,
-    `  emulator: generated company of ${photos} members, ${withPhoto} with a photo; clock speed ${CLOCK_SPEED}; client update window ${UPDATE_WINDOW_MS} ms (5 a window)`,
-    `  import child: ${child.note}`,
-    `  outcomes:            ${Object.entries(result.counts).filter(([, v]) => v).map(([k, v]) => `${v} ${k}`).join(', ')}`,
-    `  requests sent:       ${sent.register} register + ${sent.update} update = ${sent.register + sent.update} (emulator count)`,
-    `  minimum possible:    ${minimum.register} register + ${minimum.update} update = ${minimum.register + minimum.update} (ceil(photos/100) per route; the import's own figure: ${result.requests.minimum})`,
-    `  resubmitted files:   ${result.requests.resubmitted}`,
-    `  429 answers:         ${stats.rate_limited} (emulator), ${result.rate_limited} (client)`,
-    `  waited on limits:    ${(result.waited_ms / 1000).toFixed(1)} s`,
-    `  peak RSS (import):   ${result.peak_rss_kb === null ? 'n/a' : `${(result.peak_rss_kb / 1024).toFixed(0)} MB`} (sampled: ${result.peak_rss_check_mb} MB checking and converting, ${result.peak_rss_send_mb} MB sending)`,
-    `  check and convert:   ${(result.check_ms / 1000).toFixed(1)} s, ${((photos * 1000) / result.check_ms).toFixed(0)} files/s`,
-    `  total time:          ${(result.ms / 1000).toFixed(1)} s`,
-  ];
-  console.log(lines.join('\n'));
-  if (result.problems.length) console.log(`  problems (first 5): ${JSON.stringify(result.problems)}`);
-} finally {
-  if (emulator) await stopEmulator(emulator);
-  if (!keep) await rm(dir, { recursive: true, force: true });
+  const result = JSON.parse((await runChild([...child.args, JSON.stringify(all)])).trim().split('\n').pop()!) as ChildResult;
+  return { result, stats: await control<Stats>(emulator, '/stats') };
 }
+
+async function photoHalf(child: { args: string[]; note: string }): Promise<void> {
+  const dir = await mkdtemp(join(tmpdir(), 'wds-bench-import-'));
+  let emulator: Emulator | undefined;
+  try {
+    process.stderr.write(`making ${photos} photos in ${dir} ...\n`);
+    const madeStarted = performance.now();
+    const made = await makePhotos(dir, photos);
+    process.stderr.write(`made in ${((performance.now() - madeStarted) / 1000).toFixed(1)} s; starting the emulator and the import ...\n`);
+    emulator = await startEmulator(photos);
+
+    // The minimum, from the emulator's own state: members with a photo take update, the rest register.
+    const before = await control<{ members: { code: string; photo: unknown }[] }>(emulator, '/state');
+    const withPhoto = before.members.filter((m) => m.photo).length;
+    const minimum = { register: Math.ceil((photos - withPhoto) / PER_REQUEST), update: Math.ceil(withPhoto / PER_REQUEST) };
+    const { result, stats } = await importRun(child, emulator, { source: dir, trimming });
+    const sent = { register: stats.requests['POST /members/face_image'] ?? 0, update: stats.requests['PATCH /members/face_image'] ?? 0 };
+
+    const lines = [
+      `photo import: ${photos} photos (${Object.entries(made.kinds).map(([k, v]) => `${v} ${k}`).join(', ')}; ${mb(made.bytes)}), trimming ${trimming ? 'on' : 'off'}`,
+      `  emulator: generated company of ${photos} members, ${withPhoto} with a photo; clock speed ${CLOCK_SPEED}; client update window ${UPDATE_WINDOW_MS} ms (5 a window)`,
+      `  import child: ${child.note}`,
+      `  outcomes:            ${outcomes(result.counts)}`,
+      `  requests sent:       ${sent.register} register + ${sent.update} update = ${sent.register + sent.update} (emulator count)`,
+      `  minimum possible:    ${minimum.register} register + ${minimum.update} update = ${minimum.register + minimum.update} (ceil(photos/100) per route; the import's own figure: ${result.requests.minimum})`,
+      `  resubmitted files:   ${result.requests.resubmitted}`,
+      `  429 answers:         ${stats.rate_limited} (emulator), ${result.rate_limited} (client)`,
+      `  waited on limits:    ${(result.waited_ms / 1000).toFixed(1)} s`,
+      `  peak RSS (import):   ${rss(result, 'checking and converting')}`,
+      `  check and convert:   ${(result.check_ms / 1000).toFixed(1)} s, ${((photos * 1000) / result.check_ms).toFixed(0)} files/s`,
+      `  total time:          ${(result.ms / 1000).toFixed(1)} s`,
+    ];
+    console.log(lines.join('\n'));
+    if (result.problems.length) console.log(`  problems (first 5): ${JSON.stringify(result.problems)}`);
+  } finally {
+    if (emulator) await stopEmulator(emulator);
+    if (!keep) await rm(dir, { recursive: true, force: true });
+  }
+}
+
+async function attachmentHalf(child: { args: string[]; note: string }): Promise<void> {
+  const dir = await mkdtemp(join(tmpdir(), 'wds-bench-attachments-'));
+  let emulator: Emulator | undefined;
+  try {
+    process.stderr.write(`making ${attachments} attachments in ${dir} ...\n`);
+    const madeStarted = performance.now();
+    const made = await makeAttachments(dir, attachments);
+    process.stderr.write(`made in ${((performance.now() - madeStarted) / 1000).toFixed(1)} s; starting the emulator and the import ...\n`);
+    const members = Math.ceil(attachments / 3);
+    emulator = await startEmulator(members, false);
+    const minimum = attachmentMinimum(made.files);
+    const { result, stats } = await importRun(child, emulator, { kind: 'attachments', source: dir, sheet: 2, field: 1306 });
+    const route = '/sheets/:sheet_id/custom_fields/:custom_field_id/file';
+    const sent = { register: stats.requests[`POST ${route}`] ?? 0, update: stats.requests[`PATCH ${route}`] ?? 0 };
+
+    const lines = [
+      `attachment import: ${attachments} files (${Object.entries(made.kinds).map(([k, v]) => `${v} ${k}`).join(', ')}; ${mb(made.bytes)}, ${mb(made.bytes * 4 / 3)} as base64)`,
+      `  emulator: generated company of ${members} members without files; sheet 2, file part 1306; clock speed ${CLOCK_SPEED}; client update window ${UPDATE_WINDOW_MS} ms (5 a window)`,
+      `  import child: ${child.note}`,
+      `  outcomes:            ${outcomes(result.counts)}`,
+      `  requests sent:       ${sent.register} register + ${sent.update} update = ${sent.register + sent.update} (emulator count)`,
+      `  minimum possible:    ${minimum} (1,000 files and 250 MB of body a request, from the files' sizes; the import's own figure: ${result.requests.minimum})`,
+      `  resubmitted files:   ${result.requests.resubmitted}`,
+      `  429 answers:         ${stats.rate_limited} (emulator), ${result.rate_limited} (client)`,
+      `  waited on limits:    ${(result.waited_ms / 1000).toFixed(1)} s`,
+      `  peak RSS (import):   ${rss(result, 'checking')}`,
+      `  validation:          ${(result.check_ms / 1000).toFixed(1)} s, ${((attachments * 1000) / result.check_ms).toFixed(0)} files/s`,
+      `  total time:          ${(result.ms / 1000).toFixed(1)} s`,
+    ];
+    console.log(lines.join('\n'));
+    if (result.problems.length) console.log(`  problems (first 5): ${JSON.stringify(result.problems)}`);
+  } finally {
+    if (emulator) await stopEmulator(emulator);
+    if (!keep) await rm(dir, { recursive: true, force: true });
+  }
+}
+
+const child = await buildChild();
+if (photos > 0) await photoHalf(child);
+if (attachments > 0) await attachmentHalf(child);

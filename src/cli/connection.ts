@@ -6,8 +6,7 @@
 import type { Argv } from 'yargs';
 import { WdsClient } from '../client/client.js';
 import type { WaitEvent } from '../client/limiter.js';
-import { startEmulator, type RunningEmulator } from '../emulator/index.js';
-import { DEFAULT_CONSUMER_KEY, DEFAULT_CONSUMER_SECRET } from '../emulator/config.js';
+import type { RunningEmulator } from '../emulator/index.js';
 import { SAMPLE_COMPANY_DIR } from './paths.js';
 import { redact } from '../util/redact.js';
 
@@ -47,6 +46,8 @@ export async function connect(args: ConnectionArgs, extra: { onWait?: (e: WaitEv
   let consumerSecret = args['consumer-secret'] ?? process.env.WDS_CONSUMER_SECRET;
   let embedded: RunningEmulator | undefined;
   if (!baseUrl) {
+    // The emulator (and sharp, which it uses for trimming) is loaded only when it is needed.
+    const { startEmulator, DEFAULT_CONSUMER_KEY, DEFAULT_CONSUMER_SECRET } = await import('../emulator/index.js');
     embedded = await startEmulator({ port: 0, seed: SAMPLE_COMPANY_DIR, maintenance: false });
     baseUrl = embedded.url;
     consumerKey = DEFAULT_CONSUMER_KEY;

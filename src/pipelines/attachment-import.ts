@@ -4,15 +4,15 @@
  * layout `attachments/<sheet>/<field>/<code>/<file>`, or `<code>/<file>` with --sheet --field),
  * the field confirmed as a file part from the layouts, duplicate names found within the source and
  * against the current listing, then register (add) or partial update (replace) requests of at most
- * 1,000 files and 250 MB of body each, base64 counted as 4/3, records in source order.
+ * 1,000 files and 250 MB of body each, base64 counted as 4/3, each member's records in source order.
  */
 import type { WdsClient } from '../client/client.js';
 import type { ImportSource, SourceFile } from '../sources/source.js';
-import { checkAttachment } from '../stages/attachment-check.js';
-import { planBatches, jsonStringBytes } from '../stages/batch.js';
+import { checkAttachment, extensionProblem } from '../stages/attachment-check.js';
+import { jsonStringBytes, minimumBatches, planGroupedBatches } from '../stages/batch.js';
 import { mentionsCode, submitBatch, type SubmitStats } from '../stages/submit.js';
 import { RunReport, type ItemReport } from '../stages/report.js';
-import { base64Length, MAX_ATTACHMENTS_PER_REQUEST, MAX_FILE_BYTES, MAX_REQUEST_BYTES } from '../spec/limits.js';
+import { base64Length, MAX_ATTACHMENTS_PER_REQUEST, MAX_FILE_BYTES } from '../spec/limits.js';
 
 export type AttachmentImportMode = 'upsert' | 'add' | 'replace';
 
@@ -79,6 +79,22 @@ async function* attachmentBody(items: ReadyFile[]): AsyncGenerator<Buffer> {
   yield Buffer.from(']}');
 }
 
+/**
+ * Whether a task message is about this file: it names the member, and this file among the member's
+ * files of the batch, or none of them (then it is about the member, so every file of it). Names
+ * are matched in quotes first, then as text where the longest wins, so that "3.pdf" is not
+ * blamed for a message about "new-3.pdf".
+ */
+function messageNamesFile(item: ReadyFile, message: string, batch: ReadyFile[]): boolean {
+  if (!mentionsCode(item.code, message)) return false;
+  const own = [...new Set(batch.filter((o) => o.code === item.code).map((o) => o.fileName))];
+  const quoted = own.filter((n) => message.includes(JSON.stringify(n)) || message.includes(`"${n}"`));
+  if (quoted.length) return quoted.includes(item.fileName);
+  const found = own.filter((n) => message.includes(n));
+  if (!found.length) return true;
+  return found.includes(item.fileName) && !found.some((n) => n !== item.fileName && n.includes(item.fileName));
+}
+
 export async function runAttachmentImport(options: AttachmentImportOptions): Promise<AttachmentImportResult> {
   const { client, source } = options;
   const mode = options.mode ?? 'upsert';
@@ -112,6 +128,12 @@ export async function runAttachmentImport(options: AttachmentImportOptions): Pro
       }
       if (!fileParts.has(`${place.sheetId}:${place.fieldId}`)) {
         reject(file, place.code, 'invalid', `custom field ${place.fieldId} of sheet ${place.sheetId} is not a file part (see the sheet layouts)`);
+        continue;
+      }
+      // The name first: a program of 40 MB is refused for what it is, not for its size.
+      const byName = extensionProblem(file.fileName);
+      if (byName) {
+        reject(file, place.code, 'invalid', byName);
         continue;
       }
       let data: Buffer;
@@ -191,17 +213,16 @@ export async function runAttachmentImport(options: AttachmentImportOptions): Pro
       for (const [route, all] of [['register', register], ['update', update]] as const) {
         const items = all.filter((r) => r.sheetId === sheetId && r.fieldId === fieldId).sort((a, b) => a.order - b.order);
         if (!items.length) continue;
-        const totalBytes = items.reduce((n, i) => n + itemBytes(i) + 1, 0);
-        minimum += Math.max(Math.ceil(items.length / MAX_ATTACHMENTS_PER_REQUEST), Math.ceil(totalBytes / (MAX_REQUEST_BYTES - BODY_OVERHEAD)));
-        const batches = planBatches(items, itemBytes, { maxItems: MAX_ATTACHMENTS_PER_REQUEST, overheadBytes: BODY_OVERHEAD });
+        const limits = { maxItems: MAX_ATTACHMENTS_PER_REQUEST, overheadBytes: BODY_OVERHEAD };
+        minimum += minimumBatches(items, itemBytes, limits);
+        // Only each member's records keep their order (4.4 Sheets 7): members may be packed in any order.
+        const batches = planGroupedBatches(items, itemBytes, (item) => item.code, limits);
         for (const batch of batches) {
           const before = stats.requests;
           const outcomes = await submitBatch(
             client,
             batch,
-            // A message about this member names this file, or names none of the member's files in the batch.
-            (item, message, all) => mentionsCode(item.code, message)
-              && (message.includes(item.fileName) || !all.some((o) => o.code === item.code && message.includes(o.fileName))),
+            messageNamesFile,
             (list) => client.transport.call(route === 'register' ? 'attachments.register' : 'attachments.update', {
               params: { sheet_id: sheetId, custom_field_id: fieldId },
               bodyStream: () => attachmentBody(list),

@@ -25,11 +25,17 @@ function looksLikeText(data: Buffer): boolean {
   return !head.includes(0);
 }
 
-export async function checkAttachment(fileName: string, data: Buffer): Promise<AttachmentCheck> {
+/** Why the name alone rules the file out (an extension off the list), or null; needs no bytes, so it comes before reading. */
+export function extensionProblem(fileName: string): string | null {
   const ext = extensionOf(fileName);
-  if (!isAttachmentExtension(ext)) {
-    return { ok: false, reason: `the extension ${ext ? `.${ext}` : '(none)'} is not accepted for attachments (accepted: ${ATTACHMENT_EXTENSIONS.join(', ')})` };
-  }
+  if (isAttachmentExtension(ext)) return null;
+  return `the extension ${ext ? `.${ext}` : '(none)'} is not accepted for attachments (accepted: ${ATTACHMENT_EXTENSIONS.join(', ')})`;
+}
+
+export async function checkAttachment(fileName: string, data: Buffer): Promise<AttachmentCheck> {
+  const byName = extensionProblem(fileName);
+  if (byName) return { ok: false, reason: byName };
+  const ext = extensionOf(fileName);
   if (data.length === 0) return { ok: false, reason: 'the file is empty' };
   if (data.length > MAX_FILE_BYTES) {
     return { ok: false, reason: `${data.length.toLocaleString('en-US')} bytes is over the 5 MB limit (${MAX_FILE_BYTES.toLocaleString('en-US')} bytes)` };

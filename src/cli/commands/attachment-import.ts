@@ -7,7 +7,7 @@ import type { Argv, CommandModule } from 'yargs';
 import { resolve } from 'node:path';
 import { connect, say, withConnection, UsageError, type ConnectionArgs } from '../connection.js';
 import { finishRun, type OutputArgs } from '../output.js';
-import { runAttachmentImport, type AttachmentImportMode } from '../../pipelines/attachment-import.js';
+import type { AttachmentImportMode } from '../../pipelines/attachment-import.js';
 import { openSource } from '../../sources/open-source.js';
 
 interface AttachmentImportArgs extends ConnectionArgs, OutputArgs {
@@ -34,6 +34,7 @@ export const attachmentsImportCommand: CommandModule<object, AttachmentImportArg
         return true;
       }) as unknown as Argv<AttachmentImportArgs>,
   handler: async (argv) => {
+    const { runAttachmentImport } = await import('../../pipelines/attachment-import.js');
     const source = await openSource(resolve(argv.source));
     const connection = await connect(argv);
     try {

@@ -4,8 +4,6 @@
  */
 import type { Argv, CommandModule } from 'yargs';
 import { resolve } from 'node:path';
-import { startEmulator } from '../../emulator/index.js';
-import { DEFAULT_CONSUMER_KEY, DEFAULT_CONSUMER_SECRET } from '../../emulator/config.js';
 import { SAMPLE_COMPANY_DIR } from '../paths.js';
 
 interface EmulatorArgs {
@@ -54,6 +52,7 @@ export const emulatorCommand: CommandModule<object, EmulatorArgs> = {
         return true;
       }) as Argv<EmulatorArgs>,
   handler: async (argv) => {
+    const { startEmulator, DEFAULT_CONSUMER_KEY, DEFAULT_CONSUMER_SECRET } = await import('../../emulator/index.js');
     const running = await startEmulator({
       port: argv.port,
       host: argv.host,

@@ -7,7 +7,7 @@ import type { Argv, CommandModule } from 'yargs';
 import { resolve } from 'node:path';
 import { connect, withConnection, type ConnectionArgs } from '../connection.js';
 import { finishRun, type OutputArgs } from '../output.js';
-import { runPhotoImport, type PhotoImportMode } from '../../pipelines/photo-import.js';
+import type { PhotoImportMode } from '../../pipelines/photo-import.js';
 import { openSource } from '../../sources/open-source.js';
 import { say } from '../connection.js';
 
@@ -31,6 +31,8 @@ export const photosImportCommand: CommandModule<object, PhotoImportArgs> = {
       .option('dry-run', { type: 'boolean', default: false, describe: 'Check everything and send with Dry-Run: 1; change nothing' })
       .option('report', { type: 'string', describe: 'Write the per-file report (JSON) to FILE' }) as unknown as Argv<PhotoImportArgs>,
   handler: async (argv) => {
+    // Loaded here, not at start: sharp and heic-convert weigh some 50 MB that other commands never need.
+    const { runPhotoImport } = await import('../../pipelines/photo-import.js');
     const source = await openSource(resolve(argv.source));
     const connection = await connect(argv);
     try {
