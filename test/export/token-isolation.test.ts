@@ -3,38 +3,26 @@
  * recording proxy in front of the emulator; the API requests carry the Service-Token, the storage
  * requests carry no credential of any kind.
  */
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { join } from 'node:path';
 import { useEmulator } from '../helpers/emulator.js';
-import { clientFor } from '../helpers/client.js';
 import { expectMatchesState, state, tempDir } from '../helpers/export.js';
-import { startRecordingProxy, type RecordingProxy } from '../helpers/recording-proxy.js';
+import { useProxiedClient } from '../helpers/recording-proxy.js';
 import { runExport } from '../../src/pipelines/export.js';
-import type { WdsClient } from '../../src/index.js';
 
 const emu = useEmulator({
   generate: { members: 30, photo_bytes: [10_000, 20_000], attachments_per_member: [1, 2], attachment_bytes: [3_000, 10_000] },
 });
-let proxy: RecordingProxy;
-let client: WdsClient;
-
-beforeAll(async () => {
-  proxy = await startRecordingProxy(emu().url);
-  client = clientFor({ ...emu(), url: proxy.url });
-});
-afterAll(async () => {
-  await client?.close();
-  await proxy?.close();
-});
+const proxied = useProxiedClient(emu);
 
 it.each(['photos', 'attachments'] as const)('a %s export sends no token, authorization or cookie to storage', async (what) => {
-  proxy.requests.length = 0;
+  proxied().proxy.requests.length = 0;
   const out = join(tempDir(), what);
-  await runExport({ client, what, out, concurrency: 4 });
+  await runExport({ client: proxied().client, what, out, concurrency: 4 });
   const contents = await expectMatchesState(out, await state(emu()), what);
 
-  const api = proxy.requests.filter((r) => r.url.startsWith('/api/'));
-  const storage = proxy.requests.filter((r) => r.url.startsWith('/storage/'));
+  const api = proxied().proxy.requests.filter((r) => r.url.startsWith('/api/'));
+  const storage = proxied().proxy.requests.filter((r) => r.url.startsWith('/storage/'));
   // The proxy sees the token where it belongs, so its absence below means something.
   expect(api.filter((r) => !r.url.endsWith('/token')).every((r) => typeof r.headers['service-token'] === 'string')).toBe(true);
   expect(storage.length).toBe(contents.manifest.length);

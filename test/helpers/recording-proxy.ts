@@ -5,6 +5,10 @@
  */
 import { createServer, request, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll } from 'vitest';
+import { clientFor } from './client.js';
+import type { TestEmulator } from './emulator.js';
+import type { WdsClient } from '../../src/index.js';
 
 export interface RecordedRequest {
   method: string;
@@ -52,5 +56,26 @@ export async function startRecordingProxy(target: string): Promise<RecordingProx
       server.closeAllConnections();
       server.close(() => resolve());
     }),
+  };
+}
+
+/**
+ * A recording proxy in front of the test file's emulator and a client that goes through it, both
+ * started before the file's tests and closed after them.
+ */
+export function useProxiedClient(emu: () => TestEmulator): () => { proxy: RecordingProxy; client: WdsClient } {
+  let proxy: RecordingProxy | undefined;
+  let client: WdsClient | undefined;
+  beforeAll(async () => {
+    proxy = await startRecordingProxy(emu().url);
+    client = clientFor({ ...emu(), url: proxy.url });
+  });
+  afterAll(async () => {
+    await client?.close();
+    await proxy?.close();
+  });
+  return () => {
+    if (!proxy || !client) throw new Error('the proxy has not started');
+    return { proxy, client };
   };
 }
