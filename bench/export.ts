@@ -179,6 +179,8 @@ interface Sample {
   bytes: number;
   ms: number;
   peakKb: number | null;
+  /** Ours only: what the largest sampled RSS was made of. */
+  atPeak?: Record<string, number>;
 }
 
 async function folderTotals(dir: string): Promise<{ files: number; bytes: number }> {
@@ -203,11 +205,11 @@ async function runOurs(child: { command: string; args: string[] }, emulator: Emu
   const options = { base_url: emulator.baseUrl, consumer_key: emulator.consumerKey, consumer_secret: emulator.consumerSecret, what: set.what, out, concurrency };
   const exit = await run(child.command, [...child.args, JSON.stringify(options)]);
   if (exit.code !== 0) throw new Error(`our export failed (${exit.code}):\n${exit.stderr}`);
-  const result = JSON.parse(exit.stdout.trim().split('\n').pop()!) as { ms: number; files: number; failed: number; bytes: number; peak_rss_kb: number | null };
+  const result = JSON.parse(exit.stdout.trim().split('\n').pop()!) as { ms: number; files: number; failed: number; bytes: number; peak_rss_kb: number | null; at_peak_mb: Record<string, number> };
   check(set, `ours (${sink})`, result);
   if (sink === 'folder') check(set, 'ours (folder on disk)', await folderTotals(out));
   else if ((await stat(out)).size < set.bytes) throw new Error(`the zip is smaller than its files: ${(await stat(out)).size}`);
-  return { concurrency, files: result.files, bytes: result.bytes, ms: result.ms, peakKb: result.peak_rss_kb };
+  return { concurrency, files: result.files, bytes: result.bytes, ms: result.ms, peakKb: result.peak_rss_kb, atPeak: result.at_peak_mb };
 }
 
 async function listFresh(emulator: Emulator, set: BenchSet): Promise<{ url: string; name: string }[]> {
@@ -354,7 +356,7 @@ async function main(): Promise<void> {
               await mkdir(work, { recursive: true });
               const sample = { set: set.name, latency, tool, ...(await go(work)) };
               samples.push(sample);
-              process.stderr.write(`  ${set.name} ${latency} ms run ${r + 1}: ${tool} c${sample.concurrency} ${(sample.ms / 1000).toFixed(2)} s, peak ${sample.peakKb === null ? '-' : (sample.peakKb / 1024).toFixed(0)} MB\n`);
+              process.stderr.write(`  ${set.name} ${latency} ms run ${r + 1}: ${tool} c${sample.concurrency} ${(sample.ms / 1000).toFixed(2)} s, peak ${sample.peakKb === null ? '-' : (sample.peakKb / 1024).toFixed(0)} MB${sample.atPeak ? ` (at the sampled peak, MB: ${Object.entries(sample.atPeak).map(([k, v]) => `${k} ${v}`).join(', ')})` : ''}\n`);
               await rm(work, { recursive: true, force: true });
             }
           }

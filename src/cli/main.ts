@@ -3,7 +3,6 @@
  * `wds-files`: the command line (DESIGN.md section 3). Commands are thin: each one parses its
  * options here and hands them to a pipeline, the client or the emulator.
  */
-import { setFlagsFromString } from 'node:v8';
 import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
 import { emulatorCommand } from './commands/emulator.js';
@@ -16,11 +15,9 @@ import { UsageError } from './connection.js';
 import { isWdsError } from '../client/errors.js';
 import { redact } from '../util/redact.js';
 import { EXIT } from './exit-codes.js';
+import { keepYoungGenerationSmall } from '../util/runtime.js';
 
-// Keep V8's young generation from growing to 16 MB semi-spaces: a file run allocates many short
-// read buffers, and the grown semi-spaces, not live data, made most of its peak memory
-// (bench/export: 20,000 photos 171 MB without, about 122 MB with).
-setFlagsFromString('--semi-space-growth-factor=1');
+keepYoungGenerationSmall();
 
 export async function main(argv: string[]): Promise<void> {
   await yargs(argv)

@@ -6,7 +6,7 @@ import { createHash } from 'node:crypto';
 import { readFile, readdir, stat } from 'node:fs/promises';
 import { join, relative, sep } from 'node:path';
 import { MANIFEST_NAME, parseManifest, type ManifestLine } from '../sinks/manifest.js';
-import { sha256File } from '../sinks/folder.js';
+import { hashFile } from '../util/hash-file.js';
 import { ZipReader } from '../sources/zip-reader.js';
 import { isZipTarget } from './export.js';
 
@@ -99,7 +99,7 @@ export async function verifyExport(target: string): Promise<VerifyResult> {
       fail(line.path, 'missing');
       continue;
     }
-    const problem = check(line, size, size === line.size ? await sha256File(path) : '');
+    const problem = check(line, size, size === line.size ? (await hashFile(path)).sha256 : '');
     if (problem) fail(line.path, problem);
     else {
       result.ok += 1;

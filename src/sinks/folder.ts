@@ -3,23 +3,17 @@
  * place when complete, so a killed run leaves no half file; the manifest grows by one line per
  * file as it lands, so a rerun knows what is already there, and is rewritten in order at the end.
  */
-import { createHash, randomBytes } from 'node:crypto';
-import { createReadStream } from 'node:fs';
+import { randomBytes } from 'node:crypto';
 import { mkdir, open, readFile, rename, rm, stat, writeFile, type FileHandle } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type { EntryWriter, ExportSink } from './sink.js';
+import { digestOf, hashFile } from '../util/hash-file.js';
 import { MANIFEST_NAME, formatLine, parseManifest, sortLines, manifestKey, type ManifestLine } from './manifest.js';
 
 const TMP = '.wds-tmp';
 /** A file's bytes are written in batches of this size (the last one smaller). */
 const FLUSH_BYTES = 256 * 1024;
 const DONE: Promise<void> = Promise.resolve();
-
-export async function sha256File(path: string): Promise<string> {
-  const hash = createHash('sha256');
-  for await (const chunk of createReadStream(path, { highWaterMark: 1 << 20 })) hash.update(chunk as Buffer);
-  return hash.digest('hex');
-}
 
 export class FolderSink implements ExportSink {
   private readonly lines = new Map<string, ManifestLine>();
@@ -55,7 +49,7 @@ export class FolderSink implements ExportSink {
       try {
         const info = await stat(path);
         if (info.size !== line.size) continue;
-        if ((await sha256File(path)) !== line.sha256) continue;
+        if ((await hashFile(path)).sha256 !== line.sha256) continue;
       } catch {
         continue;
       }
@@ -83,6 +77,8 @@ export class FolderSink implements ExportSink {
     // file costs an open, one write, a close and a rename.
     let pending: Buffer[] = [];
     let pendingBytes = 0;
+    /** Whether a batch went out before commit: the file is larger than one batch. */
+    let batched = false;
     let handle: FileHandle | null = null;
     let writing: Promise<void> = DONE;
     const writeBatch = async (chunks: Buffer[], size: number): Promise<void> => {
@@ -117,25 +113,34 @@ export class FolderSink implements ExportSink {
       write: (chunk) => {
         pending.push(chunk);
         pendingBytes += chunk.length;
-        return pendingBytes >= FLUSH_BYTES ? flush() : DONE;
+        if (pendingBytes < FLUSH_BYTES) return DONE;
+        batched = true;
+        return flush();
       },
       restart: async () => {
         pending = [];
         pendingBytes = 0;
+        batched = false;
         await settle();
         // The next batch opens the file again with 'w', which empties it.
         await close();
       },
       commit: async () => {
+        // A file of one batch is hashed here, from the bytes about to be written: a trip to the
+        // hashing thread would cost more (and the thread's memory, for an export of photos).
+        // Larger files are read back on the hashing thread, off the main thread.
+        const small = batched ? null : digestOf(pending);
         await flush();
         await writing;
         await close();
+        const digest = small ?? (await hashFile(temp));
         const dir = dirname(final);
         if (!this.madeDirs.has(dir)) {
           await mkdir(dir, { recursive: true });
           this.madeDirs.add(dir);
         }
         await rename(temp, final);
+        return digest;
       },
       abort: async () => {
         pending = [];

@@ -3,15 +3,16 @@
  * interface per role, one conformance test for every implementation).
  */
 import type { ManifestLine } from './manifest.js';
+import type { FileDigest } from '../util/hash-file.js';
 
-/** One file being written. The downloader hashes; the sink only stores. */
+/** One file being written. The sink stores it, and hashes what it stored. */
 export interface EntryWriter {
   /** Appends bytes, resolving when they may be reused (backpressure). */
   write(chunk: Buffer): Promise<void>;
   /** Drops what was written (a download that starts over). */
   restart(): Promise<void>;
-  /** The file is complete: put it in place under its path. */
-  commit(): Promise<void>;
+  /** The file is complete: put it in place under its path; answers the SHA-256 and size stored. */
+  commit(): Promise<FileDigest>;
   /** Drops the file (the download failed). */
   abort(): Promise<void>;
 }

@@ -18,6 +18,7 @@ import { Readable } from 'node:stream';
 import type { EntryWriter, ExportSink } from './sink.js';
 import { shouldDeflate } from './sink.js';
 import { ZipOutput } from './zip-output.js';
+import { digestOf, hashFile, type FileDigest } from '../util/hash-file.js';
 import { MANIFEST_NAME, formatLine, sortLines, type ManifestLine } from './manifest.js';
 
 /** Files up to this size wait for the zip in memory, while all of them fit in MEMORY_BUDGET. */
@@ -117,22 +118,26 @@ export class ZipSink implements ExportSink {
         await handle.close();
         handle = await open(spoolPath, 'w');
       },
-      commit: async () => {
+      commit: async (): Promise<FileDigest> => {
         if (!handle) {
           const data = chunks;
           chunks = [];
           try {
+            // Small files, in memory: hashed here, which costs less than a trip to the hashing thread.
+            const digest = digestOf(data);
             await this.append(Readable.from(data, { objectMode: false }), path);
+            return digest;
           } finally {
             release();
           }
-          return;
         }
         await flush();
         await handle.close();
         handle = null;
+        const digest = await hashFile(spoolPath);
         await this.append(createReadStream(spoolPath), path);
         await rm(spoolPath, { force: true });
+        return digest;
       },
       abort: async () => {
         chunks = [];

@@ -5,7 +5,6 @@
  * the storage offers it; a URL past its deadline, or answered 403, goes back to the lister, and a
  * file that changed since it was listed is downloaded in its new version.
  */
-import { createHash, type Hash } from 'node:crypto';
 import { request, type Dispatcher } from 'undici';
 import type { RemoteFile, UrlLister } from './list-urls.js';
 import type { EntryWriter, ExportSink } from '../sinks/sink.js';
@@ -66,14 +65,12 @@ export async function downloadFile(job: DownloadJob, options: DownloadOptions): 
   let failures = 0;
   let refreshes = 0;
   let writer: EntryWriter | null = null;
-  let hash: Hash = createHash('sha256');
   let received = 0;
   let total: number | undefined;
   let etag: string | undefined;
   let lastProblem = '';
 
   const restart = async (): Promise<void> => {
-    hash = createHash('sha256');
     received = 0;
     total = undefined;
     etag = undefined;
@@ -160,7 +157,6 @@ export async function downloadFile(job: DownloadJob, options: DownloadOptions): 
     writer ??= await sinkStep(job.path, () => options.sink.open(job.path, total));
     try {
       for await (const chunk of res.body as AsyncIterable<Buffer>) {
-        hash.update(chunk);
         received += chunk.length;
         await sinkStep(job.path, () => writer!.write(chunk));
       }
@@ -180,8 +176,9 @@ export async function downloadFile(job: DownloadJob, options: DownloadOptions): 
       continue;
     }
     options.onReceived?.();
-    await sinkStep(job.path, () => writer!.commit());
-    return { job, file: current, outcome: 'ok', size: received, sha256: hash.digest('hex'), changed };
+    const stored = await sinkStep(job.path, () => writer!.commit());
+    if (stored.size !== received) throw new SinkError(job.path, new Error(`${stored.size} of ${received} bytes were stored`));
+    return { job, file: current, outcome: 'ok', size: received, sha256: stored.sha256, changed };
   }
 }
 
