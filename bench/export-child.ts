@@ -5,7 +5,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { WdsClient } from '../src/client/client.js';
-import { keepYoungGenerationSmall } from '../src/util/runtime.js';
+import { tuneMemory } from '../src/util/runtime.js';
 import { runExport } from '../src/pipelines/export.js';
 
 interface ChildOptions {
@@ -17,7 +17,7 @@ interface ChildOptions {
   concurrency?: number;
 }
 
-keepYoungGenerationSmall(); // as the CLI does
+tuneMemory(); // as the CLI does
 const options = JSON.parse(process.argv[2] ?? '{}') as ChildOptions;
 const client = new WdsClient({ baseUrl: options.base_url, consumerKey: options.consumer_key, consumerSecret: options.consumer_secret, stateFile: false });
 // The token is fetched before the clock starts: a long-running user process has one already.

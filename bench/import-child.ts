@@ -7,7 +7,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { WdsClient } from '../src/client/client.js';
-import { keepYoungGenerationSmall } from '../src/util/runtime.js';
+import { tuneMemory } from '../src/util/runtime.js';
 import { runPhotoImport } from '../src/pipelines/photo-import.js';
 import { runAttachmentImport } from '../src/pipelines/attachment-import.js';
 import { openSource } from '../src/sources/open-source.js';
@@ -26,7 +26,7 @@ interface ChildOptions {
   field?: number;
 }
 
-keepYoungGenerationSmall(); // as the CLI does
+tuneMemory(); // as the CLI does
 const options = JSON.parse(process.argv[2] ?? '{}') as ChildOptions;
 const client = new WdsClient({
   baseUrl: options.base_url,

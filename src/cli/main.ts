@@ -15,9 +15,9 @@ import { UsageError } from './connection.js';
 import { isWdsError } from '../client/errors.js';
 import { redact } from '../util/redact.js';
 import { EXIT } from './exit-codes.js';
-import { keepYoungGenerationSmall } from '../util/runtime.js';
+import { tuneMemory } from '../util/runtime.js';
 
-keepYoungGenerationSmall();
+tuneMemory();
 
 export async function main(argv: string[]): Promise<void> {
   await yargs(argv)
