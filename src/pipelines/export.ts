@@ -102,7 +102,7 @@ export async function runExport(options: ExportOptions): Promise<ExportResult> {
     ? [{ id: 'photos', kind: 'photo' }]
     : await attachmentTargets(client, { sheet: options.sheet, field: options.field });
   if (options.what === 'attachments' && targets.length === 0) {
-    report.notes.push(options.sheet !== undefined ? `sheet ${options.sheet} has no file part${options.field !== undefined ? ` ${options.field}` : ''}` : 'no sheet has a file part');
+    report.notes.push('no sheet has a file part');
   }
   const lister = new UrlLister(client, targets, options.since);
   const listing = await lister.listAll();

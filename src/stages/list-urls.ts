@@ -139,17 +139,37 @@ export class UrlLister {
   }
 }
 
-/** The attachment targets: every file part of every sheet, or the ones named. */
+/** A sheet or file part named with --sheet/--field that the layouts do not have. */
+export class UnknownTargetError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'UnknownTargetError';
+  }
+}
+
+/**
+ * The attachment targets: every file part of every sheet, or the ones named. A sheet named that
+ * does not exist or has no file part, or a field named that is not a file part of it, is an
+ * error naming what there is: an export of nothing is never what was asked for.
+ */
 export async function attachmentTargets(client: WdsClient, only: { sheet?: number; field?: number } = {}): Promise<ListTarget[]> {
   const layouts = await client.sheets.layouts();
   const targets: ListTarget[] = [];
+  const fileParts = (layout: (typeof layouts)[number]) => layout.custom_fields.filter((field) => field.type_detail === 'attach_file');
+  const list = (items: { id: number; name: string }[]): string => items.map((i) => `${i.id} (${i.name})`).join(', ') || 'none';
   for (const layout of layouts) {
     if (only.sheet !== undefined && layout.id !== only.sheet) continue;
-    for (const field of layout.custom_fields) {
-      if (field.type_detail !== 'attach_file') continue;
+    for (const field of fileParts(layout)) {
       if (only.field !== undefined && field.id !== only.field) continue;
       targets.push({ id: `attachments:${layout.id}:${field.id}`, kind: 'attachment', sheetId: layout.id, fieldId: field.id });
     }
+  }
+  if (only.sheet !== undefined && targets.length === 0) {
+    const layout = layouts.find((l) => l.id === only.sheet);
+    const withFiles = layouts.filter((l) => fileParts(l).length > 0);
+    if (!layout) throw new UnknownTargetError(`there is no sheet ${only.sheet}; sheets with file parts: ${list(withFiles)}`);
+    if (only.field === undefined) throw new UnknownTargetError(`sheet ${layout.id} (${layout.name}) has no file part; sheets with file parts: ${list(withFiles)}`);
+    throw new UnknownTargetError(`field ${only.field} is not a file part of sheet ${layout.id} (${layout.name}); its file parts: ${list(fileParts(layout))}`);
   }
   return targets;
 }

@@ -9,6 +9,7 @@ import { createProgress } from '../progress.js';
 import { finishRun, type OutputArgs } from '../output.js';
 import { runExport, DEFAULT_EXPORT_CONCURRENCY } from '../../pipelines/export.js';
 import { isValidDate } from '../../spec/time.js';
+import { UnknownTargetError } from '../../stages/list-urls.js';
 
 interface ExportArgs extends ConnectionArgs, OutputArgs {
   out: string;
@@ -56,6 +57,8 @@ async function handle(what: 'photos' | 'attachments', argv: ExportArgs): Promise
         note: p.relists ? `${p.relists} re-lists` : undefined,
       }),
       // Stopped once, before the summary: a plain progress view prints its last line on stop.
+    }).catch((error: unknown) => {
+      throw error instanceof UnknownTargetError ? new UsageError(error.message) : error;
     }).finally(() => progress.stop());
     const lines = [`written to ${result.out}`, ...result.report.notes];
     if (result.relists) lines.push(`download URLs expired: listed again ${result.relists} times`);

@@ -1,0 +1,59 @@
+/**
+ * `--sheet` and `--field` (issue 4): an export of one sheet or one file part holds exactly those
+ * files; a sheet that does not exist, or a field that is not a file part of the sheet, is a usage
+ * error naming what there is (exit 2), and nothing is written.
+ */
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, expect, it } from 'vitest';
+import { useEmulator } from '../helpers/emulator.js';
+import { clientFor } from '../helpers/client.js';
+import { readExport, state, tempDir } from '../helpers/export.js';
+import { connectionArgs, runCli } from '../helpers/cli-process.js';
+import { runExport } from '../../src/pipelines/export.js';
+import { UnknownTargetError } from '../../src/stages/list-urls.js';
+import type { WdsClient } from '../../src/index.js';
+
+const emu = useEmulator({
+  generate: { members: 20, photo_bytes: [10_000, 12_000], attachments_per_member: [2, 3], attachment_bytes: [3_000, 6_000] },
+});
+let client: WdsClient | undefined;
+const api = (): WdsClient => (client ??= clientFor(emu()));
+afterAll(async () => {
+  await client?.close();
+});
+
+it('one sheet, and one file part of it: exactly their files', async () => {
+  const s = await state(emu());
+  const sheets = [...new Set(s.attachments.map((a) => a.sheet_id))];
+  expect(sheets.length).toBeGreaterThan(1);
+  const sheet = sheets[0]!;
+  const out = join(tempDir(), 'one-sheet');
+  await runExport({ client: api(), what: 'attachments', out, sheet, concurrency: 4 });
+  const contents = await readExport(out);
+  const expected = s.attachments.filter((a) => a.sheet_id === sheet);
+  expect(contents.manifest.length).toBe(expected.length);
+  expect(new Set(contents.manifest.map((l) => l.sheet_id))).toEqual(new Set([sheet]));
+
+  const field = expected[0]!.custom_field_id;
+  const onePart = join(tempDir(), 'one-part');
+  await runExport({ client: api(), what: 'attachments', out: onePart, sheet, field, concurrency: 4 });
+  expect((await readExport(onePart)).manifest.length).toBe(expected.filter((a) => a.custom_field_id === field).length);
+});
+
+it('a sheet that does not exist, or a field that is not a file part, is refused naming what there is', async () => {
+  const layouts = await api().sheets.layouts();
+  const withFile = layouts.find((l) => l.custom_fields.some((f) => f.type_detail === 'attach_file'))!;
+  const notFile = withFile.custom_fields.find((f) => f.type_detail !== 'attach_file')!;
+  const out = join(tempDir(), 'nothing');
+  await expect(runExport({ client: api(), what: 'attachments', out, sheet: 9999 })).rejects.toThrow(UnknownTargetError);
+  await expect(runExport({ client: api(), what: 'attachments', out, sheet: 9999 })).rejects.toThrow(new RegExp(`there is no sheet 9999; sheets with file parts: .*${withFile.id} \\(`));
+  await expect(runExport({ client: api(), what: 'attachments', out, sheet: withFile.id, field: notFile.id }))
+    .rejects.toThrow(new RegExp(`field ${notFile.id} is not a file part of sheet ${withFile.id}.*its file parts: \\d+ \\(`));
+  expect(existsSync(out)).toBe(false);
+
+  const run = await runCli(['attachments', 'export', '--out', out, '--sheet', '9999', ...connectionArgs(emu())]);
+  expect(run.code).toBe(2);
+  expect(run.stderr).toContain('there is no sheet 9999');
+  expect(existsSync(out)).toBe(false);
+});
