@@ -13,7 +13,7 @@ import { seedCompanySchema, type SeedCompany } from './seed-schema.js';
 import { checkAttachment, readPhotos, type SeedFile } from './seed-files.js';
 import { buildMember } from './routes/member-input.js';
 import { DepartmentIndex } from './routes/member-view.js';
-import { checkValues } from './routes/sheet-values.js';
+import { checkFieldValues } from './routes/custom-field-values.js';
 import { recalculate } from './routes/formula.js';
 import { evaluateFormula } from './routes/member-formula.js';
 import { describeIssues } from '../spec/schemas.js';
@@ -253,7 +253,7 @@ class SeedLoader {
       } else if (field.kind === 'attach_file') {
         this.problem(at, `${what} is a file part; give file, a path inside the seed folder`);
       } else {
-        const checked = checkValues(this.company, field, entry.values ?? []);
+        const checked = checkFieldValues(field, entry.values ?? [], (code) => this.company.data.members[code] !== undefined);
         if (!checked.ok) this.problem(`${at}.values`, `${what} ${checked.problem}`);
         else if (checked.values.length) record.values[String(field.id)] = checked.values;
       }

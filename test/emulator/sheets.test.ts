@@ -330,18 +330,18 @@ describe('validation: NG per member, nothing changes (api-v2.md 2, 4.4 Sheets)',
   const cases: [string, Record<number, string[]>, RegExp][] = [
     ['an unknown field id', { 999: ['x'] }, /custom field 999 is not a field of sheet/],
     ['a formula part', { 109: ['3'] }, /custom field 109 .*formula part.*cannot be updated directly/],
-    ['a pulldown value that is not an option', { 103: ['C'] }, /custom field 103 .*"C" is not an option/],
-    ['a radio value that is not an option', { 104: ['Z'] }, /custom field 104 .*"Z" is not an option/],
-    ['a checkbox value that is not an option', { 105: ['c1', 'c9'] }, /custom field 105 .*"c9" is not an option/],
+    ['a pulldown value that is not an option', { 103: ['C'] }, /custom field 103 .*has no choice "C"; choices: /],
+    ['a radio value that is not an option', { 104: ['Z'] }, /custom field 104 .*has no choice "Z"; choices: /],
+    ['a checkbox value that is not an option', { 105: ['c1', 'c9'] }, /custom field 105 .*has no choice "c9"; choices: /],
     ['a checkbox option named twice', { 105: ['c1', 'c1'] }, /custom field 105 .*more than once/],
     ['two values for a pulldown', { 103: ['A', 'B'] }, /custom field 103 .*one value/],
-    ['a number box value that is not a number', { 102: ['12a'] }, /custom field 102 .*"12a" is not a number/],
-    ['a number box value with a comma', { 102: ['1,000'] }, /custom field 102 .*not a number/],
-    ['a date that is not a calendar day', { 106: ['2026-02-30'] }, /custom field 106 .*not a date YYYY-MM-DD/],
-    ['a date in another format', { 106: ['2026/04/01'] }, /custom field 106 .*not a date/],
-    ['a year-month sent as YYYY-MM', { 107: ['2026-04'] }, /custom field 107 .*not a date YYYY-MM-DD/],
+    ['a number box value that is not a number', { 102: ['12a'] }, /custom field 102 .*must be a number, got "12a"/],
+    ['a number box value with a comma', { 102: ['1,000'] }, /custom field 102 .*must be a number/],
+    ['a date that is not a calendar day', { 106: ['2026-02-30'] }, /custom field 106 .*must be a date YYYY-MM-DD, got "2026-02-30"/],
+    ['a date in another format', { 106: ['2026/04/01'] }, /custom field 106 .*must be a date/],
+    ['a year-month sent as YYYY-MM', { 107: ['2026-04'] }, /custom field 107 .*must be a date YYYY-MM-DD, got "2026-04"/],
     ['a text over max_length', { 101: ['abcdef'] }, /custom field 101 .*6 characters, over the maximum length of 5/],
-    ['a face photo part naming no member', { 110: ['NOBODY'] }, /custom field 110 .*not the employee number of a member/],
+    ['a face photo part naming no member', { 110: ['NOBODY'] }, /custom field 110 .*must name an existing member, got "NOBODY"/],
     ['an empty string among other values', { 105: ['c1', ''] }, /custom field 105 .*empty string/],
     ['two file names in a file part', { 108: ['a.pdf', 'b.pdf'] }, /custom field 108 .*one file/],
   ];
@@ -409,7 +409,7 @@ describe('validation: NG per member, nothing changes (api-v2.md 2, 4.4 Sheets)',
   it('names the record of a multiple-record sheet in its messages', async () => {
     const { id, codes } = arrange(1);
     const messages = await ng('PATCH', `/sheets/${id}`, { member_data: [{ member_code: codes[0], records: [rec({ 101: ['ok'] }), rec({ 102: ['x'] })] }] });
-    expect(messages).toEqual([`member ${codes[0]}: record 2: custom field 102 ("Number"): "x" is not a number`]);
+    expect(messages).toEqual([`member ${codes[0]}: record 2: custom field 102 ("Number"): must be a number, got "x"`]);
   });
 
   it('requires required fields in whole records (bulk update, multiple-record partial update, add records)', async () => {

@@ -13,7 +13,8 @@
 import type { FieldDef, Member } from '../model.js';
 import type { MemberInput } from '../../spec/schemas.js';
 import { isValidDate } from '../../spec/time.js';
-import { BASE_LAYOUT, DATE_KEYS, GENDERS, TEXT_KEYS, isChoiceKind } from './member-layout.js';
+import { checkFieldValues } from './custom-field-values.js';
+import { BASE_LAYOUT, DATE_KEYS, GENDERS, TEXT_KEYS } from './member-layout.js';
 import type { DepartmentIndex } from './member-view.js';
 
 export type ReadMode = 'full' | 'partial';
@@ -139,40 +140,12 @@ function applyCustomFields(input: MemberInput, member: Member, ctx: InputContext
   return sent;
 }
 
-/** What is wrong with the values sent for one custom field, or undefined (api-v2.md 2, custom field parts). */
+/** What is wrong with the values sent for one custom field, or undefined. */
 function valueProblem(field: FieldDef, values: string[], ctx: InputContext): string | undefined {
   if (field.kind === 'calc_formula') return 'is a formula part: it is recalculated by the service and cannot be updated directly';
   if (field.kind === 'attach_file') return 'is a file part: files are updated through the attachment operations';
-  if (values.every((v) => v === '')) return undefined;
-  if (field.kind === 'checkbox') {
-    const options = (field.options ?? []).map((o) => o.name);
-    const bad = values.filter((v) => !options.includes(v));
-    if (bad.length) return `has no choice ${bad.map((v) => `"${v}"`).join(', ')}; choices: ${options.join(', ') || '(none)'}`;
-    if (new Set(values).size !== values.length) return 'names the same choice more than once';
-    return undefined;
-  }
-  if (values.length > 1) return `takes one value, got ${values.length}`;
-  const value = values[0]!;
-  if (isChoiceKind(field.kind)) {
-    const options = (field.options ?? []).map((o) => o.name);
-    return options.includes(value) ? undefined : `has no choice "${value}"; choices: ${options.join(', ') || '(none)'}`;
-  }
-  switch (field.kind) {
-    case 'number_box':
-      return /^-?\d+(\.\d+)?$/.test(value) ? undefined : `must be a number, got "${value}"`;
-    case 'date':
-    case 'year_month':
-      // Date and year-month parts are updated as YYYY-MM-DD (api-v2.md 2, custom field parts).
-      return isValidDate(value) ? undefined : `must be a date YYYY-MM-DD, got "${value}"`;
-    case 'face_image':
-      // The face photo part holds the employee number of the member whose photo is shown.
-      return ctx.codesAfter.has(value) ? undefined : `must name an existing member, got "${value}"`;
-    default:
-      if (field.max_length !== null && length(value) > field.max_length) {
-        return `is ${length(value)} characters, over the maximum length of ${field.max_length}`;
-      }
-      return undefined;
-  }
+  const checked = checkFieldValues(field, values, (code) => ctx.codesAfter.has(code));
+  return checked.ok ? undefined : checked.problem;
 }
 
 /** The layout's required flags hold for the member as the write leaves it. */

@@ -28,7 +28,7 @@ import type { Company } from '../company.js';
 import type { FieldDef, SheetRecord, SheetState, StoredFile } from '../model.js';
 import type { TaskPlan } from './context.js';
 import type { SentField, SentMember, SheetWriteMode } from './sheet-body.js';
-import { checkValues } from './sheet-values.js';
+import { checkFieldValues } from './custom-field-values.js';
 import { recalculate } from './formula.js';
 
 interface MemberChange {
@@ -110,7 +110,7 @@ class MemberWriter {
         this.fileRequest(index, field, sent.values, files);
         continue;
       }
-      const checked = checkValues(this.company, field, sent.values);
+      const checked = checkFieldValues(field, sent.values, (code) => this.company.data.members[code] !== undefined);
       if (!checked.ok) {
         this.fail(index, field, checked.problem);
         continue;
