@@ -77,8 +77,9 @@ export class Company {
 
   /** Back to the seed: data, files, tasks, windows and counters. */
   async reset(): Promise<void> {
+    // Tasks first: a job still running finishes on the old data and blobs, not on the new ones.
+    await this.tasks.clear();
     this.blobs.clear();
-    this.tasks.clear();
     this.requestWindow.reset();
     this.updateWindow.reset();
     this.tokenWindow.reset();

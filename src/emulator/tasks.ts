@@ -129,7 +129,13 @@ export class TaskQueue {
     }
   }
 
-  clear(): void {
+  /**
+   * Forgets every task. A job already running is let finish first (on the data as it is), so that
+   * it cannot change what replaces that data; no other job runs.
+   */
+  async clear(): Promise<void> {
+    this.pending.length = 0;
+    await this.running;
     this.tasks.clear();
     this.pending.length = 0;
     this.lastDoneAt = 0;

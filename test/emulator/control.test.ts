@@ -152,3 +152,28 @@ describe('reset with a seed (DESIGN.md section 6)', () => {
     );
   });
 });
+
+describe('reset while a task runs (DESIGN.md section 6)', () => {
+  const seeded = useEmulator({ generate: { members: 5, photo_ratio: 1, photo_bytes: [10_000, 10_000], attachments_per_member: [0, 0] } });
+
+  it('lets the running task finish on the old data: the seed stands after the reset', async () => {
+    const initial = await seeded().control('GET', '/state');
+    const photos = await Promise.all(initial.members.map((_: unknown, i: number) => jpeg(2400, 3200, i + 2)));
+    const body = { enable_trimming: true, member_data: initial.members.map((m: { code: string }, i: number) => ({ code: m.code, base64_face_image: b64(photos[i]!) })) };
+    const res = await seeded().api('PATCH', '/members/face_image', body);
+    expect(res.status).toBe(200);
+    // The task falls due, and its job (decoding and trimming five large photos) starts at once;
+    // the reset arrives while it runs.
+    const company = companyOf(seeded());
+    company.clock.advance(60);
+    let jobDone = false;
+    const running = company.tasks.tick().then(() => (jobDone = true));
+    await seeded().control('POST', '/reset');
+    expect(jobDone, 'the reset answered after the running job ended').toBe(true);
+    await running;
+    const after = await seeded().control('GET', '/state');
+    expect(after.members.map((m: { code: string; photo: { sha256: string } }) => [m.code, m.photo.sha256])).toEqual(
+      initial.members.map((m: { code: string; photo: { sha256: string } }) => [m.code, m.photo.sha256]),
+    );
+  });
+});
