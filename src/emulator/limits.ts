@@ -12,6 +12,9 @@ export class SlidingWindow {
   ) {}
 
   private prune(now: number): void {
+    // A clock set back leaves stamps in the future: they count as taken now, so they still count
+    // for a window from now and no longer (not a window past their old time).
+    for (let i = this.stamps.length - 1; i >= 0 && this.stamps[i]! > now; i -= 1) this.stamps[i] = now;
     const from = now - this.windowMs;
     let drop = 0;
     while (drop < this.stamps.length && this.stamps[drop]! <= from) drop += 1;

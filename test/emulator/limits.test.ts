@@ -200,3 +200,18 @@ describe('request size: at most 250 MB (api-v2.md 8)', () => {
     expect((await emu().api('GET', '/members/face_image')).status).toBe(200);
   }, 60_000);
 });
+
+describe('update requests when the clock is set back (DESIGN.md section 6)', () => {
+  const emu = useEmulator();
+  it('after the clock is set back an hour, the requests just made count for a minute from now, not an hour and a minute', async () => {
+    addMember(emu(), 'U009');
+    for (let i = 0; i < 5; i += 1) expect((await dryRunUpdate(emu(), 'U009')).status).toBe(200);
+    const now = (await emu().control('GET', '/clock')).epoch_ms as number;
+    await emu().control('POST', '/clock', { now: companyOf(emu()).clock.format(now - 3_600_000) });
+    const refused = await dryRunUpdate(emu(), 'U009');
+    expect(refused.status).toBe(429);
+    expectRetryAfter(refused.headers, 60);
+    await emu().control('POST', '/clock', { advance_seconds: 61 });
+    expect((await dryRunUpdate(emu(), 'U009')).status).toBe(200);
+  });
+});
