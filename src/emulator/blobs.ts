@@ -33,6 +33,8 @@ export function registerBlobGenerator(name: string, fn: BlobGenerator): void {
 
 export class BlobStore {
   private readonly entries = new Map<string, BlobEntry>();
+  /** Released entries, which `collect` walks: not every blob of a company of many thousand. */
+  private readonly released = new Map<string, BlobEntry>();
   private counter = 0;
 
   /** @param dir where uploads are written (--state-dir); in memory when absent. */
@@ -75,6 +77,7 @@ export class BlobStore {
   /** Restores an entry saved by `entriesForSave` (state dir). */
   restore(entry: BlobEntry): void {
     this.entries.set(entry.id, entry);
+    if (entry.releasedAt !== undefined) this.released.set(entry.id, entry);
   }
 
   get(id: string): BlobEntry | undefined {
@@ -108,15 +111,19 @@ export class BlobStore {
   /** Marks a blob as no longer current; it stays readable until `collect` drops it. */
   release(id: string, serviceNow: number): void {
     const entry = this.entries.get(id);
-    if (entry && entry.releasedAt === undefined) entry.releasedAt = serviceNow;
+    if (entry && entry.releasedAt === undefined) {
+      entry.releasedAt = serviceNow;
+      this.released.set(id, entry);
+    }
   }
 
   /** Drops blobs released before `before` (service ms): no valid URL can point at them any more. */
   collect(before: number): number {
     let dropped = 0;
-    for (const [id, entry] of this.entries) {
-      if (entry.releasedAt !== undefined && entry.releasedAt < before) {
+    for (const [id, entry] of this.released) {
+      if (entry.releasedAt! < before) {
         this.entries.delete(id);
+        this.released.delete(id);
         dropped += 1;
       }
     }
@@ -125,6 +132,7 @@ export class BlobStore {
 
   clear(): void {
     this.entries.clear();
+    this.released.clear();
   }
 
   entriesForSave(): BlobEntry[] {

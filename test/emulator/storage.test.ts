@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { useEmulator, type TestEmulator } from '../helpers/emulator.js';
-import { addMember, b64, jpeg, setPhoto } from '../helpers/fixtures.js';
+import { addMember, b64, companyOf, jpeg, setPhoto } from '../helpers/fixtures.js';
 import { rawRequest } from '../helpers/raw-http.js';
 import { DOWNLOAD_URL_LIFETIME_SECONDS } from '../../src/spec/limits.js';
 
@@ -164,5 +164,25 @@ describe('Range requests and HEAD on storage', () => {
     expect(stats.storage_bytes).toBe(4 * size + 10);
     // Downloads are not API requests.
     expect(Object.keys(stats.requests).some((route) => route.includes('storage'))).toBe(false);
+  });
+});
+
+describe('replaced versions (api-v2.md 4.4 Members 6)', () => {
+  it('serves a replaced photo to URLs listed before, and drops it once no such URL can be valid', async () => {
+    addMember(emu(), 'G001');
+    const first = photoBytes(4_000);
+    setPhoto(emu(), 'G001', first);
+    const oldUrl = await urlOf(emu(), 'G001');
+    const company = companyOf(emu());
+    const oldBlob = company.data.photos.G001!.blob;
+    setPhoto(emu(), 'G001', photoBytes(5_000));
+    const served = await download(oldUrl);
+    expect(served.status).toBe(200);
+    expect(sha256(served.body)).toBe(sha256(first));
+    // Past the URL lifetime (and the emulator's minute of grace), the old version is gone.
+    await emu().control('POST', '/clock', { advance_seconds: DOWNLOAD_URL_LIFETIME_SECONDS + 61 });
+    await new Promise((r) => setTimeout(r, 60));
+    expect(company.blobs.get(oldBlob)).toBeUndefined();
+    expect(company.blobs.get(company.data.photos.G001!.blob)).toBeDefined();
   });
 });
