@@ -5,7 +5,7 @@
 import { Agent } from 'undici';
 import type { WdsClient } from '../client/client.js';
 import { UrlLister, attachmentTargets, type ListTarget, type RemoteFile } from '../stages/list-urls.js';
-import { downloadFile, pool, type DownloadJob, type DownloadResult } from '../stages/download.js';
+import { Slots, downloadFile, pool, type DownloadJob, type DownloadResult } from '../stages/download.js';
 import { RunReport } from '../stages/report.js';
 import { FolderSink } from '../sinks/folder.js';
 import type { ExportSink } from '../sinks/sink.js';
@@ -15,19 +15,22 @@ import { extensionOf } from '../spec/extensions.js';
 import { DEFAULT_RETRY, type RetryPolicy } from '../client/retry.js';
 
 /**
- * Chosen with `npx tsx bench/export.ts --sweep --sets photos` (2,000 photos of 100 KB, storage
- * latency 20 ms, folder, 3 runs, medians; 2-core machine shared with other work):
+ * Chosen with `npx tsx bench/export.ts --sweep` (storage latency 20 ms, folder, 3 runs, medians;
+ * 2-core machine shared with the emulator), 2026-11-21:
  *
- *   concurrency      8       16      32      64
- *   wall s        7.18     4.65    3.51    2.75   (before downloads gave their connection up on
- *   peak RSS MB    138      135     135     136    arrival and writes were batched)
+ *   concurrency                8      16      32      64
+ *   2,000 photos of 100 KB  6.18 s  3.48 s  2.55 s  2.30 s   peak RSS 110-111 MB throughout
+ *   200 files of 5 MB        548     495     519     455 MB/s, peak RSS 129 / 145 / 154 / 206 MB
  *
- * After those changes 16 took 3.77 s (5 runs), against 7.80 s for `aria2c -j16` and 4.03 s for
- * `curl -Z --parallel-max 16`: both targets of issue 4 hold at 16. More connections are faster on
- * many small files, but each one holds up to two write batches of a large file in memory, and peak
- * memory is the tighter of the targets; the service's storage also sees fewer connections.
+ * 16 holds both targets of issue 4 on photos (twice as fast as `aria2c -j16`, no slower than
+ * `curl -Z` at 16) and keeps large files under the memory bound. More connections are faster on
+ * many small files; `largeBodies` (below) keeps a higher setting from costing memory on large ones
+ * (64 connections on the 5 MB set: 160-165 MB with it, 202-226 MB without).
  */
 export const DEFAULT_EXPORT_CONCURRENCY = 16;
+
+/** Bodies over 1 MB read at once, whatever the concurrency (`largeBodies` in stages/download.ts). */
+export const LARGE_BODY_CONCURRENCY = 8;
 
 export interface ExportProgress {
   total: number;
@@ -123,8 +126,9 @@ export async function runExport(options: ExportOptions): Promise<ExportResult> {
     }
     options.onProgress?.({ ...progress });
     const retry = { ...DEFAULT_RETRY, maxAttempts: 8, baseDelayMs: 100, maxDelayMs: 4_000, ...options.retry };
+    const largeBodies = new Slots(Math.min(concurrency, LARGE_BODY_CONCURRENCY));
     const download = (job: DownloadJob, release: () => void): Promise<DownloadResult> =>
-      downloadFile(job, { dispatcher, lister, sink, retry, signal: options.signal, onReceived: release });
+      downloadFile(job, { dispatcher, lister, sink, retry, signal: options.signal, onReceived: release, largeBodies });
     await pool(jobs, concurrency, download, async (result: DownloadResult) => {
       const { file, job } = result;
       if (result.outcome === 'ok') {

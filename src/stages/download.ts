@@ -40,6 +40,39 @@ export interface DownloadOptions {
    * place: from then on the file needs the disk, no longer the connection (see `pool`).
    */
   onReceived?: () => void;
+  /**
+   * Bodies over LARGE_BODY_BYTES are read by at most this many downloads at once; the others wait
+   * with their answer unread (the bytes stay in the kernel, the storage waits). Many connections
+   * hide the latency of small files; large ones fill the line with a few, and each body being
+   * read holds read buffers and write batches in memory.
+   */
+  largeBodies?: Slots;
+}
+
+/** Bodies above this size take one of the `largeBodies` slots while they are read. */
+export const LARGE_BODY_BYTES = 1024 * 1024;
+
+/** A counting semaphore: `acquire` resolves with the function that gives the slot back. */
+export class Slots {
+  private free: number;
+  private readonly waiting: (() => void)[] = [];
+
+  constructor(readonly size: number) {
+    this.free = Math.max(1, size);
+  }
+
+  async acquire(): Promise<() => void> {
+    if (this.free > 0) this.free -= 1;
+    else await new Promise<void>((resolve) => this.waiting.push(resolve));
+    let given = false;
+    return () => {
+      if (given) return;
+      given = true;
+      const next = this.waiting.shift();
+      if (next) next();
+      else this.free += 1;
+    };
+  }
 }
 
 /** Errors of the sink (disk full, permissions) end the run; download errors end one file. */
@@ -155,6 +188,8 @@ export async function downloadFile(job: DownloadJob, options: DownloadOptions): 
     const tag = res.headers.etag;
     etag = acceptsRanges && typeof tag === 'string' && !tag.startsWith('W/') ? tag : undefined;
     writer ??= await sinkStep(job.path, () => options.sink.open(job.path, total));
+    const largeBody = options.largeBodies && (total ?? Infinity) - received > LARGE_BODY_BYTES;
+    const giveSlotBack = largeBody ? await options.largeBodies!.acquire() : undefined;
     try {
       for await (const chunk of res.body as AsyncIterable<Buffer>) {
         received += chunk.length;
@@ -165,8 +200,11 @@ export async function downloadFile(job: DownloadJob, options: DownloadOptions): 
       failures += 1;
       lastProblem = `the connection was cut after ${received} bytes (${(error as Error).message})`;
       if (!etag) await restart();
+      giveSlotBack?.();
       await sleep(backoffDelay(failures, options.retry));
       continue;
+    } finally {
+      giveSlotBack?.();
     }
     if (total !== undefined && received !== total) {
       failures += 1;
