@@ -37,16 +37,23 @@ const client = new WdsClient({
 });
 const started = performance.now();
 // RSS sampled through the run, to tell the checking phase (checkMs from the start) from sending.
-const samples: [number, number][] = [];
-const sampler = setInterval(() => samples.push([performance.now() - started, process.memoryUsage().rss]), 50);
+const samples: [number, NodeJS.MemoryUsage][] = [];
+const sampler = setInterval(() => samples.push([performance.now() - started, process.memoryUsage()]), 50);
 const source = await openSource(options.source);
 const result = options.kind === 'attachments'
   ? await runAttachmentImport({ client, source, sheet: options.sheet, field: options.field })
   : await runPhotoImport({ client, source, trimming: options.trimming ?? false });
 const ms = performance.now() - started;
 clearInterval(sampler);
-const peakMb = (from: number, to: number): number =>
-  Math.round(Math.max(0, ...samples.filter(([t]) => t >= from && t < to).map(([, rss]) => rss)) / 2 ** 20);
+const mb = (bytes: number): number => Math.round(bytes / 2 ** 20);
+/** The largest sampled RSS of a phase, and what V8 held then: the rest is native memory (libvips, malloc). */
+const peakOf = (from: number, to: number): { rss: number; heap_total: number; external: number; array_buffers: number } => {
+  let peak: NodeJS.MemoryUsage | undefined;
+  for (const [t, usage] of samples) if (t >= from && t < to && (!peak || usage.rss > peak.rss)) peak = usage;
+  return { rss: mb(peak?.rss ?? 0), heap_total: mb(peak?.heapTotal ?? 0), external: mb(peak?.external ?? 0), array_buffers: mb(peak?.arrayBuffers ?? 0) };
+};
+const checkPeak = peakOf(0, result.checkMs);
+const sendPeak = peakOf(result.checkMs, ms);
 await client.close();
 const hwm = /VmHWM:\s+(\d+) kB/.exec(readFileSync('/proc/self/status', 'utf8'));
 console.log(JSON.stringify({
@@ -57,7 +64,8 @@ console.log(JSON.stringify({
   waited_ms: result.waitedMs,
   rate_limited: client.transport.counters.rateLimited,
   peak_rss_kb: hwm ? Number(hwm[1]) : null,
-  peak_rss_check_mb: peakMb(0, result.checkMs),
-  peak_rss_send_mb: peakMb(result.checkMs, ms),
+  peak_rss_check_mb: checkPeak.rss,
+  peak_rss_send_mb: sendPeak.rss,
+  at_peaks_mb: { check: checkPeak, send: sendPeak },
   problems: result.report.items.filter((i) => i.outcome !== 'ok' && i.outcome !== 'converted').slice(0, 5),
 }));

@@ -287,6 +287,8 @@ interface ChildResult {
   peak_rss_kb: number | null;
   peak_rss_check_mb: number;
   peak_rss_send_mb: number;
+  /** At each phase's sampled peak: RSS and what V8 held (heap, external, of which array buffers). */
+  at_peaks_mb: Record<'check' | 'send', Record<string, number>>;
   problems: unknown[];
 }
 
@@ -296,10 +298,17 @@ interface Stats {
   rate_limited: number;
 }
 
+/** Allocator settings the children inherit from this process: they move peak RSS by 200 MB (photo-check.ts). */
+const MALLOC_ENV = Object.entries(process.env)
+  .filter(([k]) => k.startsWith('MALLOC_') || k === 'GLIBC_TUNABLES' || k === 'LD_PRELOAD')
+  .map(([k, v]) => `${k}=${v}`).join(' ') || 'glibc defaults';
+
 const mb = (bytes: number): string => `${(bytes / 1e6).toFixed(1)} MB`;
 const outcomes = (counts: Record<string, number>): string => Object.entries(counts).filter(([, v]) => v).map(([k, v]) => `${v} ${k}`).join(', ');
 const rss = (result: ChildResult, phase: string): string =>
   `${result.peak_rss_kb === null ? 'n/a' : `${(result.peak_rss_kb / 1024).toFixed(0)} MB`} (sampled: ${result.peak_rss_check_mb} MB ${phase}, ${result.peak_rss_send_mb} MB sending)`;
+const v8At = (at: Record<string, number>): string => `V8 heap ${at.heap_total} MB, external ${at.external} MB (array buffers ${at.array_buffers} MB)`;
+const v8AtPeaks = (result: ChildResult): string => `checking: ${v8At(result.at_peaks_mb.check)}; sending: ${v8At(result.at_peaks_mb.send)}`;
 
 /** One import in the child against `emulator`, with the emulator's stats of it. */
 async function importRun(child: { args: string[] }, emulator: Emulator, options: Record<string, unknown>): Promise<{ result: ChildResult; stats: Stats }> {
@@ -331,7 +340,7 @@ async function photoHalf(child: { args: string[]; note: string }): Promise<void>
     const lines = [
       `photo import: ${photos} photos (${Object.entries(made.kinds).map(([k, v]) => `${v} ${k}`).join(', ')}; ${mb(made.bytes)}), trimming ${trimming ? 'on' : 'off'}`,
       `  emulator: generated company of ${photos} members, ${withPhoto} with a photo; clock speed ${CLOCK_SPEED}; client update window ${UPDATE_WINDOW_MS} ms (5 a window)`,
-      `  import child: ${child.note}`,
+      `  import child: ${child.note}; malloc: ${MALLOC_ENV}`,
       `  outcomes:            ${outcomes(result.counts)}`,
       `  requests sent:       ${sent.register} register + ${sent.update} update = ${sent.register + sent.update} (emulator count)`,
       `  minimum possible:    ${minimum.register} register + ${minimum.update} update = ${minimum.register + minimum.update} (ceil(photos/100) per route; the import's own figure: ${result.requests.minimum})`,
@@ -339,6 +348,7 @@ async function photoHalf(child: { args: string[]; note: string }): Promise<void>
       `  429 answers:         ${stats.rate_limited} (emulator), ${result.rate_limited} (client)`,
       `  waited on limits:    ${(result.waited_ms / 1000).toFixed(1)} s`,
       `  peak RSS (import):   ${rss(result, 'checking and converting')}`,
+      `  at the sampled peaks: ${v8AtPeaks(result)}`,
       `  check and convert:   ${(result.check_ms / 1000).toFixed(1)} s, ${((photos * 1000) / result.check_ms).toFixed(0)} files/s`,
       `  total time:          ${(result.ms / 1000).toFixed(1)} s`,
     ];
@@ -368,7 +378,7 @@ async function attachmentHalf(child: { args: string[]; note: string }): Promise<
     const lines = [
       `attachment import: ${attachments} files (${Object.entries(made.kinds).map(([k, v]) => `${v} ${k}`).join(', ')}; ${mb(made.bytes)}, ${mb(made.bytes * 4 / 3)} as base64)`,
       `  emulator: generated company of ${members} members without files; sheet 2, file part 1306; clock speed ${CLOCK_SPEED}; client update window ${UPDATE_WINDOW_MS} ms (5 a window)`,
-      `  import child: ${child.note}`,
+      `  import child: ${child.note}; malloc: ${MALLOC_ENV}`,
       `  outcomes:            ${outcomes(result.counts)}`,
       `  requests sent:       ${sent.register} register + ${sent.update} update = ${sent.register + sent.update} (emulator count)`,
       `  minimum possible:    ${minimum} (1,000 files and 250 MB of body a request, from the files' sizes; the import's own figure: ${result.requests.minimum})`,
@@ -376,6 +386,7 @@ async function attachmentHalf(child: { args: string[]; note: string }): Promise<
       `  429 answers:         ${stats.rate_limited} (emulator), ${result.rate_limited} (client)`,
       `  waited on limits:    ${(result.waited_ms / 1000).toFixed(1)} s`,
       `  peak RSS (import):   ${rss(result, 'checking')}`,
+      `  at the sampled peaks: ${v8AtPeaks(result)}`,
       `  validation:          ${(result.check_ms / 1000).toFixed(1)} s, ${((attachments * 1000) / result.check_ms).toFixed(0)} files/s`,
       `  total time:          ${(result.ms / 1000).toFixed(1)} s`,
     ];

@@ -5,7 +5,9 @@
  * photo routed to register (member without a photo) or partial update (member with one) from one
  * listing; batches of at most 100 photos and 250 MB; every task followed to its end.
  */
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { createReadStream } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import type { Readable } from 'node:stream';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { WdsClient } from '../client/client.js';
@@ -57,16 +59,44 @@ export function codeFromName(name: string): string {
   return dot > 0 ? base.slice(0, dot) : base;
 }
 
+/**
+ * Files to check are read into buffers of this size kept for the run (larger ones into their own):
+ * one buffer per file left to the garbage collector held some 25 MB of dead buffers at the peak
+ * (bench/import; V8 frees them only at a full collection).
+ */
+const READ_BUFFER_BYTES = 8 * 1024 * 1024;
+
 const PHOTO_BODY_OVERHEAD = Buffer.byteLength('{"enable_trimming":false,"member_data":[]}');
 const photoItemBytes = (p: ReadyPhoto): number =>
   Buffer.byteLength('{"code":,"base64_face_image":""}') + jsonStringBytes(p.code) + base64Length(p.size);
 
+/**
+ * Base64 of a stream, one piece per chunk read (up to 2 bytes carried to the next, so that the
+ * pieces join into one base64 text): never the whole photo as one string and one more buffer.
+ */
+async function* base64Pieces(stream: Readable): AsyncGenerator<Buffer> {
+  let rest = Buffer.alloc(0);
+  for await (const chunk of stream as AsyncIterable<Buffer>) {
+    const data = rest.length ? Buffer.concat([rest, chunk]) : chunk;
+    const whole = data.length - (data.length % 3);
+    if (whole) yield Buffer.from(data.subarray(0, whole).toString('base64'));
+    rest = Buffer.from(data.subarray(whole));
+  }
+  if (rest.length) yield Buffer.from(rest.toString('base64'));
+}
+
 async function* photoBody(items: ReadyPhoto[], trimming: boolean): AsyncGenerator<Buffer> {
   yield Buffer.from(`{"enable_trimming":${trimming},"member_data":[`);
   for (const [i, item] of items.entries()) {
-    const data = item.tempPath ? await readFile(item.tempPath) : await item.file.read(MAX_FILE_BYTES);
     yield Buffer.from(`${i ? ',' : ''}{"code":${JSON.stringify(item.code)},"base64_face_image":"`);
-    yield Buffer.from(data.toString('base64'));
+    const stream = item.tempPath ? createReadStream(item.tempPath) : await item.file.open();
+    let sent = 0;
+    for await (const piece of base64Pieces(stream)) {
+      // As read() did: a file grown past the limit since its check is not sent.
+      sent += piece.length;
+      if (sent > base64Length(MAX_FILE_BYTES)) throw new Error(`${item.file.where} is now over ${MAX_FILE_BYTES} bytes`);
+      yield piece;
+    }
     yield Buffer.from('"}');
   }
   yield Buffer.from(']}');
@@ -90,6 +120,8 @@ export async function runPhotoImport(options: PhotoImportOptions): Promise<Photo
     let checked = 0;
     let index = 0;
     const slots = Math.max(1, options.concurrency ?? 2);
+    // One read buffer per file being checked, reused for the next (see READ_BUFFER_BYTES).
+    const readBuffers: Buffer[] = [];
     for await (const entry of source.entries()) {
       if (entry.kind === 'refused') {
         reject(entry.refused, '', 'invalid', entry.refused.reason);
@@ -99,23 +131,27 @@ export async function runPhotoImport(options: PhotoImportOptions): Promise<Photo
       const code = file.code ?? codeFromName(file.fileName);
       const n = index++;
       const job = (async () => {
+        const buffer = readBuffers.pop() ?? Buffer.allocUnsafeSlow(READ_BUFFER_BYTES);
         let data: Buffer;
         try {
-          data = await file.read(MAX_PHOTO_SOURCE_BYTES);
+          data = await file.read(MAX_PHOTO_SOURCE_BYTES, buffer);
         } catch (error) {
+          readBuffers.push(buffer);
           reject(file, code, 'invalid', (error as Error).message);
           return;
         }
-        const result = await checkPhoto(data, { normalize: options.normalize ?? true });
+        // A converted JPEG is written here by libvips and read back when sent.
+        const output = join(temp, `${n}.jpg`);
+        // The check is done with `data` when it settles: the buffer can take the next file.
+        const result = await checkPhoto(data, { normalize: options.normalize ?? true, output }).finally(() => readBuffers.push(buffer));
         if (!result.ok) {
           reject(file, code, 'invalid', result.reason);
           return;
         }
-        const item: ReadyPhoto & { order: number } = { code, file, size: result.data.length, order: n };
+        const item: ReadyPhoto & { order: number } = { code, file, size: result.size, order: n };
         if (result.converted) {
           item.converted = result.converted;
-          item.tempPath = join(temp, `${n}.jpg`);
-          await writeFile(item.tempPath, result.data);
+          item.tempPath = output;
         }
         ready.push(item);
       })().finally(() => {

@@ -37,22 +37,32 @@ export function errorAbout(where: string, error: unknown): Error {
 /**
  * Reads a whole file of `size` bytes, refusing before reading when it is larger than `maxBytes`,
  * and stopping as soon as more than `maxBytes` arrive (a file that grew, a zip entry that lies).
+ * With `into`, a file that fits is read into it and the result is a view of it (a caller checking
+ * many files reuses one buffer rather than leaving one per file to the garbage collector).
  */
-export async function readLimited(where: string, size: number, maxBytes: number, open: () => Promise<Readable>): Promise<Buffer> {
+export async function readLimited(where: string, size: number, maxBytes: number, open: () => Promise<Readable>, into?: Buffer): Promise<Buffer> {
   if (size > maxBytes) throw new Error(tooLargeMessage(where, size, maxBytes));
   const stream = await open();
   const chunks: Buffer[] = [];
   let total = 0;
+  let inPlace = into !== undefined && size <= into.length;
   try {
     for await (const chunk of stream) {
       const data = chunk as Buffer;
+      if (total + data.length > maxBytes) throw new Error(tooLargeMessage(where, `more than ${maxBytes}`, maxBytes));
+      if (inPlace && total + data.length <= into!.length) {
+        data.copy(into!, total);
+      } else {
+        // Grown past `into` since it was listed: the rest is read as without it.
+        if (inPlace) chunks.push(Buffer.from(into!.subarray(0, total)));
+        inPlace = false;
+        chunks.push(data);
+      }
       total += data.length;
-      if (total > maxBytes) throw new Error(tooLargeMessage(where, `more than ${maxBytes}`, maxBytes));
-      chunks.push(data);
     }
   } catch (error) {
     stream.destroy();
     throw errorAbout(where, error);
   }
-  return Buffer.concat(chunks, total);
+  return inPlace ? into!.subarray(0, total) : Buffer.concat(chunks, total);
 }

@@ -34,7 +34,7 @@ export function diskFile(path: string, fields: Omit<SourceFile, 'where' | 'read'
     ...fields,
     where: path,
     open: () => openNoFollow(path, path),
-    read: (maxBytes) => readLimited(path, file.size, maxBytes, file.open),
+    read: (maxBytes, into) => readLimited(path, file.size, maxBytes, file.open, into),
   };
   return file;
 }

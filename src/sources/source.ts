@@ -22,8 +22,11 @@ export interface SourceFile {
   fieldId?: number;
   /** Attachments from an export: the record it came from (keeps records in source order). */
   recordIndex?: number;
-  /** Reads the whole file (at most `maxBytes`, else rejects naming the file and the limit). */
-  read(maxBytes: number): Promise<Buffer>;
+  /**
+   * Reads the whole file (at most `maxBytes`, else rejects naming the file and the limit); into
+   * `into` when it fits there, the result then being a view of it.
+   */
+  read(maxBytes: number, into?: Buffer): Promise<Buffer>;
   /** Streams the file. */
   open(): Promise<Readable>;
 }

@@ -123,7 +123,7 @@ export function zipFile(reader: ZipReader, entry: ZipEntry, where: string, field
       throw errorAbout(where, (error as Error).cause ?? error);
     }
   };
-  return { ...fields, where, size: entry.size, open, read: (maxBytes) => readLimited(where, entry.size, maxBytes, open) };
+  return { ...fields, where, size: entry.size, open, read: (maxBytes, into) => readLimited(where, entry.size, maxBytes, open, into) };
 }
 
 /** Opens a zip with the options every import source uses: raw names, sizes checked while reading. */

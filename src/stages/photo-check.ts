@@ -3,23 +3,56 @@
  * The real type is read from the bytes (file-type), not the name. A JPEG, PNG or GIF within 5 MB,
  * whole, without EXIF rotation or location data, is sent as it is, byte for byte. Anything else
  * that is an image (HEIC, WebP, TIFF, BMP, AVIF, an oversized or rotated photo) is converted to
- * JPEG under 5 MB by sharp (HEIC through heic-convert and BMP through bmp.ts: sharp's prebuilt
- * build reads neither), with the EXIF orientation applied and all metadata, location included,
- * dropped. With `normalize: false` such files are refused instead.
+ * JPEG under 5 MB by sharp (HEIC decoded by heic-decode and BMP by bmp.ts into raw pixels: sharp's
+ * prebuilt build reads neither), with the EXIF orientation applied and all metadata, location
+ * included, dropped. With `normalize: false` such files are refused instead.
+ *
+ * Memory (issue 5): libvips allocates whole decoded frames (a WebP: 4 bytes a pixel, several times)
+ * and region buffers on its worker threads, and glibc keeps what each thread freed in that thread's
+ * malloc arena, up to twice the largest block freed so far. So conversions run one at a time in the
+ * process, libvips keeps no cache of operations (it held decoded frames of photos never opened
+ * again: 36 MB after a few WebPs), and a converted JPEG is written by libvips straight to the caller's file instead of a growing output
+ * buffer. bench/import, 1,000 photos: peak RSS 522-600 MB before, about 400 MB with these; the rest
+ * is arenas, which only the environment can limit (MALLOC_ARENA_MAX=1 with
+ * MALLOC_MMAP_THRESHOLD_=131072: 183 MB), read by glibc before any code of ours runs.
  */
 import sharp, { type Metadata, type Sharp } from 'sharp';
-import heicConvert from 'heic-convert';
 import { fileTypeFromBuffer } from 'file-type';
 import { MAX_FILE_BYTES } from '../spec/limits.js';
 import { formatBytes } from '../util/format.js';
 import { decodeBmp } from './bmp.js';
 
+// No photo is opened again once checked: a cache of operations would only hold their frames.
+sharp.cache(false);
+// One libvips worker per image, as sharp picks by itself on glibc unless MALLOC_ARENA_MAX is set
+// (then it picks one per CPU core, each with its own region buffers).
+sharp.concurrency(1);
+
 /** Larger files are not even read: no phone photo comes near it. */
 export const MAX_PHOTO_SOURCE_BYTES = 64 * 1024 * 1024;
 
 export type PhotoCheck =
-  | { ok: true; data: Buffer; converted?: string; type: string }
+  | {
+    ok: true;
+    type: string;
+    /** Bytes to send. */
+    size: number;
+    /** The bytes to send: the file itself, or the converted JPEG unless it went to `output`. */
+    data?: Buffer;
+    /** What was converted and why; absent for a file sent as it is. */
+    converted?: string;
+  }
   | { ok: false; reason: string };
+
+export interface CheckPhotoOptions {
+  /** Convert what the service would refuse; false refuses it instead. */
+  normalize: boolean;
+  /**
+   * Where a converted JPEG is written (libvips writes the file itself, so the JPEG is never held
+   * in memory); without it the JPEG is returned as `data`.
+   */
+  output?: string;
+}
 
 const SENDABLE = new Set(['jpg', 'png', 'gif']);
 const CONVERTIBLE = new Set(['heic', 'webp', 'tif', 'bmp', 'avif', 'jpg', 'png', 'gif']);
@@ -61,26 +94,85 @@ const OPTIMISE_CODING_MAX_PIXELS = 8_000_000;
  * each time (sharp pipelines run once). Transparent parts go on white, as a photo print would.
  * Optimised Huffman tables make libjpeg hold every DCT coefficient of the picture (measured: a
  * 21-megapixel photo peaks at 240 MB with them, 116 MB without, for a file 6 % larger), so large
- * pictures go without.
+ * pictures go without. Written to `output` when given (each try overwrites it).
  */
-async function toJpegUnderLimit(open: () => Sharp): Promise<Buffer> {
+async function toJpegUnderLimit(open: () => Sharp, output?: string): Promise<{ size: number; data?: Buffer }> {
   const meta = await open().metadata();
   const fullWidth = meta.autoOrient?.width ?? meta.width ?? 4000;
   const fullHeight = meta.autoOrient?.height ?? meta.height ?? 3000;
-  const encode = (quality: number, width: number): Promise<Buffer> => {
+  const encode = async (quality: number, width: number): Promise<{ size: number; data?: Buffer }> => {
     let image = open().rotate().flatten({ background: '#ffffff' });
     if (width < fullWidth) image = image.resize({ width });
     const pixels = width * Math.round((fullHeight * width) / fullWidth);
-    return image.jpeg({ quality, optimiseCoding: pixels <= OPTIMISE_CODING_MAX_PIXELS }).toBuffer();
+    image = image.jpeg({ quality, optimiseCoding: pixels <= OPTIMISE_CODING_MAX_PIXELS });
+    if (output) return { size: (await image.toFile(output)).size };
+    const data = await image.toBuffer();
+    return { size: data.length, data };
   };
   let width = fullWidth;
   let out = await encode(90, width);
-  for (let attempt = 0; out.length > MAX_FILE_BYTES; attempt += 1) {
-    width = Math.floor(width * Math.min(0.9, Math.sqrt((MAX_FILE_BYTES * 0.9) / out.length)));
+  for (let attempt = 0; out.size > MAX_FILE_BYTES; attempt += 1) {
+    width = Math.floor(width * Math.min(0.9, Math.sqrt((MAX_FILE_BYTES * 0.9) / out.size)));
     if (width < 64 || attempt === 5) throw new Error('cannot make it small enough');
     out = await encode(85, width);
   }
   return out;
+}
+
+/** The conversion under way, if any: the next one starts when it has ended (see the top). */
+let converting: Promise<unknown> = Promise.resolve();
+
+function oneConversionAtATime<T>(task: () => Promise<T>): Promise<T> {
+  const run = converting.then(task);
+  converting = run.catch(() => undefined);
+  return run;
+}
+
+/**
+ * libvips keeps one error message for the whole process, and sharp clears it after every call: an
+ * image that fails while another finishes can lose its message (sharp then says "Unknown error").
+ * Image work runs side by side (`beside`); a failure without its message is run again `alone`,
+ * when no other image work runs, for the reason the user is shown.
+ */
+let running = 0;
+let drained: (() => void) | undefined;
+let gate: Promise<void> = Promise.resolve();
+
+async function beside<T>(task: () => Promise<T>): Promise<T> {
+  for (let open = gate; ; open = gate) {
+    await open;
+    if (open === gate) break;
+  }
+  running += 1;
+  try {
+    return await task();
+  } finally {
+    running -= 1;
+    if (running === 0) drained?.();
+  }
+}
+
+async function alone<T>(task: () => Promise<T>): Promise<T> {
+  const before = gate;
+  let open!: () => void;
+  gate = new Promise((resolve) => (open = resolve));
+  try {
+    await before;
+    if (running) await new Promise<void>((resolve) => (drained = resolve));
+    drained = undefined;
+    return await task();
+  } finally {
+    open();
+  }
+}
+
+async function withItsMessage<T>(task: () => Promise<T>): Promise<T> {
+  try {
+    return await beside(task);
+  } catch (error) {
+    if ((error as Error).message !== 'Unknown error') throw error;
+    return alone(task);
+  }
 }
 
 /**
@@ -93,11 +185,17 @@ async function decodeSmall(data: Buffer): Promise<void> {
   await sharp(data, { failOn: 'error' }).resize({ width: 32, height: 32, fit: 'inside' }).raw().toBuffer();
 }
 
+/** heic-decode with its libheif build (some 23 MB once loaded), loaded when the first HEIC comes. */
+let heicDecoder: Promise<typeof import('heic-decode')> | undefined;
+
 /** A sharp pipeline on the image, for the types sharp's prebuilt build cannot read by itself. */
 async function opener(type: string, data: Buffer): Promise<() => Sharp> {
   if (type === 'heic') {
-    const jpeg = Buffer.from(await heicConvert({ buffer: data, format: 'JPEG', quality: 0.92 }));
-    return () => sharp(jpeg, { failOn: 'truncated' });
+    // The decoded RGBA pixels go to sharp as they are: no JPEG made in JavaScript on the way.
+    const { default: decodeHeic } = await (heicDecoder ??= import('heic-decode'));
+    const image = await decodeHeic({ buffer: data });
+    const pixels = Buffer.from(image.data.buffer, image.data.byteOffset, image.data.byteLength);
+    return () => sharp(pixels, { raw: { width: image.width, height: image.height, channels: 4 } });
   }
   if (type === 'bmp') {
     const raw = decodeBmp(data);
@@ -106,7 +204,7 @@ async function opener(type: string, data: Buffer): Promise<() => Sharp> {
   return () => sharp(data, { failOn: 'truncated' });
 }
 
-export async function checkPhoto(data: Buffer, options: { normalize: boolean }): Promise<PhotoCheck> {
+export async function checkPhoto(data: Buffer, options: CheckPhotoOptions): Promise<PhotoCheck> {
   if (data.length === 0) return { ok: false, reason: 'the file is empty' };
   const detected = await fileTypeFromBuffer(data);
   const type = detected?.ext === 'jpeg' ? 'jpg' : detected?.ext ?? '';
@@ -121,15 +219,18 @@ export async function checkPhoto(data: Buffer, options: { normalize: boolean }):
   if (SENDABLE.has(type)) {
     let meta: Metadata;
     try {
-      meta = await sharp(data, { failOn: 'truncated' }).metadata();
-      await decodeSmall(data);
+      meta = await withItsMessage(async () => {
+        const header = await sharp(data, { failOn: 'truncated' }).metadata();
+        await decodeSmall(data);
+        return header;
+      });
     } catch (error) {
       return { ok: false, reason: `the ${type.toUpperCase()} file cannot be read as an image (${(error as Error).message})` };
     }
     if (data.length > MAX_FILE_BYTES) reasons.push(`${data.length.toLocaleString('en-US')} bytes is over the 5 MB limit (${MAX_FILE_BYTES.toLocaleString('en-US')} bytes)`);
     if ((meta.orientation ?? 1) !== 1) reasons.push('EXIF rotation applied');
     if (exifHasLocation(meta.exif)) reasons.push('location data removed');
-    if (!reasons.length) return { ok: true, data, type };
+    if (!reasons.length) return { ok: true, type, size: data.length, data };
   } else {
     reasons = [`${type.toUpperCase()} is not accepted by the service`];
   }
@@ -137,8 +238,9 @@ export async function checkPhoto(data: Buffer, options: { normalize: boolean }):
     return { ok: false, reason: `${reasons.join('; ')} (conversion is off: --no-normalize)` };
   }
   try {
-    const out = await toJpegUnderLimit(await opener(type, data));
-    return { ok: true, data: out, type: 'jpg', converted: `converted ${type.toUpperCase()} to JPEG (${reasons.join('; ')}): ${formatBytes(data.length)} to ${formatBytes(out.length)}` };
+    const out = await oneConversionAtATime(() => withItsMessage(async () => toJpegUnderLimit(await opener(type, data), options.output)));
+    const converted = `converted ${type.toUpperCase()} to JPEG (${reasons.join('; ')}): ${formatBytes(data.length)} to ${formatBytes(out.size)}`;
+    return { ok: true, type: 'jpg', size: out.size, converted, ...(out.data ? { data: out.data } : {}) };
   } catch (error) {
     return { ok: false, reason: `the ${type.toUpperCase()} file cannot be converted (${(error as Error).message})` };
   }

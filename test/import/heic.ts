@@ -5,7 +5,7 @@
  * It stays small by coding every 32x32 block in PCM mode (H.265 7.3.8.7: the samples stored as
  * they are), which needs only three syntax elements per block through CABAC: `part_mode`,
  * `pcm_flag` and `end_of_slice_segment_flag`. Any HEVC decoder reads it; the tests decode it with
- * heic-convert (libheif with libde265), the same path the import takes.
+ * heic-decode (libheif with libde265), the same path the import takes.
  *
  * References: ITU-T H.265 (7.3 syntax, 9.3 CABAC, 9.3.4.3 arithmetic coding, Table 9-46
  * rangeTabLps), ISO/IEC 23008-12 (HEIF boxes), ISO/IEC 14496-15 8.3.3 (hvcC).

@@ -200,6 +200,25 @@ it('a transparent WebP is converted onto white, not black (JPEG has no alpha)', 
   expect(dominant).toEqual({ r: 248, g: 248, b: 248 });
 });
 
+it('with an output file, a conversion is written there by sharp and not kept in memory (issue 5)', async () => {
+  const output = `${tempDir('wds-photos-')}/converted.jpg`;
+  const result = await checkPhoto(files['A0005.webp']!, { normalize: true, output });
+  if (!result.ok) throw new Error(result.reason);
+  expect(result.converted).toContain('converted WEBP to JPEG');
+  expect(result.data).toBeUndefined();
+  const written = await readFile(output);
+  expect(written.length).toBe(result.size);
+  expect(await sharp(written).metadata()).toMatchObject({ format: 'jpeg', width: 90, height: 70 });
+});
+
+it('a damaged image checked beside others keeps its reason (libvips has one error message for the process)', async () => {
+  const damaged = damagedPng(await noisyPng(200, 200, 18));
+  for (let i = 0; i < 20; i += 1) {
+    const [result] = await Promise.all([checkPhoto(damaged, { normalize: true }), checkPhoto(files['A0001.jpg']!, { normalize: true }), checkPhoto(files['A0002.png']!, { normalize: true })]);
+    expect(result.ok ? 'ok' : result.reason).toMatch(/the PNG file cannot be read as an image \(.*libpng read error\)/);
+  }
+});
+
 describe('refused with the reason, never sent, the photo on the service kept', () => {
   it.each([
     ['A0011', 'A0011.jpg', /not an image the service accepts: the bytes are application\/x-elf/],

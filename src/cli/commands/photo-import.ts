@@ -31,7 +31,7 @@ export const photosImportCommand: CommandModule<object, PhotoImportArgs> = {
       .option('dry-run', { type: 'boolean', default: false, describe: 'Check everything and send with Dry-Run: 1; change nothing' })
       .option('report', { type: 'string', describe: 'Write the per-file report (JSON) to FILE' }) as unknown as Argv<PhotoImportArgs>,
   handler: async (argv) => {
-    // Loaded here, not at start: sharp and heic-convert weigh some 50 MB that other commands never need.
+    // Loaded here, not at start: sharp and heic-decode weigh some 50 MB that other commands never need.
     const { runPhotoImport } = await import('../../pipelines/photo-import.js');
     const source = await openSource(resolve(argv.source));
     const connection = await connect(argv);
