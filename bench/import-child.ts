@@ -3,9 +3,11 @@
  * `runPhotoImport` or `runAttachmentImport` with the options given as JSON in argv[2] and prints
  * one JSON line with the wall time, the report's counts, the requests sent and the minimum, the
  * time spent checking (and converting), the time waited on limits, and the peak RSS (VmHWM; and
- * sampled every 50 ms, split between the checking phase and the sending phase).
+ * sampled every 50 ms, split between the checking phase and the sending phase). The photo import
+ * checks in a child process of its own (src/stages/photo-checker.ts): its RSS is sampled with
+ * ours and counted in the peaks, and its own peak (VmHWM, last read before it ended) is printed.
  */
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { WdsClient } from '../src/client/client.js';
 import { tuneMemory } from '../src/util/runtime.js';
 import { runPhotoImport } from '../src/pipelines/photo-import.js';
@@ -36,9 +38,48 @@ const client = new WdsClient({
   limits: { update: { limit: 5, windowMs: options.update_window_ms } },
 });
 const started = performance.now();
-// RSS sampled through the run, to tell the checking phase (checkMs from the start) from sending.
-const samples: [number, NodeJS.MemoryUsage][] = [];
-const sampler = setInterval(() => samples.push([performance.now() - started, process.memoryUsage()]), 50);
+/** VmRSS and VmHWM of a process, in bytes; undefined once it has ended. */
+function memoryOf(pid: number): { rss: number; hwm: number } | undefined {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+    const kb = (name: string): number => Number(new RegExp(`${name}:\\s+(\\d+) kB`).exec(status)?.[1] ?? 0) * 1024;
+    return { rss: kb('VmRSS'), hwm: kb('VmHWM') };
+  } catch {
+    return undefined;
+  }
+}
+/** Our child processes (the photo checker), from /proc: Linux has no cheaper list of them. */
+function children(): number[] {
+  const mine: number[] = [];
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
+      if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === process.pid) mine.push(Number(name));
+    } catch {
+      // ended meanwhile
+    }
+  }
+  return mine;
+}
+// RSS sampled through the run, to tell the checking phase (checkMs from the start) from sending;
+// with each sample, the RSS of our child processes then.
+const samples: [number, NodeJS.MemoryUsage, number][] = [];
+let known: number[] = [];
+let childrenHwm = 0;
+const sampler = setInterval(() => {
+  let childRss = 0;
+  let alive = known.map((pid) => [pid, memoryOf(pid)] as const).filter(([, m]) => m !== undefined);
+  if (alive.length === 0) {
+    known = children();
+    alive = known.map((pid) => [pid, memoryOf(pid)] as const).filter(([, m]) => m !== undefined);
+  }
+  for (const [, m] of alive) {
+    childRss += m!.rss;
+    childrenHwm = Math.max(childrenHwm, m!.hwm);
+  }
+  samples.push([performance.now() - started, process.memoryUsage(), childRss]);
+}, 50);
 const source = await openSource(options.source);
 const result = options.kind === 'attachments'
   ? await runAttachmentImport({ client, source, sheet: options.sheet, field: options.field })
@@ -46,11 +87,20 @@ const result = options.kind === 'attachments'
 const ms = performance.now() - started;
 clearInterval(sampler);
 const mb = (bytes: number): number => Math.round(bytes / 2 ** 20);
-/** The largest sampled RSS of a phase, and what V8 held then: the rest is native memory (libvips, malloc). */
-const peakOf = (from: number, to: number): { rss: number; heap_total: number; external: number; array_buffers: number } => {
-  let peak: NodeJS.MemoryUsage | undefined;
-  for (const [t, usage] of samples) if (t >= from && t < to && (!peak || usage.rss > peak.rss)) peak = usage;
-  return { rss: mb(peak?.rss ?? 0), heap_total: mb(peak?.heapTotal ?? 0), external: mb(peak?.external ?? 0), array_buffers: mb(peak?.arrayBuffers ?? 0) };
+/**
+ * The largest sampled RSS of a phase, ours and our children's together, and at that sample what
+ * V8 held in this process: the rest is native memory (malloc, the loaded code) and the children.
+ */
+const peakOf = (from: number, to: number): { rss: number; ours: number; children: number; heap_total: number; external: number; array_buffers: number } => {
+  let peak: [NodeJS.MemoryUsage, number] | undefined;
+  for (const [t, usage, childRss] of samples) {
+    if (t >= from && t < to && (!peak || usage.rss + childRss > peak[0].rss + peak[1])) peak = [usage, childRss];
+  }
+  const [usage, childRss] = peak ?? [undefined, 0];
+  return {
+    rss: mb((usage?.rss ?? 0) + childRss), ours: mb(usage?.rss ?? 0), children: mb(childRss),
+    heap_total: mb(usage?.heapTotal ?? 0), external: mb(usage?.external ?? 0), array_buffers: mb(usage?.arrayBuffers ?? 0),
+  };
 };
 const checkPeak = peakOf(0, result.checkMs);
 const sendPeak = peakOf(result.checkMs, ms);
@@ -64,6 +114,7 @@ console.log(JSON.stringify({
   waited_ms: result.waitedMs,
   rate_limited: client.transport.counters.rateLimited,
   peak_rss_kb: hwm ? Number(hwm[1]) : null,
+  children_peak_rss_kb: Math.round(childrenHwm / 1024),
   peak_rss_check_mb: checkPeak.rss,
   peak_rss_send_mb: sendPeak.rss,
   at_peaks_mb: { check: checkPeak, send: sendPeak },

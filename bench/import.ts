@@ -214,16 +214,20 @@ function attachmentMinimum(files: MadeAttachments['files']): number {
 // ---------------------------------------------------------------------------------------------
 // Processes
 
-/** The import child compiled into one ESM file next to node_modules (so its packages resolve). */
+/**
+ * The import child compiled into ESM files under node_modules (so their packages resolve), with
+ * the photo checker's script beside it, where the compiled checker looks for it.
+ */
 async function buildChild(): Promise<{ args: string[]; note: string }> {
-  const outfile = join(ROOT, 'node_modules', '.cache', 'wds-bench', 'import-child.mjs');
+  const outdir = join(ROOT, 'node_modules', '.cache', 'wds-bench', 'import');
   try {
     const esbuild = await import('esbuild');
     await esbuild.build({
-      entryPoints: [join(HERE, 'import-child.ts')], bundle: true, platform: 'node', format: 'esm', target: 'node20',
-      packages: 'external', outfile, logLevel: 'warning',
+      entryPoints: { 'import-child': join(HERE, 'import-child.ts'), 'photo-check-child': join(ROOT, 'src/stages/photo-check-child.ts') },
+      bundle: true, platform: 'node', format: 'esm', target: 'node20', packages: 'external', outdir, logLevel: 'warning',
     });
-    return { args: [outfile], note: 'compiled with esbuild' };
+    await writeFile(join(outdir, 'package.json'), '{"type": "module"}\n');
+    return { args: [join(outdir, 'import-child.js')], note: 'compiled with esbuild' };
   } catch (error) {
     return { args: ['--import', 'tsx', join(HERE, 'import-child.ts')], note: `run through tsx (esbuild: ${(error as Error).message})` };
   }
@@ -285,9 +289,14 @@ interface ChildResult {
   waited_ms: number;
   rate_limited: number;
   peak_rss_kb: number | null;
+  /** The photo checker's own peak (VmHWM), when the import started one. */
+  children_peak_rss_kb: number;
   peak_rss_check_mb: number;
   peak_rss_send_mb: number;
-  /** At each phase's sampled peak: RSS and what V8 held (heap, external, of which array buffers). */
+  /**
+   * At each phase's sampled peak of the importing process and its children together: their RSS
+   * (`ours`, `children`) and what V8 held in the importing process.
+   */
   at_peaks_mb: Record<'check' | 'send', Record<string, number>>;
   problems: unknown[];
 }
@@ -298,7 +307,7 @@ interface Stats {
   rate_limited: number;
 }
 
-/** Allocator settings the children inherit from this process: they move peak RSS by 200 MB (photo-check.ts). */
+/** Allocator settings the children inherit from this process (the photo checker sets its own unless some are given: photo-checker.ts). */
 const MALLOC_ENV = Object.entries(process.env)
   .filter(([k]) => k.startsWith('MALLOC_') || k === 'GLIBC_TUNABLES' || k === 'LD_PRELOAD')
   .map(([k, v]) => `${k}=${v}`).join(' ') || 'glibc defaults';
@@ -306,8 +315,11 @@ const MALLOC_ENV = Object.entries(process.env)
 const mb = (bytes: number): string => `${(bytes / 1e6).toFixed(1)} MB`;
 const outcomes = (counts: Record<string, number>): string => Object.entries(counts).filter(([, v]) => v).map(([k, v]) => `${v} ${k}`).join(', ');
 const rss = (result: ChildResult, phase: string): string =>
-  `${result.peak_rss_kb === null ? 'n/a' : `${(result.peak_rss_kb / 1024).toFixed(0)} MB`} (sampled: ${result.peak_rss_check_mb} MB ${phase}, ${result.peak_rss_send_mb} MB sending)`;
-const v8At = (at: Record<string, number>): string => `V8 heap ${at.heap_total} MB, external ${at.external} MB (array buffers ${at.array_buffers} MB)`;
+  `${result.peak_rss_check_mb} MB ${phase}, ${result.peak_rss_send_mb} MB sending (sampled every 50 ms, the checker process included); `
+  + `VmHWM: importing process ${result.peak_rss_kb === null ? 'n/a' : `${(result.peak_rss_kb / 1024).toFixed(0)} MB`}`
+  + `${result.children_peak_rss_kb ? `, photo checker ${(result.children_peak_rss_kb / 1024).toFixed(0)} MB` : ''}`;
+const v8At = (at: Record<string, number>): string =>
+  `${at.ours} MB importing + ${at.children} MB checker; importing V8 heap ${at.heap_total} MB, external ${at.external} MB (array buffers ${at.array_buffers} MB)`;
 const v8AtPeaks = (result: ChildResult): string => `checking: ${v8At(result.at_peaks_mb.check)}; sending: ${v8At(result.at_peaks_mb.send)}`;
 
 /** One import in the child against `emulator`, with the emulator's stats of it. */
@@ -347,7 +359,7 @@ async function photoHalf(child: { args: string[]; note: string }): Promise<void>
       `  resubmitted files:   ${result.requests.resubmitted}`,
       `  429 answers:         ${stats.rate_limited} (emulator), ${result.rate_limited} (client)`,
       `  waited on limits:    ${(result.waited_ms / 1000).toFixed(1)} s`,
-      `  peak RSS (import):   ${rss(result, 'checking and converting')}`,
+      `  peak RSS:            ${rss(result, 'checking and converting')}`,
       `  at the sampled peaks: ${v8AtPeaks(result)}`,
       `  check and convert:   ${(result.check_ms / 1000).toFixed(1)} s, ${((photos * 1000) / result.check_ms).toFixed(0)} files/s`,
       `  total time:          ${(result.ms / 1000).toFixed(1)} s`,
@@ -385,7 +397,7 @@ async function attachmentHalf(child: { args: string[]; note: string }): Promise<
       `  resubmitted files:   ${result.requests.resubmitted}`,
       `  429 answers:         ${stats.rate_limited} (emulator), ${result.rate_limited} (client)`,
       `  waited on limits:    ${(result.waited_ms / 1000).toFixed(1)} s`,
-      `  peak RSS (import):   ${rss(result, 'checking')}`,
+      `  peak RSS:            ${rss(result, 'checking')}`,
       `  at the sampled peaks: ${v8AtPeaks(result)}`,
       `  validation:          ${(result.check_ms / 1000).toFixed(1)} s, ${((attachments * 1000) / result.check_ms).toFixed(0)} files/s`,
       `  total time:          ${(result.ms / 1000).toFixed(1)} s`,

@@ -25,6 +25,10 @@ export interface AttachmentImportOptions {
   /** upsert (default): replace a file of the same name, else add; add: register only; replace: update only. */
   mode?: AttachmentImportMode;
   dryRun?: boolean;
+  /**
+   * While checking, the files checked so far; once every file is checked, `total` (= `done`) is
+   * the number ready to send; while sending, the files whose request has ended, of `total`.
+   */
   onProgress?: (progress: { stage: 'check' | 'send'; done: number; total?: number }) => void;
 }
 
@@ -151,6 +155,7 @@ export async function runAttachmentImport(options: AttachmentImportOptions): Pro
       ready.push({ file, code: place.code, fileName: file.fileName, sheetId: place.sheetId, fieldId: place.fieldId, size: data.length, order: order++ });
       options.onProgress?.({ stage: 'check', done: order });
     }
+    options.onProgress?.({ stage: 'check', done: order, total: order });
     const checkMs = Date.now() - checkStarted;
 
     // 3. Against the current listing of each file part involved, and against each other.

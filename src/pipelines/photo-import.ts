@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { WdsClient } from '../client/client.js';
 import type { ImportSource, SourceFile } from '../sources/source.js';
-import { checkPhoto, MAX_PHOTO_SOURCE_BYTES } from '../stages/photo-check.js';
+import { MAX_PHOTO_SOURCE_BYTES, PhotoChecker, type CheckVerdict } from '../stages/photo-checker.js';
 import { planBatches, jsonStringBytes } from '../stages/batch.js';
 import { mentionsCode, submitBatch, type SubmitStats } from '../stages/submit.js';
 import { RunReport, type ItemReport } from '../stages/report.js';
@@ -33,6 +33,10 @@ export interface PhotoImportOptions {
   dryRun?: boolean;
   /** Files checked and converted at once. Default 2. */
   concurrency?: number;
+  /**
+   * While checking, the files checked so far; once every file is checked, `total` (= `done`) is
+   * the number ready to send; while sending, the files whose request has ended, of `total`.
+   */
   onProgress?: (progress: { stage: 'check' | 'send'; done: number; total?: number }) => void;
 }
 
@@ -60,7 +64,8 @@ export function codeFromName(name: string): string {
 }
 
 /**
- * Files to check are read into buffers of this size kept for the run (larger ones into their own):
+ * Files to check that are not on disk (zip entries) are read here and sent to the checker, through
+ * buffers of this size kept for the run (larger ones into their own):
  * one buffer per file left to the garbage collector held some 25 MB of dead buffers at the peak
  * (bench/import; V8 frees them only at a full collection).
  */
@@ -108,6 +113,8 @@ export async function runPhotoImport(options: PhotoImportOptions): Promise<Photo
   const trimming = options.trimming ?? true;
   const report = new RunReport(`photos import${options.dryRun ? ' (dry run)' : ''}`);
   const temp = await mkdtemp(join(tmpdir(), 'wds-photos-'));
+  // Image work runs in a process of its own, ended before the first request (photo-checker.ts).
+  const checker = new PhotoChecker();
   const waitedBefore = client.transport.counters.waitedMs;
   try {
     // 1. Check and convert every file, a few at a time, before anything is sent.
@@ -131,19 +138,25 @@ export async function runPhotoImport(options: PhotoImportOptions): Promise<Photo
       const code = file.code ?? codeFromName(file.fileName);
       const n = index++;
       const job = (async () => {
-        const buffer = readBuffers.pop() ?? Buffer.allocUnsafeSlow(READ_BUFFER_BYTES);
-        let data: Buffer;
-        try {
-          data = await file.read(MAX_PHOTO_SOURCE_BYTES, buffer);
-        } catch (error) {
-          readBuffers.push(buffer);
-          reject(file, code, 'invalid', (error as Error).message);
-          return;
-        }
-        // A converted JPEG is written here by libvips and read back when sent.
+        // A converted JPEG is written here by the checker and read back when sent.
         const output = join(temp, `${n}.jpg`);
-        // The check is done with `data` when it settles: the buffer can take the next file.
-        const result = await checkPhoto(data, { normalize: options.normalize ?? true, output }).finally(() => readBuffers.push(buffer));
+        const checkOptions = { normalize: options.normalize ?? true, output };
+        let result: CheckVerdict;
+        if (file.diskPath) {
+          result = await checker.check({ path: file.diskPath, size: file.size }, checkOptions);
+        } else {
+          const buffer = readBuffers.pop() ?? Buffer.allocUnsafeSlow(READ_BUFFER_BYTES);
+          let data: Buffer;
+          try {
+            data = await file.read(MAX_PHOTO_SOURCE_BYTES, buffer);
+          } catch (error) {
+            readBuffers.push(buffer);
+            reject(file, code, 'invalid', (error as Error).message);
+            return;
+          }
+          // The check is done with `data` when it settles: the buffer can take the next file.
+          result = await checker.check(data, checkOptions).finally(() => readBuffers.push(buffer));
+        }
         if (!result.ok) {
           reject(file, code, 'invalid', result.reason);
           return;
@@ -163,6 +176,8 @@ export async function runPhotoImport(options: PhotoImportOptions): Promise<Photo
       if (running.size >= slots) await Promise.race(running);
     }
     await Promise.all(running);
+    await checker.close();
+    options.onProgress?.({ stage: 'check', done: ready.length, total: ready.length });
     ready.sort((a, b) => (a as ReadyPhoto & { order: number }).order - (b as ReadyPhoto & { order: number }).order);
     const checkMs = Date.now() - checkStarted;
 
@@ -239,6 +254,7 @@ export async function runPhotoImport(options: PhotoImportOptions): Promise<Photo
       checkMs,
     };
   } finally {
+    await checker.close();
     await rm(temp, { recursive: true, force: true });
     await source.close();
   }

@@ -28,13 +28,19 @@ export async function openNoFollow(path: string, where: string): Promise<Readabl
   return handle.createReadStream({ highWaterMark: 1 << 20 });
 }
 
+/** Reads a file on disk as a SourceFile does: no link followed, at most `maxBytes`. */
+export function readDiskFile(path: string, size: number, maxBytes: number, into?: Buffer): Promise<Buffer> {
+  return readLimited(path, size, maxBytes, () => openNoFollow(path, path), into);
+}
+
 /** A file on disk as a SourceFile; `size` is what the walk saw, and reading checks it again. */
 export function diskFile(path: string, fields: Omit<SourceFile, 'where' | 'read' | 'open'>): SourceFile {
   const file: SourceFile = {
     ...fields,
     where: path,
+    diskPath: path,
     open: () => openNoFollow(path, path),
-    read: (maxBytes, into) => readLimited(path, file.size, maxBytes, file.open, into),
+    read: (maxBytes, into) => readDiskFile(path, file.size, maxBytes, into),
   };
   return file;
 }

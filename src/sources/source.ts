@@ -27,6 +27,11 @@ export interface SourceFile {
    * `into` when it fits there, the result then being a view of it.
    */
   read(maxBytes: number, into?: Buffer): Promise<Buffer>;
+  /**
+   * A file on disk: its path, for another process to read with the same rules (photo-checker.ts
+   * reads photos in the checker's process, not through this one's memory).
+   */
+  diskPath?: string;
   /** Streams the file. */
   open(): Promise<Readable>;
 }

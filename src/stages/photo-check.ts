@@ -28,9 +28,6 @@ sharp.cache(false);
 // (then it picks one per CPU core, each with its own region buffers).
 sharp.concurrency(1);
 
-/** Larger files are not even read: no phone photo comes near it. */
-export const MAX_PHOTO_SOURCE_BYTES = 64 * 1024 * 1024;
-
 export type PhotoCheck =
   | {
     ok: true;

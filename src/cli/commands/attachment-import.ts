@@ -49,7 +49,7 @@ export const attachmentsImportCommand: CommandModule<object, AttachmentImportArg
         onProgress: (p) => {
           if (Date.now() - lastNote < 5000 && !(p.total !== undefined && p.done === p.total)) return;
           lastNote = Date.now();
-          say(argv, p.stage === 'check' ? `checked ${p.done} files` : `sent ${p.done} of ${p.total} files`);
+          say(argv, p.stage === 'check' ? (p.total === undefined ? `checked ${p.done} file${p.done === 1 ? '' : 's'}` : `checked every file: ${p.done} to send`) : `sent ${p.done} of ${p.total} files`);
         },
       });
       const r = result.requests;
