@@ -9,12 +9,11 @@
  *
  * Memory (issue 5): libvips allocates whole decoded frames (a WebP: 4 bytes a pixel, several times)
  * and region buffers on its worker threads, and glibc keeps what each thread freed in that thread's
- * malloc arena, up to twice the largest block freed so far. So conversions run one at a time in the
- * process, libvips keeps no cache of operations (it held decoded frames of photos never opened
- * again: 36 MB after a few WebPs), and a converted JPEG is written by libvips straight to the caller's file instead of a growing output
- * buffer. bench/import, 1,000 photos: peak RSS 522-600 MB before, about 400 MB with these; the rest
- * is arenas, which only the environment can limit (MALLOC_ARENA_MAX=1 with
- * MALLOC_MMAP_THRESHOLD_=131072: 183 MB), read by glibc before any code of ours runs.
+ * malloc arena, up to twice the largest block freed so far. So conversions run one at a time,
+ * libvips keeps no cache of operations (it held decoded frames of photos never opened again: 36 MB
+ * after a few WebPs), and a converted JPEG is written by libvips straight to the caller's file
+ * instead of a growing output buffer. The import runs all of this in a process of its own with
+ * allocator settings that only a new process can have (photo-checker.ts).
  */
 import sharp, { type Metadata, type Sharp } from 'sharp';
 import { fileTypeFromBuffer } from 'file-type';
