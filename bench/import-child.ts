@@ -62,7 +62,8 @@ function children(): number[] {
   }
   return mine;
 }
-// RSS sampled through the run, to tell the checking phase (checkMs from the start) from sending;
+// RSS sampled through the run, to tell the checking phase (until the import says every file is
+// checked: the photo checker has ended by then) from sending;
 // with each sample, the RSS of our child processes then.
 const samples: [number, NodeJS.MemoryUsage, number][] = [];
 let known: number[] = [];
@@ -80,10 +81,14 @@ const sampler = setInterval(() => {
   }
   samples.push([performance.now() - started, process.memoryUsage(), childRss]);
 }, 50);
+let checkedAt = Infinity;
+const onProgress = (p: { stage: 'check' | 'send'; total?: number }): void => {
+  if (p.stage === 'check' && p.total !== undefined) checkedAt = performance.now() - started;
+};
 const source = await openSource(options.source);
 const result = options.kind === 'attachments'
-  ? await runAttachmentImport({ client, source, sheet: options.sheet, field: options.field })
-  : await runPhotoImport({ client, source, trimming: options.trimming ?? false });
+  ? await runAttachmentImport({ client, source, sheet: options.sheet, field: options.field, onProgress })
+  : await runPhotoImport({ client, source, trimming: options.trimming ?? false, onProgress });
 const ms = performance.now() - started;
 clearInterval(sampler);
 const mb = (bytes: number): number => Math.round(bytes / 2 ** 20);
@@ -102,8 +107,8 @@ const peakOf = (from: number, to: number): { rss: number; ours: number; children
     heap_total: mb(usage?.heapTotal ?? 0), external: mb(usage?.external ?? 0), array_buffers: mb(usage?.arrayBuffers ?? 0),
   };
 };
-const checkPeak = peakOf(0, result.checkMs);
-const sendPeak = peakOf(result.checkMs, ms);
+const checkPeak = peakOf(0, checkedAt);
+const sendPeak = peakOf(checkedAt, ms);
 await client.close();
 const hwm = /VmHWM:\s+(\d+) kB/.exec(readFileSync('/proc/self/status', 'utf8'));
 console.log(JSON.stringify({
