@@ -26,7 +26,7 @@ import { fileURLToPath } from 'node:url';
 import { request } from 'undici';
 import { WdsClient } from '../src/client/client.js';
 import { UrlLister, attachmentTargets, type ListTarget } from '../src/stages/list-urls.js';
-import { DEFAULT_EXPORT_CONCURRENCY } from '../src/pipelines/export.js';
+import { DEFAULT_EXPORT_CONCURRENCY, PHOTO_EXPORT_CONCURRENCY, defaultConcurrency } from '../src/pipelines/export.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const ROOT = join(HERE, '..');
@@ -313,7 +313,7 @@ function ratios(rows: Row[]): string[] {
   for (const key of keys) {
     const [set, latencyText] = key.split('|') as [string, string];
     const latency = Number(latencyText);
-    const ours = find(set, latency, 'ours', DEFAULT_EXPORT_CONCURRENCY);
+    const ours = find(set, latency, 'ours', defaultConcurrency(SETS[set]!.what, 'out'));
     const ours16 = find(set, latency, 'ours', PEER_CONCURRENCY);
     const aria2 = find(set, latency, 'aria2c');
     const curl = find(set, latency, 'curl');
@@ -332,7 +332,7 @@ async function main(): Promise<void> {
   const peers = withPeers ? ['aria2c', 'curl'].filter(have) : [];
   const missing = withPeers ? ['aria2c', 'curl'].filter((p) => !peers.includes(p)) : [];
   console.log(`export benchmark: sets ${setNames.join(', ')}; storage latency ${latencies.join(', ')} ms; ${runs} runs each, medians`);
-  console.log(`ours: ${child.note}; default concurrency ${DEFAULT_EXPORT_CONCURRENCY}${sweep ? `; sweep over ${sweepConcurrency.join('/')}` : ''}`);
+  console.log(`ours: ${child.note}; default concurrency ${PHOTO_EXPORT_CONCURRENCY} for photos to a folder, else ${DEFAULT_EXPORT_CONCURRENCY}${sweep ? `; sweep over ${sweepConcurrency.join('/')}` : ''}`);
   if (missing.length) console.log(`not installed, skipped: ${missing.join(', ')} (apt-get install aria2 curl)`);
   const samples: Sample[] = [];
   const base = await mkdtemp(join(tmpdir(), 'wds-bench-'));
@@ -343,10 +343,10 @@ async function main(): Promise<void> {
       try {
         for (const latency of latencies) {
           await setLatency(emulator, latency);
-          const ourConcurrency = sweep ? sweepConcurrency : [...new Set([DEFAULT_EXPORT_CONCURRENCY, ...(set.peers && peers.length ? [PEER_CONCURRENCY] : [])])];
+          const ourConcurrency = sweep ? sweepConcurrency : [...new Set([defaultConcurrency(set.what, 'out'), ...(set.peers && peers.length ? [PEER_CONCURRENCY] : [])])];
           const tools: { tool: string; go: (work: string) => Promise<Omit<Sample, 'set' | 'latency' | 'tool'>> }[] = [];
           for (const c of ourConcurrency) tools.push({ tool: 'ours', go: (w) => runOurs(child, emulator, set, w, c, 'folder') });
-          if (withZip) tools.push({ tool: 'ours (zip)', go: (w) => runOurs(child, emulator, set, w, DEFAULT_EXPORT_CONCURRENCY, 'zip') });
+          if (withZip) tools.push({ tool: 'ours (zip)', go: (w) => runOurs(child, emulator, set, w, defaultConcurrency(set.what, 'out.zip'), 'zip') });
           if (set.peers && peers.includes('aria2c')) tools.push({ tool: 'aria2c', go: (w) => runAria2(emulator, set, w) });
           if (set.peers && peers.includes('curl')) tools.push({ tool: 'curl', go: (w) => runCurl(emulator, set, w) });
           // Runs interleave the tools, so that load from elsewhere on the machine falls on all of them.

@@ -22,7 +22,8 @@ export interface BlobEntry {
   releasedAt?: number;
 }
 
-export type BlobGenerator = (...args: never[]) => Buffer;
+/** Makes a blob's bytes: whole, or as parts to be sent one after the other (synthetic-files.ts). */
+export type BlobGenerator = (...args: never[]) => Buffer | Buffer[];
 
 const generators = new Map<string, BlobGenerator>();
 
@@ -85,18 +86,28 @@ export class BlobStore {
   }
 
   read(id: string): Buffer {
+    const parts = this.readParts(id);
+    return parts.length === 1 ? parts[0]! : Buffer.concat(parts);
+  }
+
+  /**
+   * A blob's bytes as parts whose concatenation is the blob: storage sends them as they are, so a
+   * generated file is never joined into a buffer of its own (synthetic-files.ts).
+   */
+  readParts(id: string): readonly Buffer[] {
     const entry = this.entries.get(id);
     if (!entry) throw new Error(`blob ${id} does not exist`);
     const source = entry.source;
     switch (source.type) {
       case 'memory':
-        return source.data;
+        return [source.data];
       case 'file':
-        return readFileSync(source.path);
+        return [readFileSync(source.path)];
       case 'generated': {
         const fn = generators.get(source.generator);
         if (!fn) throw new Error(`no blob generator named ${source.generator}`);
-        return (fn as (...a: unknown[]) => Buffer)(...source.args);
+        const made = (fn as (...a: unknown[]) => Buffer | Buffer[])(...source.args);
+        return Buffer.isBuffer(made) ? [made] : made;
       }
     }
   }

@@ -14,7 +14,7 @@ import type { Company } from './company.js';
 import { emptyCompanyData, type CompanyData, type Department, type Member, type SheetRecord, type StoredFile } from './model.js';
 import { SeededRandom, seedOf } from './seeded-random.js';
 import { registerBlobGenerator } from './blobs.js';
-import { photoBases, syntheticCsv, syntheticPdf, syntheticPhoto } from './synthetic-files.js';
+import { photoBases, syntheticCsvParts, syntheticPdfParts, syntheticPhotoParts } from './synthetic-files.js';
 import {
   BLOOD_TYPES, CONTRACT_FIELD_IDS, CONTRACT_SHEET_ID, CONTRACT_TERMS, EMPLOYMENT_TYPES, MEMBER_FIELD_IDS,
   QUALIFICATION_CATEGORIES, QUALIFICATION_FIELD_IDS, QUALIFICATION_SHEET_ID, memberFields, sheetDefs,
@@ -66,11 +66,11 @@ const PHOTO = 'generated-photo';
 const PDF = 'generated-pdf';
 const CSV = 'generated-csv';
 registerBlobGenerator(PHOTO, ((base: number, code: string, seed: number, size: number) =>
-  syntheticPhoto(base, `${code} seed ${seed}`, size)) as (...args: never[]) => Buffer);
+  syntheticPhotoParts(base, `${code} seed ${seed}`, size)) as (...args: never[]) => Buffer[]);
 registerBlobGenerator(PDF, ((title: string, code: string, detail: string, n: number, seed: number, size: number) =>
-  syntheticPdf([title, detail, n ? `${code} record ${n}` : code, `Seed ${seed}`], size)) as (...args: never[]) => Buffer);
+  syntheticPdfParts([title, detail, n ? `${code} record ${n}` : code, `Seed ${seed}`], size)) as (...args: never[]) => Buffer[]);
 registerBlobGenerator(CSV, ((code: string, n: number, seed: number, size: number) =>
-  syntheticCsv(`${code} record ${n} seed ${seed}`, size)) as (...args: never[]) => Buffer);
+  syntheticCsvParts(`${code} record ${n} seed ${seed}`, size)) as (...args: never[]) => Buffer[]);
 
 /** File names of the n-th qualification record, shared by all members. */
 const fileNames = new Map<string, string>();

@@ -16,30 +16,65 @@ export interface SendOptions {
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
+/**
+ * An answer body: one buffer, or parts sent one after the other (a generated file: slices of
+ * padding shared by every file, blobs.ts `readParts`), never joined into one buffer.
+ */
+export type Body = Buffer | readonly Buffer[];
+
+const partsOf = (body: Body): readonly Buffer[] => (Buffer.isBuffer(body) ? [body] : body);
+
+export function bodyLength(body: Body): number {
+  let length = 0;
+  for (const part of partsOf(body)) length += part.length;
+  return length;
+}
+
+/** Bytes `start` to `end` (exclusive) of a body, as parts (slices, no copy). */
+export function sliceBody(body: Body, start: number, end: number): Buffer[] {
+  const out: Buffer[] = [];
+  let at = 0;
+  for (const part of partsOf(body)) {
+    const next = at + part.length;
+    if (next > start && at < end) out.push(part.subarray(Math.max(0, start - at), Math.min(part.length, end - at)));
+    at = next;
+    if (at >= end) break;
+  }
+  return out;
+}
+
 /** Resolves with the number of body bytes written. */
 export async function sendBody(
   res: ServerResponse,
   status: number,
   headers: Record<string, string | number>,
-  body: Buffer,
+  body: Body,
   options: SendOptions = {},
 ): Promise<number> {
-  res.writeHead(status, { ...headers, 'Content-Length': body.length });
+  const length = bodyLength(body);
+  res.writeHead(status, { ...headers, 'Content-Length': length });
   if (options.headOnly) {
     res.end();
     return 0;
   }
   const fault = options.fault?.kind;
   // A cut or truncated body stops somewhere in its middle.
-  const stopAt = fault === 'reset' || fault === 'truncate' ? Math.floor(body.length / 2) : body.length;
+  const stopAt = fault === 'reset' || fault === 'truncate' ? Math.floor(length / 2) : length;
   const bandwidth = options.bandwidth ?? 0;
   let written = 0;
   if (!bandwidth) {
-    if (stopAt === body.length) {
-      res.end(body);
-      return body.length;
+    if (stopAt === length) {
+      if (Buffer.isBuffer(body)) res.end(body);
+      else {
+        // Parts go out together, in as few socket writes as the kernel takes them in.
+        res.cork();
+        for (const part of body) res.write(part);
+        res.uncork();
+        res.end();
+      }
+      return length;
     }
-    await write(res, body.subarray(0, stopAt));
+    await write(res, sliceBody(body, 0, stopAt));
     written = stopAt;
   } else {
     // Slices of a twentieth of a second each, so a slow connection still streams steadily.
@@ -47,13 +82,13 @@ export async function sendBody(
     const started = Date.now();
     while (written < stopAt && !res.destroyed) {
       const end = Math.min(stopAt, written + slice);
-      await write(res, body.subarray(written, end));
+      await write(res, sliceBody(body, written, end));
       written = end;
       const due = started + (written / bandwidth) * 1000;
       const wait = due - Date.now();
       if (wait > 0) await sleep(wait);
     }
-    if (stopAt === body.length) {
+    if (stopAt === length) {
       res.end();
       return written;
     }
@@ -66,10 +101,15 @@ export async function sendBody(
   return written;
 }
 
-function write(res: ServerResponse, chunk: Buffer): Promise<void> {
+/** Writes the parts together; resolves once the response takes more (or is gone). */
+function write(res: ServerResponse, parts: readonly Buffer[]): Promise<void> {
   return new Promise((resolve) => {
     if (res.destroyed) return resolve();
-    if (res.write(chunk)) return resolve();
+    res.cork();
+    let more = true;
+    for (const part of parts) more = res.write(part);
+    res.uncork();
+    if (more) return resolve();
     const done = (): void => {
       res.off('drain', done);
       res.off('close', done);

@@ -9,7 +9,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Clock } from './clock.js';
 import type { Company } from './company.js';
 import type { Faults } from './faults.js';
-import { sendBody, json } from './send.js';
+import { bodyLength, sendBody, sliceBody, json, type Body } from './send.js';
 import { URL_LIFETIME_MS } from './company.js';
 import { extensionOf } from '../spec/extensions.js';
 
@@ -84,7 +84,9 @@ export class Storage {
       await fail(404, 'the file of this download URL no longer exists');
       return;
     }
-    const data = company.blobs.read(blobId);
+    // As parts: a generated file is sent as the slices it is made of (blobs.ts `readParts`).
+    const data = company.blobs.readParts(blobId);
+    const size = bodyLength(data);
     const fileName = decodeURIComponent(parts[4]!);
     const headers: Record<string, string | number> = {
       ...dateHeader,
@@ -94,19 +96,19 @@ export class Storage {
       'Last-Modified': dateHeader.Date,
     };
     let status = 200;
-    let body = data;
+    let body: Body = data;
     const range = req.headers.range;
     const ifRange = req.headers['if-range'];
     if (range && (!ifRange || ifRange === `"${blobId}"`)) {
-      const parsed = parseRange(range, data.length);
+      const parsed = parseRange(range, size);
       if (parsed === 'unsatisfiable') {
-        await sendBody(res, 416, { ...headers, 'Content-Range': `bytes */${data.length}` }, Buffer.alloc(0));
+        await sendBody(res, 416, { ...headers, 'Content-Range': `bytes */${size}` }, Buffer.alloc(0));
         return;
       }
       if (parsed) {
         status = 206;
-        body = data.subarray(parsed.start, parsed.end + 1);
-        headers['Content-Range'] = `bytes ${parsed.start}-${parsed.end}/${data.length}`;
+        body = sliceBody(data, parsed.start, parsed.end + 1);
+        headers['Content-Range'] = `bytes ${parsed.start}-${parsed.end}/${size}`;
       }
     }
     const written = await sendBody(res, status, headers, body, {

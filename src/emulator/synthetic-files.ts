@@ -2,8 +2,14 @@
  * File contents of generated companies, made on demand and of an exact size: face photos (a few
  * base JPEGs plus comment segments that make each photo unique and pad it), PDFs and CSVs.
  * generate.ts registers them as blob generators, so a company of 20,000 members holds only their
- * arguments, and every download makes the bytes again: the padding is prepared once, so making a
- * file is a few copies (DESIGN.md section 6: benchmarks run against generated companies).
+ * arguments, and every download makes the bytes again (DESIGN.md section 6: benchmarks run
+ * against generated companies).
+ *
+ * A file is made as parts (`...Parts`): its few bytes of its own, and slices of padding prepared
+ * once and shared by every file. Storage writes the parts to the socket as they are, so serving a
+ * file allocates next to nothing: making each 5 MB file whole cost the emulator a fresh buffer per
+ * download, and most of its CPU went to the garbage collections those buffers set off
+ * (bench/export, 200 files of 5 MB). The whole-file functions join the parts.
  */
 import { SeededRandom } from './seeded-random.js';
 import { encodeBlockJpeg, type Rgb } from './tiny-jpeg.js';
@@ -17,12 +23,27 @@ const FILLER = (() => {
   return buffer;
 })();
 
-/** Copies the filler into `out` from `start` for `length` bytes. */
-function fill(out: Buffer, start: number, length: number): void {
-  let pos = start;
-  const end = start + length;
-  while (pos < end) pos += FILLER.copy(out, pos, 0, Math.min(FILLER.length, end - pos));
+/**
+ * A pattern repeated to 1 MiB, so `length` bytes of it repeated from its start are a few slices
+ * of this one buffer: the same bytes as copying the pattern again and again.
+ */
+function repeated(pattern: Buffer): Buffer {
+  const times = Math.max(1, Math.floor((1 << 20) / pattern.length));
+  return Buffer.concat(Array.from({ length: times }, () => pattern));
 }
+
+/** Appends to `parts` `length` bytes of `pattern` repeated from its start (a `repeated` buffer). */
+function pushRepeated(parts: Buffer[], pattern: Buffer, length: number): void {
+  let left = length;
+  while (left >= pattern.length) {
+    parts.push(pattern);
+    left -= pattern.length;
+  }
+  if (left > 0) parts.push(pattern.subarray(0, left));
+}
+
+/** The filler, repeated: `length` bytes of padding are slices of it. */
+const FILLER_RUN = repeated(FILLER);
 
 // ---------------------------------------------------------------------------------------------
 // Photos
@@ -115,6 +136,11 @@ export function minPhotoBytes(labelLength = 64): number {
  * as the base image.
  */
 export function syntheticPhoto(base: number, label: string, size: number): Buffer {
+  return Buffer.concat(syntheticPhotoParts(base, label, size), size);
+}
+
+/** `syntheticPhoto` as parts, most of them shared slices of padding. */
+export function syntheticPhotoParts(base: number, label: string, size: number): Buffer[] {
   const all = photoBases();
   const image = all[base % all.length]!;
   const id = photoLabel(label);
@@ -122,26 +148,31 @@ export function syntheticPhoto(base: number, label: string, size: number): Buffe
   if (padding < id.length + COMMENT_OVERHEAD) {
     throw new Error(`a synthetic photo needs at least ${image.length + id.length + COMMENT_OVERHEAD} bytes, got ${size}`);
   }
-  const out = Buffer.allocUnsafe(size);
-  out[0] = 0xff;
-  out[1] = 0xd8;
   const segments = Math.ceil(padding / (MAX_COMMENT_PAYLOAD + COMMENT_OVERHEAD));
-  let pos = 2;
+  // SOI and the segment headers, in one small buffer that the parts slice.
+  const own = Buffer.allocUnsafe(2 + segments * COMMENT_OVERHEAD);
+  own[0] = 0xff;
+  own[1] = 0xd8;
+  const parts: Buffer[] = [own.subarray(0, 2)];
+  let at = 2;
   for (let s = 0; s < segments; s += 1) {
     // Even shares; the first ones take the remainder, so each stays within a segment's limit.
     const share = Math.floor(padding / segments) + (s < padding % segments ? 1 : 0);
     const payload = share - COMMENT_OVERHEAD;
-    out[pos] = 0xff;
-    out[pos + 1] = 0xfe;
-    out.writeUInt16BE(payload + 2, pos + 2);
-    pos += COMMENT_OVERHEAD;
+    own[at] = 0xff;
+    own[at + 1] = 0xfe;
+    own.writeUInt16BE(payload + 2, at + 2);
+    parts.push(own.subarray(at, at + COMMENT_OVERHEAD));
+    at += COMMENT_OVERHEAD;
     let written = 0;
-    if (s === 0) written = id.copy(out, pos);
-    fill(out, pos + written, payload - written);
-    pos += payload;
+    if (s === 0) {
+      parts.push(id);
+      written = id.length;
+    }
+    pushRepeated(parts, FILLER_RUN, payload - written);
   }
-  image.copy(out, pos, 2);
-  return out;
+  parts.push(image.subarray(2));
+  return parts;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -194,6 +225,11 @@ export function pdfDocument(lines: string[]): Buffer {
  * sizes that digit changes skip.
  */
 export function syntheticPdf(lines: string[], size: number): Buffer {
+  return Buffer.concat(syntheticPdfParts(lines, size), size);
+}
+
+/** `syntheticPdf` as parts: its text before and after the padding, and slices of padding. */
+export function syntheticPdfParts(lines: string[], size: number): Buffer[] {
   const objects = pdfObjects(lines);
   const offsets: number[] = [];
   let head = PDF_HEADER;
@@ -213,14 +249,12 @@ export function syntheticPdf(lines: string[], size: number): Buffer {
     let length = Math.max(0, size - total(0, spaces));
     for (let step = 0; step < 4 && total(length, spaces) !== size; step += 1) length = Math.max(0, length + size - total(length, spaces));
     if (total(length, spaces) !== size) continue;
-    const out = Buffer.allocUnsafe(size);
-    let pos = out.write(head, 0, 'latin1');
-    pos += out.write(opening(length, spaces), pos, 'latin1');
-    fill(out, pos, length);
-    pos += length;
-    pos += out.write(closing, pos, 'latin1');
-    out.write(xrefAndTrailer(offsets, pos), pos, 'latin1');
-    return out;
+    const before = Buffer.from(head + opening(length, spaces), 'latin1');
+    const xrefAt = before.length + length + closing.length;
+    const parts = [before];
+    pushRepeated(parts, FILLER_RUN, length);
+    parts.push(Buffer.from(closing + xrefAndTrailer(offsets, xrefAt), 'latin1'));
+    return parts;
   }
   throw new Error(`a PDF of these lines needs at least ${total(0, 0)} bytes, got ${size}`);
 }
@@ -246,24 +280,25 @@ const CSV_ROWS = (() => {
   return Buffer.from(rows.join(''), 'latin1');
 })();
 
+/** The rows repeated: the padding rows of a CSV are slices of it. */
+const CSV_ROWS_RUN = repeated(CSV_ROWS);
+
 /**
  * A CSV of exactly `size` bytes: a header, a first row naming `title` (its item padded with spaces
  * inside the quotes to take up the remainder), then repeated fixed-width rows.
  */
 export function syntheticCsv(title: string, size: number): Buffer {
+  return Buffer.concat(syntheticCsvParts(title, size), size);
+}
+
+/** `syntheticCsv` as parts: the header and first row, and slices of the repeated rows. */
+export function syntheticCsvParts(title: string, size: number): Buffer[] {
   const firstRow = (pad: number): string => `1,"${title.replace(/"/g, '""')}${' '.repeat(pad)}",2025-04-01,0\n`;
   const fixed = CSV_HEADER.length + Buffer.byteLength(firstRow(0), 'utf8');
   if (size < fixed) throw new Error(`a CSV titled "${title}" needs at least ${fixed} bytes, got ${size}`);
   const rows = Math.floor((size - fixed) / CSV_ROW_LENGTH);
   const remainder = size - fixed - rows * CSV_ROW_LENGTH;
-  const out = Buffer.allocUnsafe(size);
-  let pos = out.write(CSV_HEADER, 0, 'utf8');
-  pos += out.write(firstRow(remainder), pos, 'utf8');
-  let left = rows * CSV_ROW_LENGTH;
-  while (left > 0) {
-    const n = CSV_ROWS.copy(out, pos, 0, Math.min(CSV_ROWS.length, left));
-    pos += n;
-    left -= n;
-  }
-  return out;
+  const parts = [Buffer.from(CSV_HEADER + firstRow(remainder), 'utf8')];
+  pushRepeated(parts, CSV_ROWS_RUN, rows * CSV_ROW_LENGTH);
+  return parts;
 }

@@ -15,22 +15,34 @@ import { extensionOf } from '../spec/extensions.js';
 import { DEFAULT_RETRY, type RetryPolicy } from '../client/retry.js';
 
 /**
- * Chosen with `npx tsx bench/export.ts --sweep` (storage latency 20 ms, folder, 3 runs, medians;
- * 2-core machine shared with the emulator), 2026-11-21:
+ * Chosen with `npx tsx bench/export.ts --sweep --runs 5` (storage latency 20 ms, folder, medians;
+ * 2-core machine shared with the emulator; 16 large bodies read at once), 2026-11-21:
  *
  *   concurrency                8      16      32      64
- *   2,000 photos of 100 KB  6.18 s  3.48 s  2.55 s  2.30 s   peak RSS 110-111 MB throughout
- *   200 files of 5 MB        548     495     519     455 MB/s, peak RSS 129 / 145 / 154 / 206 MB
+ *   2,000 photos of 100 KB  6.89 s  3.78 s  2.70 s  2.38 s   peak RSS 111-113 MB throughout
+ *   200 files of 5 MB        525     545     475     456 MB/s, peak RSS 130 / 143 / 155 / 162 MB
  *
- * 16 holds both targets of issue 4 on photos (twice as fast as `aria2c -j16`, no slower than
- * `curl -Z` at 16) and keeps large files under the memory bound. More connections are faster on
- * many small files; `largeBodies` (below) keeps a higher setting from costing memory on large ones
- * (64 connections on the 5 MB set: 160-165 MB with it, 202-226 MB without).
+ * Many connections hide the storage latency of small files: photos to a folder take 32
+ * (`PHOTO_EXPORT_CONCURRENCY`), three times as fast as `aria2c -j16` where 16 is just under
+ * twice. Attachments keep 16: documents run to megabytes, and there more connections only wait
+ * for a read slot with their answers open (12 interleaved runs of the 5 MB set: 16 connections
+ * 557-571 MB/s, 32 486 MB/s, 32 with large bodies counted double 507-514 MB/s). So do zips:
+ * archiver appends one entry at a time on the main thread, past 16 connections downloads mostly
+ * wait for their turn and the heap they keep grows faster than the zip (20,000 photos of 20 KB at
+ * 20 ms: peak RSS 133-140 MB with 16, 143-166 MB with 32).
  */
 export const DEFAULT_EXPORT_CONCURRENCY = 16;
 
-/** Bodies over 1 MB read at once, whatever the concurrency (`largeBodies` in stages/download.ts). */
-export const LARGE_BODY_CONCURRENCY = 8;
+/** The default for photos to a folder (see DEFAULT_EXPORT_CONCURRENCY). */
+export const PHOTO_EXPORT_CONCURRENCY = 32;
+
+/**
+ * Bodies over 1 MB read at once, whatever the concurrency (`largeBodies` in stages/download.ts).
+ * 16 rather than 8: at the default 16 connections every large answer is read as it comes, instead
+ * of half of them waiting open (5 MB set, four sets of 8-12 interleaved runs: 5-12 % faster,
+ * about 3-5 MB more at the peak).
+ */
+export const LARGE_BODY_CONCURRENCY = 16;
 
 export interface ExportProgress {
   total: number;
@@ -51,7 +63,7 @@ export interface ExportOptions {
   /** Attachments: one sheet, and optionally one file part of it. */
   sheet?: number;
   field?: number;
-  /** Downloads in flight at once. Default 16. */
+  /** Downloads in flight at once. Default 32 for photos to a folder, else 16 (`defaultConcurrency`). */
   concurrency?: number;
   retry?: Partial<RetryPolicy>;
   onProgress?: (progress: ExportProgress) => void;
@@ -66,6 +78,10 @@ export interface ExportResult {
 }
 
 export const isZipTarget = (out: string): boolean => out.toLowerCase().endsWith('.zip');
+
+/** The concurrency an export runs with when none is given. */
+export const defaultConcurrency = (what: 'photos' | 'attachments', out: string): number =>
+  what === 'photos' && !isZipTarget(out) ? PHOTO_EXPORT_CONCURRENCY : DEFAULT_EXPORT_CONCURRENCY;
 
 function lineOf(file: RemoteFile, path: string, size: number, sha256: string): ManifestLine {
   return {
@@ -99,7 +115,7 @@ function plan(listing: RemoteFile[], intact: Map<string, ManifestLine>): { jobs:
 
 export async function runExport(options: ExportOptions): Promise<ExportResult> {
   const { client } = options;
-  const concurrency = options.concurrency ?? DEFAULT_EXPORT_CONCURRENCY;
+  const concurrency = options.concurrency ?? defaultConcurrency(options.what, options.out);
   const report = new RunReport(`${options.what} export`);
   const targets: ListTarget[] = options.what === 'photos'
     ? [{ id: 'photos', kind: 'photo' }]
@@ -108,7 +124,7 @@ export async function runExport(options: ExportOptions): Promise<ExportResult> {
     report.notes.push('no sheet has a file part');
   }
   const lister = new UrlLister(client, targets, options.since);
-  const listing = await lister.listAll();
+  let listing: RemoteFile[] | null = await lister.listAll();
   // archiver and its dependencies are loaded only for a zip: a few MB of memory a folder export
   // does without (bench/export, peak memory).
   const sink: ExportSink = isZipTarget(options.out)
@@ -120,6 +136,9 @@ export async function runExport(options: ExportOptions): Promise<ExportResult> {
   let changed = 0;
   try {
     const { jobs, kept } = plan(listing, await sink.intactFromEarlierRun());
+    // From here only the jobs hold the files, and `pool` lets each go once it is done with it: a
+    // run of 20,000 files does not keep every download URL to its end.
+    listing = null;
     for (const line of kept) {
       report.add({ key: manifestKey(line), code: line.code, file_name: line.file_name, outcome: 'skipped', reason: 'already exported: size and sha256 match the manifest', path: line.path, size: line.size, sha256: line.sha256 });
       progress.skipped += 1;

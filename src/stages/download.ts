@@ -227,7 +227,8 @@ export async function downloadFile(job: DownloadJob, options: DownloadOptions): 
  * download starts while this one lands: otherwise every download would wait for the file system
  * calls of the last (bench/export: 2,000 photos at 20 ms latency). Items past their release stay
  * counted, so at most `2 × concurrency` are under way. A thrown error (fatal) stops the starts;
- * what is under way finishes, then the error is rethrown.
+ * what is under way finishes, then the error is rethrown. `items` is emptied as they start, so
+ * that an item is let go once its result is handled.
  */
 export async function pool<T, R>(
   items: T[],
@@ -244,7 +245,8 @@ export async function pool<T, R>(
   const allDone = new Promise<void>((resolve) => (finished = resolve));
   const start = (): void => {
     while (fatal === null && next < items.length && connections < limit && underWay < 2 * limit) {
-      const item = items[next++]!;
+      const item = items[next]!;
+      items[next++] = undefined as T;
       connections += 1;
       underWay += 1;
       let released = false;

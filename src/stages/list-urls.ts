@@ -74,6 +74,9 @@ export class UrlLister {
       const files = await this.listTarget(target);
       out.push(...files.values());
     }
+    // Not kept as the latest: `refresh` answers a kept listing only to URLs older than it, and no
+    // URL is older than the first listing. Kept, it held every file and URL to the end of a run.
+    this.latest.clear();
     return out;
   }
 

@@ -7,14 +7,14 @@ import { resolve } from 'node:path';
 import { connect, withConnection, UsageError, type ConnectionArgs } from '../connection.js';
 import { createProgress } from '../progress.js';
 import { finishRun, type OutputArgs } from '../output.js';
-import { runExport, DEFAULT_EXPORT_CONCURRENCY } from '../../pipelines/export.js';
+import { runExport, DEFAULT_EXPORT_CONCURRENCY, PHOTO_EXPORT_CONCURRENCY } from '../../pipelines/export.js';
 import { isValidDate } from '../../spec/time.js';
 import { UnknownTargetError } from '../../stages/list-urls.js';
 
 interface ExportArgs extends ConnectionArgs, OutputArgs {
   out: string;
   since?: string;
-  concurrency: number;
+  concurrency?: number;
   sheet?: number;
   field?: number;
 }
@@ -23,7 +23,12 @@ function exportOptions<T>(yargs: Argv<T>, attachments: boolean): Argv<ExportArgs
   let y = withConnection(yargs)
     .option('out', { type: 'string', demandOption: true, describe: 'A folder, or a file ending in .zip' })
     .option('since', { type: 'string', describe: 'Only files updated on or after YYYY-MM-DD' })
-    .option('concurrency', { type: 'number', default: DEFAULT_EXPORT_CONCURRENCY, describe: 'Downloads at once' })
+    .option('concurrency', {
+      type: 'number',
+      describe: attachments
+        ? `Downloads at once (default ${DEFAULT_EXPORT_CONCURRENCY})`
+        : `Downloads at once (default ${PHOTO_EXPORT_CONCURRENCY} to a folder, ${DEFAULT_EXPORT_CONCURRENCY} to a zip)`,
+    })
     .option('report', { type: 'string', describe: 'Write the per-file report (JSON) to FILE' });
   if (attachments) {
     y = y
@@ -32,7 +37,7 @@ function exportOptions<T>(yargs: Argv<T>, attachments: boolean): Argv<ExportArgs
   }
   return y.check((argv) => {
     if (argv.since !== undefined && !isValidDate(String(argv.since))) throw new UsageError(`--since must be a date YYYY-MM-DD, got "${argv.since}"`);
-    if (!Number.isInteger(argv.concurrency) || (argv.concurrency as number) < 1 || (argv.concurrency as number) > 256) {
+    if (argv.concurrency !== undefined && (!Number.isInteger(argv.concurrency) || (argv.concurrency as number) < 1 || (argv.concurrency as number) > 256)) {
       throw new UsageError(`--concurrency must be a whole number from 1 to 256, got ${argv.concurrency}`);
     }
     if (argv.field !== undefined && argv.sheet === undefined) throw new UsageError('--field needs --sheet');
