@@ -7,6 +7,7 @@
  *   npx tsx bench/export.ts --sets photos --latencies 20 --runs 5
  *   npx tsx bench/export.ts --sweep              our export at concurrency 8/16/32/64, 20 ms latency
  *   npx tsx bench/export.ts --no-peers --no-zip
+ *   npx tsx bench/export.ts --warmup 0           no untimed export before each set and latency
  *
  * Sets: `photos` (2,000 photos of 100 KB), `attachments` (200 PDFs of 5 MB), `large` (20,000
  * photos of 20 KB, ours only: peak memory). Our export runs in a child process built with esbuild
@@ -14,11 +15,18 @@
  * needed, no TypeScript loader); its wall time
  * includes its own listing, the peers' does not (they get URLs listed just before they start).
  * Peak RSS is VmHWM of the process (ours) or `/usr/bin/time`'s maximum resident set (peers).
+ *
+ * Between runs the files a run wrote are emptied, not deleted; all of them go at the end. ext4
+ * skips inodes deleted in the last minute when it picks one for a new file, reading the inode
+ * table for each: deleting a run's 200 to 20,000 files made the next run's file creation scan
+ * past them (our export of the 5 MB set, four runs in a row each way, medians of two blocks each:
+ * 1.75 and 1.78 s after deletions, 1.57 and 1.65 s without; the peers' runs paid it too). A
+ * user's export does not follow thousands of deletions.
  * Install the peers with `apt-get install aria2 curl`.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
-import { mkdir, mkdtemp, readdir, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, rm, stat, truncate, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -68,6 +76,7 @@ const list = (name: string, fallback: string): string[] => (argValue(name) ?? fa
 
 const sweep = flag('sweep');
 const runs = Number(argValue('runs') ?? 3);
+const warmups = Number(argValue('warmup') ?? 1);
 const setNames = list('sets', sweep ? 'photos,attachments' : 'photos,attachments,large');
 const latencies = list('latencies', sweep ? '20' : '0,20').map(Number);
 const sweepConcurrency = list('concurrency', '8,16,32,64').map(Number);
@@ -75,6 +84,7 @@ const withPeers = !flag('no-peers') && !sweep;
 const withZip = !flag('no-zip') && !sweep;
 for (const name of setNames) if (!SETS[name]) throw new Error(`unknown set ${name}; sets: ${Object.keys(SETS).join(', ')}`);
 if (!Number.isInteger(runs) || runs < 1) throw new Error(`--runs must be a whole number, got ${runs}`);
+if (!Number.isInteger(warmups) || warmups < 0) throw new Error(`--warmup must be a whole number, got ${warmups}`);
 
 // ---------------------------------------------------------------------------------------------
 // Processes
@@ -181,6 +191,15 @@ interface Sample {
   peakKb: number | null;
   /** Ours only: what the largest sampled RSS was made of. */
   atPeak?: Record<string, number>;
+  /** Ours only: CPU seconds, in all and by thread. */
+  cpu?: Record<string, number>;
+}
+
+/** Empties every file under `dir` (their pages go back, their inodes stay until the end). */
+async function releaseData(dir: string): Promise<void> {
+  for (const entry of await readdir(dir, { recursive: true, withFileTypes: true })) {
+    if (entry.isFile()) await truncate(join(entry.parentPath, entry.name), 0);
+  }
 }
 
 async function folderTotals(dir: string): Promise<{ files: number; bytes: number }> {
@@ -205,11 +224,11 @@ async function runOurs(child: { command: string; args: string[] }, emulator: Emu
   const options = { base_url: emulator.baseUrl, consumer_key: emulator.consumerKey, consumer_secret: emulator.consumerSecret, what: set.what, out, concurrency };
   const exit = await run(child.command, [...child.args, JSON.stringify(options)]);
   if (exit.code !== 0) throw new Error(`our export failed (${exit.code}):\n${exit.stderr}`);
-  const result = JSON.parse(exit.stdout.trim().split('\n').pop()!) as { ms: number; files: number; failed: number; bytes: number; peak_rss_kb: number | null; at_peak_mb: Record<string, number> };
+  const result = JSON.parse(exit.stdout.trim().split('\n').pop()!) as { ms: number; files: number; failed: number; bytes: number; peak_rss_kb: number | null; at_peak_mb: Record<string, number>; cpu_s: Record<string, number> };
   check(set, `ours (${sink})`, result);
   if (sink === 'folder') check(set, 'ours (folder on disk)', await folderTotals(out));
   else if ((await stat(out)).size < set.bytes) throw new Error(`the zip is smaller than its files: ${(await stat(out)).size}`);
-  return { concurrency, files: result.files, bytes: result.bytes, ms: result.ms, peakKb: result.peak_rss_kb, atPeak: result.at_peak_mb };
+  return { concurrency, files: result.files, bytes: result.bytes, ms: result.ms, peakKb: result.peak_rss_kb, atPeak: result.at_peak_mb, cpu: result.cpu_s };
 }
 
 async function listFresh(emulator: Emulator, set: BenchSet): Promise<{ url: string; name: string }[]> {
@@ -273,6 +292,8 @@ interface Row {
   mbPerS: number;
   peakMb: number | null;
   maxPeakMb: number | null;
+  /** Ours only: CPU seconds of the process, user and system, median. */
+  cpuS: number | null;
   runs: number;
 }
 
@@ -286,19 +307,21 @@ function summarise(samples: Sample[]): Row[] {
     const first = g[0]!;
     const wallS = median(g.map((s) => s.ms)) / 1000;
     const peaks = g.map((s) => s.peakKb).filter((p): p is number => p !== null);
+    const cpus = g.map((s) => (s.cpu ? s.cpu.user! + s.cpu.system! : null)).filter((c): c is number => c !== null);
     return {
       set: first.set, latency: first.latency, tool: first.tool, concurrency: first.concurrency, files: first.files,
       mb: first.bytes / 1e6, wallS, mbPerS: first.bytes / 1e6 / wallS,
-      peakMb: peaks.length ? median(peaks) / 1024 : null, maxPeakMb: peaks.length ? Math.max(...peaks) / 1024 : null, runs: g.length,
+      peakMb: peaks.length ? median(peaks) / 1024 : null, maxPeakMb: peaks.length ? Math.max(...peaks) / 1024 : null,
+      cpuS: cpus.length ? median(cpus) : null, runs: g.length,
     };
   });
 }
 
 function table(rows: Row[]): string {
-  const header = ['set', 'latency', 'tool', 'conc', 'files', 'MB', 'wall s', 'MB/s', 'peak RSS MB', 'max RSS MB', 'runs'];
+  const header = ['set', 'latency', 'tool', 'conc', 'files', 'MB', 'wall s', 'MB/s', 'peak RSS MB', 'max RSS MB', 'CPU s', 'runs'];
   const body = rows.map((r) => [
     r.set, `${r.latency} ms`, r.tool, String(r.concurrency), String(r.files), r.mb.toFixed(0), r.wallS.toFixed(2), r.mbPerS.toFixed(0),
-    r.peakMb === null ? '-' : r.peakMb.toFixed(0), r.maxPeakMb === null ? '-' : r.maxPeakMb.toFixed(0), String(r.runs),
+    r.peakMb === null ? '-' : r.peakMb.toFixed(0), r.maxPeakMb === null ? '-' : r.maxPeakMb.toFixed(0), r.cpuS === null ? '-' : r.cpuS.toFixed(2), String(r.runs),
   ]);
   const widths = header.map((h, i) => Math.max(h.length, ...body.map((b) => b[i]!.length)));
   const line = (cells: string[]): string => cells.map((c, i) => (i >= 3 ? c.padStart(widths[i]!) : c.padEnd(widths[i]!))).join('  ');
@@ -349,6 +372,14 @@ async function main(): Promise<void> {
           if (withZip) tools.push({ tool: 'ours (zip)', go: (w) => runOurs(child, emulator, set, w, defaultConcurrency(set.what, 'out.zip'), 'zip') });
           if (set.peers && peers.includes('aria2c')) tools.push({ tool: 'aria2c', go: (w) => runAria2(emulator, set, w) });
           if (set.peers && peers.includes('curl')) tools.push({ tool: 'curl', go: (w) => runCurl(emulator, set, w) });
+          // A first, untimed export warms the emulator up (its JIT, its sockets' buffers): a cold
+          // emulator answers slower and in smaller pieces, which costs the reader more CPU.
+          for (let w = 0; w < warmups; w += 1) {
+            const work = join(base, `${set.name}-${latency}-warmup-${w}`);
+            await mkdir(work, { recursive: true });
+            await runOurs(child, emulator, set, work, defaultConcurrency(set.what, 'out'), 'folder');
+            await releaseData(work);
+          }
           // Runs interleave the tools, so that load from elsewhere on the machine falls on all of them.
           for (let r = 0; r < runs; r += 1) {
             for (const { tool, go } of tools) {
@@ -356,8 +387,8 @@ async function main(): Promise<void> {
               await mkdir(work, { recursive: true });
               const sample = { set: set.name, latency, tool, ...(await go(work)) };
               samples.push(sample);
-              process.stderr.write(`  ${set.name} ${latency} ms run ${r + 1}: ${tool} c${sample.concurrency} ${(sample.ms / 1000).toFixed(2)} s, peak ${sample.peakKb === null ? '-' : (sample.peakKb / 1024).toFixed(0)} MB${sample.atPeak ? ` (at the sampled peak, MB: ${Object.entries(sample.atPeak).map(([k, v]) => `${k} ${v}`).join(', ')})` : ''}\n`);
-              await rm(work, { recursive: true, force: true });
+              process.stderr.write(`  ${set.name} ${latency} ms run ${r + 1}: ${tool} c${sample.concurrency} ${(sample.ms / 1000).toFixed(2)} s, peak ${sample.peakKb === null ? '-' : (sample.peakKb / 1024).toFixed(0)} MB${sample.atPeak ? ` (at the sampled peak, MB: ${Object.entries(sample.atPeak).map(([k, v]) => `${k} ${v}`).join(', ')})` : ''}${sample.cpu ? `\n    CPU s: ${Object.entries(sample.cpu).map(([k, v]) => `${k} ${v.toFixed(2)}`).join(', ')}` : ''}\n`);
+              await releaseData(work);
             }
           }
         }
