@@ -22,6 +22,13 @@ type Callback = (error?: Error | null) => void;
 export class ZipOutput extends Writable {
   /** Bytes written to the file. */
   written = 0;
+  /** Bytes taken from archiver (written or queued here). */
+  accepted = 0;
+  private waiters: { at: number; resolve: () => void }[] = [];
+  /** Chunks queued as they came (not joined), until written; those written; waiters on them. */
+  private readonly queued = new Set<Buffer>();
+  private readonly done = new WeakSet<Buffer>();
+  private readonly watching = new Map<Buffer, (written: boolean) => void>();
   private queue: Buffer[] = [];
   private small: Buffer[] = [];
   private backlog = 0;
@@ -35,6 +42,8 @@ export class ZipOutput extends Writable {
 
   override _write(chunk: Buffer, _encoding: BufferEncoding, callback: Callback): void {
     if (this.failure) return callback(this.failure);
+    this.accepted += chunk.length;
+    if (this.waiters.length) this.wake();
     this.backlog += chunk.length;
     if (chunk.length < SMALL) {
       this.small.push(chunk);
@@ -42,6 +51,7 @@ export class ZipOutput extends Writable {
     } else {
       this.joinSmall();
       this.queue.push(chunk);
+      this.queued.add(chunk);
     }
     this.writing ??= this.drainQueue();
     if (this.backlog < BACKLOG_LIMIT) callback();
@@ -57,7 +67,52 @@ export class ZipOutput extends Writable {
     done().then(() => callback(), callback);
   }
 
+  /**
+   * Resolves once `bytes` bytes in all have been taken from archiver: what archiver still holds
+   * of an entry given to it whole is then at most what was appended past that mark. Also resolves
+   * when the stream failed or was destroyed (the failure is reported elsewhere).
+   */
+  whenAccepted(bytes: number): Promise<void> {
+    if (this.accepted >= bytes || this.failure || this.destroyed) return Promise.resolve();
+    return new Promise((resolve) => this.waiters.push({ at: bytes, resolve }));
+  }
+
+  /**
+   * Resolves true once this very Buffer, taken by `_write`, has been written to the file, so its
+   * memory may be used again; false at once when it is not among the chunks queued or written
+   * (it was joined with others, which copies it, or has not come yet), or when the stream fails.
+   */
+  whenWritten(chunk: Buffer): Promise<boolean> {
+    if (this.done.has(chunk)) return Promise.resolve(true);
+    if (!this.queued.has(chunk) || this.failure || this.destroyed) return Promise.resolve(false);
+    return new Promise((resolve) => this.watching.set(chunk, resolve));
+  }
+
+  private markWritten(chunk: Buffer): void {
+    if (!this.queued.delete(chunk)) return;
+    this.done.add(chunk);
+    const waiting = this.watching.get(chunk);
+    if (waiting) {
+      this.watching.delete(chunk);
+      waiting(true);
+    }
+  }
+
+  private wake(all = false): void {
+    const still: { at: number; resolve: () => void }[] = [];
+    for (const waiter of this.waiters) {
+      if (all || this.accepted >= waiter.at) waiter.resolve();
+      else still.push(waiter);
+    }
+    this.waiters = still;
+    if (all) {
+      for (const waiting of this.watching.values()) waiting(false);
+      this.watching.clear();
+    }
+  }
+
   override _destroy(error: Error | null, callback: Callback): void {
+    this.wake(true);
     // A second close of a FileHandle resolves: this is safe after _final.
     this.handle.close().then(() => callback(error), () => callback(error));
   }
@@ -77,6 +132,7 @@ export class ZipOutput extends Writable {
         this.joinSmall();
         if (this.queue.length === 0) break;
         let batch = this.queue;
+        const whole = batch;
         this.queue = [];
         while (batch.length) {
           const { bytesWritten } = await this.handle.writev(batch);
@@ -85,10 +141,12 @@ export class ZipOutput extends Writable {
           this.backlog -= bytesWritten;
           batch = rest(batch, bytesWritten);
         }
+        for (const chunk of whole) this.markWritten(chunk);
         this.release();
       }
     } catch (error) {
       this.failure = error as Error;
+      this.wake(true);
       this.release();
     } finally {
       this.writing = null;

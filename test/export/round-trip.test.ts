@@ -1,8 +1,9 @@
 /**
  * Photo and attachment exports of a generated company, to a folder and to a zip, hold exactly the
  * company's files (GET /_emulator/state), file by file: identity, original name, size, sha256
- * (issue 4; DESIGN.md section 4). In a zip, compressed types are stored and text deflated, the
- * manifest is the last entry, and the zip is written as `<name>.partial` and renamed.
+ * (issue 4; DESIGN.md section 4). In a zip, compressed types are stored and text deflated, stored
+ * entries have their sizes in their local header, the manifest is the last entry, and the zip is
+ * written as `<name>.partial` and renamed.
  */
 import { existsSync, readdirSync } from 'node:fs';
 import { readdir } from 'node:fs/promises';
@@ -64,6 +65,13 @@ describe.each(['photos', 'attachments'] as const)('%s export', (what) => {
     for (const [path, entry] of contents.files) {
       const ext = path.slice(path.lastIndexOf('.') + 1);
       methods.set(ext, (methods.get(ext) ?? new Set()).add(entry.compressionMethod!));
+    }
+    // Stored entries carry their CRC and sizes in the local header, as streaming readers need:
+    // Java's ZipInputStream refuses a stored entry whose sizes follow it in a data descriptor.
+    for (const [path, entry] of contents.files) {
+      if (entry.compressionMethod !== 0) continue;
+      expect(entry.local!.flags & 8, path).toBe(0);
+      expect([entry.local!.crc32, entry.local!.compressedSize, entry.local!.size], path).toEqual([entry.crc32, entry.size, entry.size]);
     }
     if (what === 'photos') {
       expect(Object.fromEntries([...methods].map(([k, v]) => [k, [...v]]))).toEqual({ jpg: [0] });

@@ -4,10 +4,11 @@
  * by file on identity, original name, size and sha256.
  */
 import { createHash } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, readSync, rmSync } from 'node:fs';
 import { readFile, readdir } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, relative, sep } from 'node:path';
+import { crc32 } from 'node:zlib';
 import yauzl from 'yauzl';
 import { afterAll, expect } from 'vitest';
 import type { TestEmulator } from './emulator.js';
@@ -50,6 +51,14 @@ export interface StoredEntry {
   sha256: string;
   /** Zip entries: 0 stored, 8 deflated. */
   compressionMethod?: number;
+  /**
+   * Zip entries: what the local header (the one a streaming reader sees first) says, read from
+   * the file at the entry's offset: its flags (bit 3: sizes in a data descriptor after the data),
+   * CRC-32 and sizes.
+   */
+  local?: { flags: number; crc32: number; compressedSize: number; size: number };
+  /** Zip entries: the CRC-32 of the bytes read. */
+  crc32?: number;
 }
 
 export interface ExportContents {
@@ -136,6 +145,7 @@ export function readZipExport(file: string): Promise<ExportContents> {
       zip.on('end', () => resolve({ manifest: parseManifest(manifestText), files, order, manifestCompression }));
       zip.on('entry', (entry: yauzl.Entry) => {
         order.push(entry.fileName);
+        const local = localHeader(file, entry.relativeOffsetOfLocalHeader);
         zip.openReadStream(entry, (err, stream) => {
           if (err || !stream) return reject(err ?? new Error('no stream'));
           const chunks: Buffer[] = [];
@@ -147,7 +157,7 @@ export function readZipExport(file: string): Promise<ExportContents> {
               manifestText = data.toString('utf8');
               manifestCompression = entry.compressionMethod;
             } else {
-              files.set(entry.fileName, { size: data.length, sha256: sha256(data), compressionMethod: entry.compressionMethod });
+              files.set(entry.fileName, { size: data.length, sha256: sha256(data), compressionMethod: entry.compressionMethod, local, crc32: crc32(data) });
             }
             zip.readEntry();
           });
@@ -156,6 +166,19 @@ export function readZipExport(file: string): Promise<ExportContents> {
       zip.readEntry();
     });
   });
+}
+
+/** The fixed part of the local file header at `offset` (APPNOTE 4.3.7). */
+function localHeader(file: string, offset: number): StoredEntry['local'] {
+  const fd = openSync(file, 'r');
+  try {
+    const header = Buffer.alloc(30);
+    readSync(fd, header, 0, 30, offset);
+    if (header.readUInt32LE(0) !== 0x04034b50) throw new Error(`no local file header at ${offset} of ${file}`);
+    return { flags: header.readUInt16LE(6), crc32: header.readUInt32LE(14), compressedSize: header.readUInt32LE(18), size: header.readUInt32LE(22) };
+  } finally {
+    closeSync(fd);
+  }
 }
 
 export const readExport = (target: string): Promise<ExportContents> =>
