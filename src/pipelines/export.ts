@@ -166,7 +166,7 @@ export async function runExport(options: ExportOptions): Promise<ExportResult> {
       }
       progress.relists = lister.relists;
       options.onProgress?.({ ...progress });
-    });
+    }, sink.starts);
     await sink.finish();
   } catch (error) {
     await sink.abort();

@@ -4,6 +4,7 @@
  */
 import type { ManifestLine } from './manifest.js';
 import type { FileDigest } from '../util/hash-file.js';
+import type { StartGate } from '../stages/download.js';
 
 /** One file being written. The sink stores it, and hashes what it stored. */
 export interface EntryWriter {
@@ -30,6 +31,8 @@ export interface ExportSink {
   finish(): Promise<void>;
   /** Stops after a fatal error, leaving no temporary files. */
   abort(): Promise<void>;
+  /** When given, holds new downloads back while the sink cannot keep up with more (see ZipSink). */
+  readonly starts?: StartGate;
 }
 
 /** Types already compressed are stored in a zip; text formats are deflated (DESIGN.md section 4). */

@@ -26,6 +26,7 @@ import { once } from 'node:events';
 import { ZipArchive } from 'archiver';
 import { Readable } from 'node:stream';
 import type { EntryWriter, ExportSink } from './sink.js';
+import type { StartGate } from '../stages/download.js';
 import { shouldDeflate } from './sink.js';
 import { ZipOutput } from './zip-output.js';
 import { digestOf, hashFile, type FileDigest } from '../util/hash-file.js';
@@ -38,6 +39,14 @@ const MEMORY_BUDGET = 16 * 1024 * 1024;
 const SPOOL_BATCH = 256 * 1024;
 /** Stored entries up to this size are given to archiver whole (sizes in the local header). */
 const WHOLE_LIMIT = 16 * 1024 * 1024;
+/**
+ * Downloads at once while files too large to wait in memory are on their way into the zip (the
+ * export's concurrency otherwise). The zip takes one entry at a time, slower than 16 connections
+ * bring large files in; the extra downloads only competed with it for the CPU and held more read
+ * buffers. A zip of the 5 MB set at 20 ms, eight runs each taken in turn: 3.74 s and 145/162 MB
+ * (median/max peak) at 16, 3.34 s and 142/149 MB at 8, 3.44 s and 145/158 MB at 6.
+ */
+const LARGE_FILE_CONNECTIONS = 8;
 /** Stored entries of this size or more are read into a buffer kept for the run. */
 const WHOLE_REUSE = 64 * 1024;
 /** Buffers kept for whole entries (two, one written while the next is read, peaked higher). */
@@ -60,6 +69,18 @@ export class ZipSink implements ExportSink {
   private readonly wholeFree: Buffer[] = [];
   private wholeCount = 0;
   private wholeWaiting: (() => void) | null = null;
+  /**
+   * Spool files open or waiting for the zip, when the last one was let go, and who wants to know
+   * when there are fewer. Large files hold the downloads to LARGE_FILE_CONNECTIONS while any is
+   * on its way and for a second after, so that a moment with none does not start a burst.
+   */
+  private spooling = 0;
+  private lastSpooled = 0;
+  private readonly fewer: (() => void)[] = [];
+  readonly starts: StartGate = {
+    open: (connections) => connections < LARGE_FILE_CONNECTIONS || (this.spooling === 0 && Date.now() - this.lastSpooled > 1000),
+    onOpen: (listener) => this.fewer.push(listener),
+  };
 
   private constructor(readonly target: string, file: FileHandle) {
     this.partial = `${target}.partial`;
@@ -174,6 +195,15 @@ export class ZipSink implements ExportSink {
     let chunks: Buffer[] = [];
     let batchBytes = 0;
     let handle: FileHandle | null = spool ? await open(spoolPath, 'w') : null;
+    if (spool) this.spooling += 1;
+    let spooled = spool;
+    const spoolGone = (): void => {
+      if (!spooled) return;
+      spooled = false;
+      this.spooling -= 1;
+      this.lastSpooled = Date.now();
+      for (const listener of this.fewer) listener();
+    };
     // Spooled chunks go to disk in batches, not one write per 64 KB read.
     const flush = async (): Promise<void> => {
       const batch = chunks;
@@ -216,18 +246,23 @@ export class ZipSink implements ExportSink {
             release();
           }
         }
-        await flush();
-        await handle.close();
-        handle = null;
-        const digest = await hashFile(spoolPath);
-        if (shouldDeflate(path) || digest.size > WHOLE_LIMIT) await this.append(createReadStream(spoolPath), path);
-        else await this.appendWhole(digest.size, path, (into) => readInto(spoolPath, into));
-        await rm(spoolPath, { force: true });
-        return digest;
+        try {
+          await flush();
+          await handle.close();
+          handle = null;
+          const digest = await hashFile(spoolPath);
+          if (shouldDeflate(path) || digest.size > WHOLE_LIMIT) await this.append(createReadStream(spoolPath), path);
+          else await this.appendWhole(digest.size, path, (into) => readInto(spoolPath, into));
+          await rm(spoolPath, { force: true });
+          return digest;
+        } finally {
+          spoolGone();
+        }
       },
       abort: async () => {
         chunks = [];
         release();
+        spoolGone();
         if (handle) await handle.close();
         handle = null;
         await rm(spoolPath, { force: true });

@@ -220,13 +220,22 @@ export async function downloadFile(job: DownloadJob, options: DownloadOptions): 
   }
 }
 
+/** A condition on starting more items besides the pool's own bounds (see `pool`). */
+export interface StartGate {
+  /** Whether another item may start now, with `connections` holding a connection. */
+  open(connections: number): boolean;
+  /** Calls `listener` whenever the gate may have opened. */
+  onOpen(listener: () => void): void;
+}
+
 /**
  * Runs `worker` over `items`, in order of start, with at most `concurrency` of them holding a
  * connection at once; results are handed to `onResult` as they come. A worker gives its place up
  * with `release()` when it needs only the disk any more (its body has arrived), so the next
  * download starts while this one lands: otherwise every download would wait for the file system
  * calls of the last (bench/export: 2,000 photos at 20 ms latency). Items past their release stay
- * counted, so at most `2 × concurrency` are under way. A thrown error (fatal) stops the starts;
+ * counted, so at most `2 × concurrency` are under way; a `gate`, when given, can hold further
+ * starts back besides. A thrown error (fatal) stops the starts;
  * what is under way finishes, then the error is rethrown. `items` is emptied as they start, so
  * that an item is let go once its result is handled.
  */
@@ -235,6 +244,7 @@ export async function pool<T, R>(
   concurrency: number,
   worker: (item: T, release: () => void) => Promise<R>,
   onResult: (result: R) => Promise<void> | void,
+  gate?: StartGate,
 ): Promise<void> {
   const limit = Math.max(1, concurrency);
   let next = 0;
@@ -244,7 +254,7 @@ export async function pool<T, R>(
   let finished!: () => void;
   const allDone = new Promise<void>((resolve) => (finished = resolve));
   const start = (): void => {
-    while (fatal === null && next < items.length && connections < limit && underWay < 2 * limit) {
+    while (fatal === null && next < items.length && connections < limit && underWay < 2 * limit && (gate?.open(connections) ?? true)) {
       const item = items[next]!;
       items[next++] = undefined as T;
       connections += 1;
@@ -270,6 +280,7 @@ export async function pool<T, R>(
       })();
     }
   };
+  gate?.onOpen(start);
   start();
   if (underWay === 0) finished();
   await allDone;

@@ -18,6 +18,9 @@ export interface RecordedRequest {
   status?: number;
   /** Whether the answer body reached the client whole. */
   complete?: boolean;
+  /** When the request came in, and when its answer was done with (performance.now()). */
+  startedAt: number;
+  endedAt?: number;
 }
 
 export interface RecordingProxy {
@@ -30,8 +33,9 @@ export async function startRecordingProxy(target: string): Promise<RecordingProx
   const upstream = new URL(target);
   const requests: RecordedRequest[] = [];
   const server: Server = createServer((req, res) => {
-    const record: RecordedRequest = { method: req.method ?? 'GET', url: req.url ?? '/', headers: { ...req.headers } };
+    const record: RecordedRequest = { method: req.method ?? 'GET', url: req.url ?? '/', headers: { ...req.headers }, startedAt: performance.now() };
     requests.push(record);
+    res.on('close', () => (record.endedAt = performance.now()));
     const forward = request(
       { hostname: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers: req.headers },
       (answer) => {
