@@ -5,7 +5,7 @@
 import { Agent } from 'undici';
 import type { WdsClient } from '../client/client.js';
 import { UrlLister, attachmentTargets, type ListTarget, type RemoteFile } from '../stages/list-urls.js';
-import { Slots, downloadFile, pool, type DownloadJob, type DownloadResult } from '../stages/download.js';
+import { Slots, downloadFile, pool, type DownloadJob, type DownloadResult, type StartGate } from '../stages/download.js';
 import { RunReport } from '../stages/report.js';
 import { FolderSink } from '../sinks/folder.js';
 import type { ExportSink } from '../sinks/sink.js';
@@ -43,6 +43,15 @@ export const PHOTO_EXPORT_CONCURRENCY = 32;
  * about 3-5 MB more at the peak).
  */
 export const LARGE_BODY_CONCURRENCY = 16;
+
+/**
+ * Downloads at once to a folder while files over 1 MB are coming (the concurrency otherwise: small
+ * files need many connections to hide the storage latency, large ones fill the line with fewer).
+ * 5 MB set at 20 ms, two sets of eight runs taken in turn: at 16, 1.62 and 1.62 s, peak RSS
+ * 140/149 and 142/155 MB (median/max); held to 10, 1.55 and 1.63 s, 137/148 and 136/143 MB; to
+ * 12, 1.60 and 1.73 s, 135/143 and 140/146 MB.
+ */
+export const LARGE_FILE_CONNECTIONS = 10;
 
 export interface ExportProgress {
   total: number;
@@ -146,6 +155,16 @@ export async function runExport(options: ExportOptions): Promise<ExportResult> {
     options.onProgress?.({ ...progress });
     const retry = { ...DEFAULT_RETRY, maxAttempts: 8, baseDelayMs: 100, maxDelayMs: 4_000, ...options.retry };
     const largeBodies = new Slots(Math.min(concurrency, LARGE_BODY_CONCURRENCY));
+    // While large bodies are read (and for a second after, so that a moment with none does not
+    // start a burst), downloads are held to LARGE_FILE_CONNECTIONS; a zip paces them itself.
+    let lastLarge = 0;
+    const gate: StartGate = sink.starts ?? {
+      open: (connections) => connections < LARGE_FILE_CONNECTIONS || (largeBodies.inUse === 0 && Date.now() - lastLarge > 1000),
+      onOpen: (listener) => largeBodies.onRelease(() => {
+        lastLarge = Date.now();
+        listener();
+      }),
+    };
     const download = (job: DownloadJob, release: () => void): Promise<DownloadResult> =>
       downloadFile(job, { dispatcher, lister, sink, retry, signal: options.signal, onReceived: release, largeBodies });
     await pool(jobs, concurrency, download, async (result: DownloadResult) => {
@@ -166,7 +185,7 @@ export async function runExport(options: ExportOptions): Promise<ExportResult> {
       }
       progress.relists = lister.relists;
       options.onProgress?.({ ...progress });
-    }, sink.starts);
+    }, gate);
     await sink.finish();
   } catch (error) {
     await sink.abort();

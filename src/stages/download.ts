@@ -56,9 +56,20 @@ export const LARGE_BODY_BYTES = 1024 * 1024;
 export class Slots {
   private free: number;
   private readonly waiting: (() => void)[] = [];
+  private readonly released: (() => void)[] = [];
 
   constructor(readonly size: number) {
     this.free = Math.max(1, size);
+  }
+
+  /** Slots held now. */
+  get inUse(): number {
+    return Math.max(1, this.size) - this.free;
+  }
+
+  /** Calls `listener` each time a slot is given back. */
+  onRelease(listener: () => void): void {
+    this.released.push(listener);
   }
 
   async acquire(): Promise<() => void> {
@@ -71,6 +82,7 @@ export class Slots {
       const next = this.waiting.shift();
       if (next) next();
       else this.free += 1;
+      for (const listener of this.released) listener();
     };
   }
 }
