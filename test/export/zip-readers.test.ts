@@ -3,7 +3,8 @@
  * walks local headers front to back and refuses a stored entry whose sizes follow it in a data
  * descriptor ("only DEFLATED entries can have EXT descriptor"). Every entry, stored or deflated,
  * must come out whole, with the bytes the manifest names. Runs where `java` is installed (Debian's
- * openjdk; `java File.java` runs a source file without a build step).
+ * openjdk, which .ci/run installs when it is missing; `java File.java` runs a source file without
+ * a build step).
  */
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
