@@ -5,7 +5,7 @@
 import { Agent } from 'undici';
 import type { WdsClient } from '../client/client.js';
 import { UrlLister, attachmentTargets, type ListTarget, type RemoteFile } from '../stages/list-urls.js';
-import { Slots, downloadFile, pool, type DownloadJob, type DownloadResult, type StartGate } from '../stages/download.js';
+import { LargeFilePace, Slots, downloadFile, pool, type DownloadJob, type DownloadResult } from '../stages/download.js';
 import { RunReport } from '../stages/report.js';
 import { FolderSink } from '../sinks/folder.js';
 import type { ExportSink } from '../sinks/sink.js';
@@ -45,8 +45,8 @@ export const PHOTO_EXPORT_CONCURRENCY = 32;
 export const LARGE_BODY_CONCURRENCY = 16;
 
 /**
- * Downloads at once to a folder while files over 1 MB are coming (the concurrency otherwise: small
- * files need many connections to hide the storage latency, large ones fill the line with fewer).
+ * Downloads at once to a folder while bodies over 1 MB are read (LargeFilePace; the concurrency
+ * otherwise).
  * 5 MB set at 20 ms, two sets of eight runs taken in turn: at 16, 1.62 and 1.62 s, peak RSS
  * 140/149 and 142/155 MB (median/max); held to 10, 1.55 and 1.63 s, 137/148 and 136/143 MB; to
  * 12, 1.60 and 1.73 s, 135/143 and 140/146 MB.
@@ -155,18 +155,10 @@ export async function runExport(options: ExportOptions): Promise<ExportResult> {
     options.onProgress?.({ ...progress });
     const retry = { ...DEFAULT_RETRY, maxAttempts: 8, baseDelayMs: 100, maxDelayMs: 4_000, ...options.retry };
     const largeBodies = new Slots(Math.min(concurrency, LARGE_BODY_CONCURRENCY));
-    // While large bodies are read (and for a second after, so that a moment with none does not
-    // start a burst), downloads are held to LARGE_FILE_CONNECTIONS; a zip paces them itself.
-    let lastLarge = 0;
-    const gate: StartGate = sink.starts ?? {
-      open: (connections) => connections < LARGE_FILE_CONNECTIONS || (largeBodies.inUse === 0 && Date.now() - lastLarge > 1000),
-      onOpen: (listener) => largeBodies.onRelease(() => {
-        lastLarge = Date.now();
-        listener();
-      }),
-    };
+    // A zip paces the downloads by the files waiting for it; a folder by the large bodies read.
+    const pace = sink.starts ? undefined : new LargeFilePace(LARGE_FILE_CONNECTIONS);
     const download = (job: DownloadJob, release: () => void): Promise<DownloadResult> =>
-      downloadFile(job, { dispatcher, lister, sink, retry, signal: options.signal, onReceived: release, largeBodies });
+      downloadFile(job, { dispatcher, lister, sink, retry, signal: options.signal, onReceived: release, largeBodies, pace });
     await pool(jobs, concurrency, download, async (result: DownloadResult) => {
       const { file, job } = result;
       if (result.outcome === 'ok') {
@@ -185,7 +177,7 @@ export async function runExport(options: ExportOptions): Promise<ExportResult> {
       }
       progress.relists = lister.relists;
       options.onProgress?.({ ...progress });
-    }, gate);
+    }, sink.starts ?? pace);
     await sink.finish();
   } catch (error) {
     await sink.abort();

@@ -15,8 +15,9 @@
  * it. Entries of WHOLE_REUSE bytes or more are read into one buffer kept for the run, given back
  * when the writer has written that very buffer. A fresh 5 MB buffer per entry, freed only when the
  * garbage collector came round, took a zip of the 5 MB set at 20 ms from 143 to 160 MB (medians);
- * with the one buffer it peaks where the streamed entries did (139-153 MB against 146-151 MB, runs
- * taken in turn). Deflated entries, and stored ones over WHOLE_LIMIT (the service keeps files to
+ * with the one buffer, 139-153 MB against 146-151 MB for streamed entries in runs taken in turn,
+ * though bench/export put the zip at 131-132 MB (median of 3) before and 142-148 MB after, with
+ * the pacing below. Deflated entries, and stored ones over WHOLE_LIMIT (the service keeps files to
  * 5 MB; older ones may be larger), go as streams, with a data descriptor.
  */
 import { createReadStream } from 'node:fs';
@@ -26,7 +27,7 @@ import { once } from 'node:events';
 import { ZipArchive } from 'archiver';
 import { Readable } from 'node:stream';
 import type { EntryWriter, ExportSink } from './sink.js';
-import type { StartGate } from '../stages/download.js';
+import { LargeFilePace } from '../stages/download.js';
 import { shouldDeflate } from './sink.js';
 import { ZipOutput } from './zip-output.js';
 import { digestOf, hashFile, type FileDigest } from '../util/hash-file.js';
@@ -69,18 +70,8 @@ export class ZipSink implements ExportSink {
   private readonly wholeFree: Buffer[] = [];
   private wholeCount = 0;
   private wholeWaiting: (() => void) | null = null;
-  /**
-   * Spool files open or waiting for the zip, when the last one was let go, and who wants to know
-   * when there are fewer. Large files hold the downloads to LARGE_FILE_CONNECTIONS while any is
-   * on its way and for a second after, so that a moment with none does not start a burst.
-   */
-  private spooling = 0;
-  private lastSpooled = 0;
-  private readonly fewer: (() => void)[] = [];
-  readonly starts: StartGate = {
-    open: (connections) => connections < LARGE_FILE_CONNECTIONS || (this.spooling === 0 && Date.now() - this.lastSpooled > 1000),
-    onOpen: (listener) => this.fewer.push(listener),
-  };
+  /** Paces the downloads while spool files are open or waiting for the zip. */
+  readonly starts = new LargeFilePace(LARGE_FILE_CONNECTIONS);
 
   private constructor(readonly target: string, file: FileHandle) {
     this.partial = `${target}.partial`;
@@ -195,14 +186,12 @@ export class ZipSink implements ExportSink {
     let chunks: Buffer[] = [];
     let batchBytes = 0;
     let handle: FileHandle | null = spool ? await open(spoolPath, 'w') : null;
-    if (spool) this.spooling += 1;
+    if (spool) this.starts.enter();
     let spooled = spool;
     const spoolGone = (): void => {
       if (!spooled) return;
       spooled = false;
-      this.spooling -= 1;
-      this.lastSpooled = Date.now();
-      for (const listener of this.fewer) listener();
+      this.starts.leave();
     };
     // Spooled chunks go to disk in batches, not one write per 64 KB read.
     const flush = async (): Promise<void> => {

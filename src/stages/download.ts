@@ -47,6 +47,8 @@ export interface DownloadOptions {
    * read holds read buffers and write batches in memory.
    */
   largeBodies?: Slots;
+  /** Told when a body over LARGE_BODY_BYTES starts and ends being read. */
+  pace?: LargeFilePace;
 }
 
 /** Bodies above this size take one of the `largeBodies` slots while they are read. */
@@ -56,20 +58,9 @@ export const LARGE_BODY_BYTES = 1024 * 1024;
 export class Slots {
   private free: number;
   private readonly waiting: (() => void)[] = [];
-  private readonly released: (() => void)[] = [];
 
   constructor(readonly size: number) {
     this.free = Math.max(1, size);
-  }
-
-  /** Slots held now. */
-  get inUse(): number {
-    return Math.max(1, this.size) - this.free;
-  }
-
-  /** Calls `listener` each time a slot is given back. */
-  onRelease(listener: () => void): void {
-    this.released.push(listener);
   }
 
   async acquire(): Promise<() => void> {
@@ -82,7 +73,6 @@ export class Slots {
       const next = this.waiting.shift();
       if (next) next();
       else this.free += 1;
-      for (const listener of this.released) listener();
     };
   }
 }
@@ -202,6 +192,8 @@ export async function downloadFile(job: DownloadJob, options: DownloadOptions): 
     writer ??= await sinkStep(job.path, () => options.sink.open(job.path, total));
     const largeBody = options.largeBodies && (total ?? Infinity) - received > LARGE_BODY_BYTES;
     const giveSlotBack = largeBody ? await options.largeBodies!.acquire() : undefined;
+    const pace = largeBody ? options.pace : undefined;
+    pace?.enter();
     try {
       for await (const chunk of res.body as AsyncIterable<Buffer>) {
         received += chunk.length;
@@ -217,6 +209,7 @@ export async function downloadFile(job: DownloadJob, options: DownloadOptions): 
       continue;
     } finally {
       giveSlotBack?.();
+      pace?.leave();
     }
     if (total !== undefined && received !== total) {
       failures += 1;
@@ -238,6 +231,38 @@ export interface StartGate {
   open(connections: number): boolean;
   /** Calls `listener` whenever the gate may have opened. */
   onOpen(listener: () => void): void;
+}
+
+/**
+ * Holds downloads to `connections` while large files are on their way (between `enter` and
+ * `leave`) and for a second after the last, so that a moment with none does not start a burst.
+ * Small files need many connections to hide the storage latency; large ones fill the line with
+ * fewer, and more only hold read buffers and compete for the CPU.
+ */
+export class LargeFilePace implements StartGate {
+  private active = 0;
+  private last = 0;
+  private readonly listeners: (() => void)[] = [];
+
+  constructor(private readonly connections: number) {}
+
+  enter(): void {
+    this.active += 1;
+  }
+
+  leave(): void {
+    this.active -= 1;
+    this.last = Date.now();
+    for (const listener of this.listeners) listener();
+  }
+
+  open(connections: number): boolean {
+    return connections < this.connections || (this.active === 0 && Date.now() - this.last > 1000);
+  }
+
+  onOpen(listener: () => void): void {
+    this.listeners.push(listener);
+  }
 }
 
 /**
