@@ -8,22 +8,17 @@
 import { createHash } from 'node:crypto';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { useEmulator } from '../helpers/emulator.js';
-import { clientFor } from '../helpers/client.js';
+import { useClient } from '../helpers/client.js';
 import { expectMatchesState, state, tempDir } from '../helpers/export.js';
 import { runExport } from '../../src/pipelines/export.js';
 import { hashFile } from '../../src/util/hash-file.js';
-import type { WdsClient } from '../../src/index.js';
 
 const emu = useEmulator({
   generate: { members: 12, photo_ratio: 0, attachments_per_member: [1, 1], attachment_bytes: [1_000_000, 5_000_000] },
 });
-let client: WdsClient | undefined;
-const api = (): WdsClient => (client ??= clientFor(emu()));
-afterAll(async () => {
-  await client?.close();
-});
+const api = useClient(emu);
 
 it.each(['attachments', 'attachments.zip'])('large attachments to %s arrive whole despite cuts and truncations', async (name) => {
   await emu().control('POST', '/faults', { storage: { reset_rate: 0.2, truncate_rate: 0.2, seed: 77 } });

@@ -8,21 +8,16 @@
 import { existsSync, readdirSync } from 'node:fs';
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { useEmulator } from '../helpers/emulator.js';
-import { clientFor } from '../helpers/client.js';
+import { useClient } from '../helpers/client.js';
 import { expectMatchesState, filesUnder, state, tempDir } from '../helpers/export.js';
 import { runExport } from '../../src/pipelines/export.js';
-import type { WdsClient } from '../../src/index.js';
 
 const emu = useEmulator({
   generate: { members: 200, photo_bytes: [20_000, 60_000], attachments_per_member: [1, 2], attachment_bytes: [5_000, 50_000] },
 });
-let client: WdsClient | undefined;
-const api = (): WdsClient => (client ??= clientFor(emu()));
-afterAll(async () => {
-  await client?.close();
-});
+const api = useClient(emu);
 
 describe.each(['photos', 'attachments'] as const)('%s export', (what) => {
   it('to a folder: every file of the company, nothing else, no temporary file left', async () => {

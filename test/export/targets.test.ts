@@ -5,23 +5,18 @@
  */
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { useEmulator } from '../helpers/emulator.js';
-import { clientFor } from '../helpers/client.js';
+import { useClient } from '../helpers/client.js';
 import { readExport, state, tempDir } from '../helpers/export.js';
 import { connectionArgs, runCli } from '../helpers/cli-process.js';
 import { runExport } from '../../src/pipelines/export.js';
 import { UnknownTargetError } from '../../src/stages/list-urls.js';
-import type { WdsClient } from '../../src/index.js';
 
 const emu = useEmulator({
   generate: { members: 20, photo_bytes: [10_000, 12_000], attachments_per_member: [2, 3], attachment_bytes: [3_000, 6_000] },
 });
-let client: WdsClient | undefined;
-const api = (): WdsClient => (client ??= clientFor(emu()));
-afterAll(async () => {
-  await client?.close();
-});
+const api = useClient(emu);
 
 it('one sheet, and one file part of it: exactly their files', async () => {
   const s = await state(emu());

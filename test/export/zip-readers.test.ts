@@ -9,12 +9,11 @@
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { useEmulator } from '../helpers/emulator.js';
-import { clientFor } from '../helpers/client.js';
+import { useClient } from '../helpers/client.js';
 import { readZipExport, tempDir } from '../helpers/export.js';
 import { runExport } from '../../src/pipelines/export.js';
-import type { WdsClient } from '../../src/index.js';
 
 const READER = fileURLToPath(new URL('../helpers/ZipStreamRead.java', import.meta.url));
 const hasJava = spawnSync('java', ['-version'], { stdio: 'ignore' }).status === 0;
@@ -23,11 +22,7 @@ const emu = useEmulator({
   // Attachments over the zip sink's in-memory limit (1 MB) go through its spool files.
   generate: { members: 40, photo_bytes: [20_000, 60_000], attachments_per_member: [1, 2], attachment_bytes: [5_000, 1_500_000] },
 });
-let client: WdsClient | undefined;
-const api = (): WdsClient => (client ??= clientFor(emu()));
-afterAll(async () => {
-  await client?.close();
-});
+const api = useClient(emu);
 
 describe.skipIf(!hasJava)("Java's ZipInputStream", () => {
   it.each(['photos', 'attachments'] as const)('reads every entry of a %s zip whole', async (what) => {

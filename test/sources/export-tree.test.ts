@@ -7,23 +7,18 @@
 import { createHash } from 'node:crypto';
 import { appendFileSync, cpSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { useEmulator } from '../helpers/emulator.js';
-import { clientFor } from '../helpers/client.js';
+import { useClient } from '../helpers/client.js';
 import { expectedFiles, identity, state, tempDir } from '../helpers/export.js';
 import { runExport } from '../../src/pipelines/export.js';
 import { ExportFolderSource, ExportZipSource } from '../../src/sources/export-tree.js';
 import { formatLine, sortLines, type ManifestLine } from '../../src/sinks/manifest.js';
 import type { ImportSource, SourceFile } from '../../src/sources/source.js';
-import type { WdsClient } from '../../src/index.js';
 import { archiverZip, collect, type ArchiverEntry } from './helpers.js';
 
 const emu = useEmulator({ generate: { members: 20 } });
-let client: WdsClient | undefined;
-const api = (): WdsClient => (client ??= clientFor(emu()));
-afterAll(async () => {
-  await client?.close();
-});
+const api = useClient(emu);
 
 const sha256 = (data: Buffer): string => createHash('sha256').update(data).digest('hex');
 const manifestOf = (dir: string): ManifestLine[] =>
