@@ -162,6 +162,16 @@ async function alone<T>(task: () => Promise<T>): Promise<T> {
   }
 }
 
+/**
+ * A decoder's error as one line for a report: libvips hands back its whole error log, where a
+ * damaged PNG can put a dozen "source: bad seek to N" lines (its reader retrying) before the
+ * reason, depending on how much of the file it had read. Those go; the other lines are joined.
+ */
+export function decoderMessage(error: unknown): string {
+  const lines = String((error as Error)?.message ?? error).split('\n').map((l) => l.trim()).filter((l) => l && !/^source: bad seek to \d+$/.test(l));
+  return [...new Set(lines)].join('; ') || 'no reason given';
+}
+
 async function withItsMessage<T>(task: () => Promise<T>): Promise<T> {
   try {
     return await beside(task);
@@ -221,7 +231,7 @@ export async function checkPhoto(data: Buffer, options: CheckPhotoOptions): Prom
         return header;
       });
     } catch (error) {
-      return { ok: false, reason: `the ${type.toUpperCase()} file cannot be read as an image (${(error as Error).message})` };
+      return { ok: false, reason: `the ${type.toUpperCase()} file cannot be read as an image (${decoderMessage(error)})` };
     }
     if (data.length > MAX_FILE_BYTES) reasons.push(`${data.length.toLocaleString('en-US')} bytes is over the 5 MB limit (${MAX_FILE_BYTES.toLocaleString('en-US')} bytes)`);
     if ((meta.orientation ?? 1) !== 1) reasons.push('EXIF rotation applied');
@@ -238,6 +248,6 @@ export async function checkPhoto(data: Buffer, options: CheckPhotoOptions): Prom
     const converted = `converted ${type.toUpperCase()} to JPEG (${reasons.join('; ')}): ${formatBytes(data.length)} to ${formatBytes(out.size)}`;
     return { ok: true, type: 'jpg', size: out.size, converted, ...(out.data ? { data: out.data } : {}) };
   } catch (error) {
-    return { ok: false, reason: `the ${type.toUpperCase()} file cannot be converted (${(error as Error).message})` };
+    return { ok: false, reason: `the ${type.toUpperCase()} file cannot be converted (${decoderMessage(error)})` };
   }
 }
