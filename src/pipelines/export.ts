@@ -2,10 +2,9 @@
  * The export pipelines (issue 4): list URLs, plan paths (skipping files an earlier run left
  * intact), download with bounded concurrency into a folder or a zip, write the manifest, report.
  */
-import { Agent } from 'undici';
 import type { WdsClient } from '../client/client.js';
 import { UrlLister, attachmentTargets, type ListTarget, type RemoteFile } from '../stages/list-urls.js';
-import { LargeFilePace, Slots, downloadFile, pool, type DownloadJob, type DownloadResult } from '../stages/download.js';
+import { ConnectionLanes, LargeFilePace, Slots, downloadFile, pool, type DownloadJob, type DownloadResult } from '../stages/download.js';
 import { RunReport } from '../stages/report.js';
 import { FolderSink } from '../sinks/folder.js';
 import type { ExportSink } from '../sinks/sink.js';
@@ -139,8 +138,9 @@ export async function runExport(options: ExportOptions): Promise<ExportResult> {
   const sink: ExportSink = isZipTarget(options.out)
     ? await (await import('../sinks/zip.js')).ZipSink.create(options.out)
     : await FolderSink.create(options.out);
-  // The token is never sent to storage: downloads go through their own pool, with no auth at all.
-  const dispatcher = new Agent({ connections: concurrency, keepAliveTimeout: 30_000 });
+  // The token is never sent to storage: downloads go through connections of their own, with no
+  // auth at all.
+  const lanes = new ConnectionLanes(concurrency, { keepAliveTimeout: 30_000 });
   const progress: ExportProgress = { total: listing.length, done: 0, skipped: 0, failed: 0, bytes: 0, relists: 0 };
   let changed = 0;
   try {
@@ -157,8 +157,8 @@ export async function runExport(options: ExportOptions): Promise<ExportResult> {
     const largeBodies = new Slots(Math.min(concurrency, LARGE_BODY_CONCURRENCY));
     // A zip paces the downloads by the files waiting for it; a folder by the large bodies read.
     const pace = sink.starts ? undefined : new LargeFilePace(LARGE_FILE_CONNECTIONS);
-    const download = (job: DownloadJob, release: () => void): Promise<DownloadResult> =>
-      downloadFile(job, { dispatcher, lister, sink, retry, signal: options.signal, onReceived: release, largeBodies, pace });
+    const download = (job: DownloadJob, release: () => void, lane: number): Promise<DownloadResult> =>
+      downloadFile(job, { dispatcher: lanes.lane(lane), lister, sink, retry, signal: options.signal, onReceived: release, largeBodies, pace });
     await pool(jobs, concurrency, download, async (result: DownloadResult) => {
       const { file, job } = result;
       if (result.outcome === 'ok') {
@@ -183,7 +183,7 @@ export async function runExport(options: ExportOptions): Promise<ExportResult> {
     await sink.abort();
     throw error;
   } finally {
-    await dispatcher.close();
+    await lanes.close();
   }
   report.finish();
   return { report, relists: lister.relists, changed, out: options.out };

@@ -4,7 +4,8 @@
  * time, eight while files too large to wait in memory are on their way into it. More only held
  * read buffers and competed for the CPU. Small files (photos) keep the full concurrency (16
  * here). Measured at a recording proxy in front of the emulator: how many storage requests were
- * open when each one came in, after the first burst.
+ * open when each one came in, after the first burst; and on which connection each came, for the
+ * bound on connections and their reuse (one connection per download slot, ConnectionLanes).
  */
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -48,5 +49,26 @@ describe('export pace', () => {
     const from = proxy.requests.length;
     await runExport({ client, what: 'photos', out: join(tempDir(), name), concurrency: 16 });
     expect(Math.max(...openAtStart(proxy.requests.slice(from), 0))).toBeGreaterThan(10);
+  });
+
+  it.each([4, 16])('at concurrency %d: as many storage connections at most, each kept open for the next file, one request at a time', async (concurrency) => {
+    const { proxy, client } = proxied();
+    await emu().control('POST', '/faults', { storage: { latency_ms: 5 } });
+    const from = proxy.requests.length;
+    const out = join(tempDir(), 'photos');
+    await runExport({ client, what: 'photos', out, concurrency });
+    await expectMatchesState(out, await state(emu()), 'photos');
+    const storage = proxy.requests.slice(from).filter((r) => r.url.startsWith('/storage/'));
+    const byConnection = new Map<number, RecordedRequest[]>();
+    for (const r of storage) byConnection.set(r.connection, [...(byConnection.get(r.connection) ?? []), r]);
+    expect(byConnection.size).toBeLessThanOrEqual(concurrency);
+    expect(storage.length).toBe(48);
+    // Kept alive: fewer connections than files, and (48 photos) some carried several.
+    expect(Math.max(...[...byConnection.values()].map((requests) => requests.length))).toBeGreaterThan(2);
+    for (const requests of byConnection.values()) {
+      const inOrder = requests.sort((a, b) => a.startedAt - b.startedAt);
+      // No pipelining: a request comes on a connection only after the answer before it was sent.
+      for (let i = 1; i < inOrder.length; i++) expect(inOrder[i]!.startedAt).toBeGreaterThanOrEqual(inOrder[i - 1]!.endedAt!);
+    }
   });
 });

@@ -21,6 +21,8 @@ export interface RecordedRequest {
   /** When the request came in, and when its answer was done with (performance.now()). */
   startedAt: number;
   endedAt?: number;
+  /** Which client connection it came on (numbered as they were accepted). */
+  connection: number;
 }
 
 export interface RecordingProxy {
@@ -32,8 +34,12 @@ export interface RecordingProxy {
 export async function startRecordingProxy(target: string): Promise<RecordingProxy> {
   const upstream = new URL(target);
   const requests: RecordedRequest[] = [];
+  const connections = new WeakMap<object, number>();
+  let accepted = 0;
   const server: Server = createServer((req, res) => {
-    const record: RecordedRequest = { method: req.method ?? 'GET', url: req.url ?? '/', headers: { ...req.headers }, startedAt: performance.now() };
+    const record: RecordedRequest = {
+      method: req.method ?? 'GET', url: req.url ?? '/', headers: { ...req.headers }, startedAt: performance.now(), connection: connections.get(req.socket) ?? -1,
+    };
     requests.push(record);
     res.on('close', () => (record.endedAt = performance.now()));
     const forward = request(
@@ -51,6 +57,7 @@ export async function startRecordingProxy(target: string): Promise<RecordingProx
     forward.on('error', () => res.destroy());
     req.pipe(forward);
   });
+  server.on('connection', (socket) => connections.set(socket, accepted++));
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
   return {
