@@ -121,30 +121,49 @@ function plan(listing: RemoteFile[], intact: Map<string, ManifestLine>): { jobs:
   return { jobs, kept };
 }
 
+/** The sink for `out`, with the files an earlier run left intact there; aborted if that check fails. */
+async function openSink(out: string): Promise<{ sink: ExportSink; intact: Map<string, ManifestLine> }> {
+  // archiver and its dependencies are loaded only for a zip: a few MB of memory a folder export
+  // does without (bench/export, peak memory).
+  const sink: ExportSink = isZipTarget(out) ? await (await import('../sinks/zip.js')).ZipSink.create(out) : await FolderSink.create(out);
+  try {
+    return { sink, intact: await sink.intactFromEarlierRun() };
+  } catch (error) {
+    await sink.abort().catch(() => undefined);
+    throw error;
+  }
+}
+
 export async function runExport(options: ExportOptions): Promise<ExportResult> {
   const { client } = options;
   const concurrency = options.concurrency ?? defaultConcurrency(options.what, options.out);
   const report = new RunReport(`${options.what} export`);
-  const targets: ListTarget[] = options.what === 'photos'
-    ? [{ id: 'photos', kind: 'photo' }]
-    : await attachmentTargets(client, { sheet: options.sheet, field: options.field });
-  if (options.what === 'attachments' && targets.length === 0) {
-    report.notes.push('no sheet has a file part');
+  // The sink is opened, and an earlier run's files checked, while the service lists the files.
+  const opening = openSink(options.out);
+  opening.catch(() => undefined); // awaited below; not an unhandled rejection meanwhile
+  let lister: UrlLister;
+  let listing: RemoteFile[] | null;
+  try {
+    const targets: ListTarget[] = options.what === 'photos'
+      ? [{ id: 'photos', kind: 'photo' }]
+      : await attachmentTargets(client, { sheet: options.sheet, field: options.field });
+    if (options.what === 'attachments' && targets.length === 0) {
+      report.notes.push('no sheet has a file part');
+    }
+    lister = new UrlLister(client, targets, options.since);
+    listing = await lister.listAll();
+  } catch (error) {
+    await opening.then(({ sink }) => sink.abort(), () => undefined);
+    throw error;
   }
-  const lister = new UrlLister(client, targets, options.since);
-  let listing: RemoteFile[] | null = await lister.listAll();
-  // archiver and its dependencies are loaded only for a zip: a few MB of memory a folder export
-  // does without (bench/export, peak memory).
-  const sink: ExportSink = isZipTarget(options.out)
-    ? await (await import('../sinks/zip.js')).ZipSink.create(options.out)
-    : await FolderSink.create(options.out);
+  const { sink, intact } = await opening;
   // The token is never sent to storage: downloads go through connections of their own, with no
   // auth at all.
   const lanes = new ConnectionLanes(concurrency, { keepAliveTimeout: 30_000 });
   const progress: ExportProgress = { total: listing.length, done: 0, skipped: 0, failed: 0, bytes: 0, relists: 0 };
   let changed = 0;
   try {
-    const { jobs, kept } = plan(listing, await sink.intactFromEarlierRun());
+    const { jobs, kept } = plan(listing, intact);
     // From here only the jobs hold the files, and `pool` lets each go once it is done with it: a
     // run of 20,000 files does not keep every download URL to its end.
     listing = null;

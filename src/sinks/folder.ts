@@ -6,7 +6,7 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir, open, readFile, rename, rm, stat, writeFile, type FileHandle } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import type { EntryWriter, ExportSink } from './sink.js';
+import { removeEmptyDirs, type EntryWriter, type ExportSink } from './sink.js';
 import { digestOf, hashFile } from '../util/hash-file.js';
 import { MANIFEST_NAME, formatLine, parseManifest, sortLines, manifestKey, type ManifestLine } from './manifest.js';
 
@@ -24,13 +24,15 @@ export class FolderSink implements ExportSink {
   private manifest: FileHandle | null = null;
   private counter = 0;
   private readonly madeDirs = new Set<string>();
+  /** The first folder `create` made for the target, if it was not there. */
+  private createdFrom: string | undefined;
 
   private constructor(readonly target: string) {}
 
   /** Opens (creates) the folder and sweeps temporary files a killed run left behind. */
   static async create(dir: string): Promise<FolderSink> {
     const sink = new FolderSink(dir);
-    await mkdir(dir, { recursive: true });
+    sink.createdFrom = await mkdir(dir, { recursive: true });
     await rm(join(dir, TMP), { recursive: true, force: true });
     await mkdir(join(dir, TMP));
     return sink;
@@ -191,5 +193,7 @@ export class FolderSink implements ExportSink {
     await this.appending.catch(() => undefined);
     await this.closeManifest().catch(() => undefined);
     await rm(join(this.target, TMP), { recursive: true, force: true });
+    // A run that failed before its first file leaves no folder it made.
+    await removeEmptyDirs(this.target, this.createdFrom);
   }
 }

@@ -60,12 +60,19 @@ export function parseManifest(text: string): ParsedManifest {
   return { lines, problems };
 }
 
-/** Manifest lines in a stable order: photos by code, then attachments by sheet, field, code, record. */
+/** Strings by their UTF-16 code units: the same order on every machine, whatever its locale. */
+const byCodeUnits = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
+
+/**
+ * Manifest lines in a stable order: photos by code, then attachments by sheet, field, code, record.
+ * Codes and names compare by code unit, not by locale: a manifest reads the same wherever it was
+ * written, and sorting 2,000 lines with `localeCompare` took a fresh process about 7 ms.
+ */
 export function sortLines(lines: Iterable<ManifestLine>): ManifestLine[] {
   return [...lines].sort((a, b) =>
     a.kind !== b.kind ? (a.kind === 'photo' ? -1 : 1)
       : (a.sheet_id ?? 0) - (b.sheet_id ?? 0) || (a.custom_field_id ?? 0) - (b.custom_field_id ?? 0)
-        || a.code.localeCompare(b.code) || (a.record_index ?? 0) - (b.record_index ?? 0) || a.file_name.localeCompare(b.file_name));
+        || byCodeUnits(a.code, b.code) || (a.record_index ?? 0) - (b.record_index ?? 0) || byCodeUnits(a.file_name, b.file_name));
 }
 
 /** Where a file goes in the export tree, before de-duplication (DESIGN.md section 4). */

@@ -2,6 +2,8 @@
  * Where an export writes its files: a folder or a zip, behind one interface (rclone's habit: one
  * interface per role, one conformance test for every implementation).
  */
+import { rmdir } from 'node:fs/promises';
+import { dirname, resolve } from 'node:path';
 import type { ManifestLine } from './manifest.js';
 import type { FileDigest } from '../util/hash-file.js';
 import type { StartGate } from '../stages/download.js';
@@ -41,4 +43,23 @@ const DEFLATE = new Set(['txt', 'csv', 'xml', 'htm', 'html', 'rtf', 'doc', 'xls'
 export function shouldDeflate(path: string): boolean {
   const dot = path.lastIndexOf('.');
   return dot > path.lastIndexOf('/') && DEFLATE.has(path.slice(dot + 1).toLowerCase());
+}
+
+/**
+ * Removes `dir`, then its parents up to `first`, while they are empty: the folders a sink made
+ * for a run that failed before anything was written (`first` is what `mkdir(..., { recursive:
+ * true })` answered: the first folder it made, or undefined when `dir` was there already). A
+ * folder with anything in it stays, and so do its parents.
+ */
+export async function removeEmptyDirs(dir: string, first: string | undefined): Promise<void> {
+  if (first === undefined) return;
+  const stop = resolve(first);
+  for (let current = resolve(dir); ; current = dirname(current)) {
+    try {
+      await rmdir(current);
+    } catch {
+      return;
+    }
+    if (current === stop || dirname(current) === current) return;
+  }
 }

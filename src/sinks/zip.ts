@@ -28,7 +28,7 @@ import { ZipArchive } from 'archiver';
 import { Readable } from 'node:stream';
 import type { EntryWriter, ExportSink } from './sink.js';
 import { LargeFilePace } from '../stages/download.js';
-import { shouldDeflate } from './sink.js';
+import { removeEmptyDirs, shouldDeflate } from './sink.js';
 import { ZipOutput } from './zip-output.js';
 import { digestOf, hashFile, type FileDigest } from '../util/hash-file.js';
 import { MANIFEST_NAME, formatLine, sortLines, type ManifestLine } from './manifest.js';
@@ -57,6 +57,8 @@ const DONE: Promise<void> = Promise.resolve();
 export class ZipSink implements ExportSink {
   private readonly partial: string;
   private readonly spoolDir: string;
+  /** The first folder `create` made for the zip, if its folder was not there. */
+  private createdFrom: string | undefined;
   private readonly archive: ZipArchive;
   private readonly output: ZipOutput;
   private chain: Promise<void> = Promise.resolve();
@@ -91,10 +93,12 @@ export class ZipSink implements ExportSink {
   }
 
   static async create(file: string): Promise<ZipSink> {
-    await mkdir(dirname(file) || '.', { recursive: true });
+    const createdFrom = await mkdir(dirname(file) || '.', { recursive: true });
     await rm(`${file}.partial.d`, { recursive: true, force: true });
     await mkdir(`${file}.partial.d`);
-    return new ZipSink(file, await open(`${file}.partial`, 'w'));
+    const sink = new ZipSink(file, await open(`${file}.partial`, 'w'));
+    sink.createdFrom = createdFrom;
+    return sink;
   }
 
   async intactFromEarlierRun(): Promise<Map<string, ManifestLine>> {
@@ -282,6 +286,8 @@ export class ZipSink implements ExportSink {
     this.output.destroy();
     await rm(this.partial, { force: true });
     await rm(this.spoolDir, { recursive: true, force: true });
+    // A run that failed leaves no folder it made for the zip.
+    await removeEmptyDirs(dirname(this.target), this.createdFrom);
   }
 }
 

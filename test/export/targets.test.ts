@@ -1,9 +1,10 @@
 /**
  * `--sheet` and `--field` (issue 4): an export of one sheet or one file part holds exactly those
  * files; a sheet that does not exist, or a field that is not a file part of the sheet, is a usage
- * error naming what there is (exit 2), and nothing is written.
+ * error naming what there is (exit 2), and nothing is written: no folder is left that the run
+ * made, and a folder that was there keeps what it had.
  */
-import { existsSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect, it } from 'vitest';
 import { useEmulator } from '../helpers/emulator.js';
@@ -46,6 +47,15 @@ it('a sheet that does not exist, or a field that is not a file part, is refused 
   await expect(runExport({ client: api(), what: 'attachments', out, sheet: withFile.id, field: notFile.id }))
     .rejects.toThrow(new RegExp(`field ${notFile.id} is not a file part of sheet ${withFile.id}.*its file parts: \\d+ \\(`));
   expect(existsSync(out)).toBe(false);
+  // Nor a folder made for a zip; and a folder that was there keeps what it had.
+  const zipIn = join(tempDir(), 'new', 'deeper');
+  await expect(runExport({ client: api(), what: 'attachments', out: join(zipIn, 'a.zip'), sheet: 9999 })).rejects.toThrow(UnknownTargetError);
+  expect(existsSync(join(zipIn, '..'))).toBe(false);
+  const earlier = join(tempDir(), 'earlier');
+  mkdirSync(earlier);
+  writeFileSync(join(earlier, 'notes.txt'), 'kept');
+  await expect(runExport({ client: api(), what: 'attachments', out: earlier, sheet: 9999 })).rejects.toThrow(UnknownTargetError);
+  expect(readdirSync(earlier)).toEqual(['notes.txt']);
 
   const run = await runCli(['attachments', 'export', '--out', out, '--sheet', '9999', ...connectionArgs(emu())]);
   expect(run.code).toBe(2);

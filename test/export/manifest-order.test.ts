@@ -1,0 +1,46 @@
+/**
+ * The order of manifest lines: photos by code, then attachments by sheet, field, code and record.
+ * Codes and names compare by UTF-16 code unit, so the same files give the same manifest on every
+ * machine, whatever its locale (`localeCompare` put `a` before `B` and `é` before `Z` here).
+ */
+import { describe, expect, it } from 'vitest';
+import { sortLines, type ManifestLine } from '../../src/sinks/manifest.js';
+
+const line = (kind: 'photo' | 'attachment', code: string, extra: Partial<ManifestLine> = {}): ManifestLine => ({
+  kind, code, sheet_id: kind === 'photo' ? null : 1, custom_field_id: kind === 'photo' ? null : 10, record_index: kind === 'photo' ? null : 0,
+  file_name: 'f.pdf', path: `${kind}/${code}`, size: 1, sha256: '0'.repeat(64), updated_at: '2026-04-01 10:00:00', ...extra,
+});
+
+describe('manifest order', () => {
+  it('photos first by code, then attachments by sheet, field, code, record and name, by code unit', () => {
+    const lines = [
+      line('attachment', 'a', { sheet_id: 2 }),
+      line('attachment', 'b', { record_index: 1 }),
+      line('attachment', 'b', { record_index: 0, file_name: 'z.pdf' }),
+      line('attachment', 'b', { record_index: 0, file_name: 'Z.pdf' }),
+      line('attachment', 'a', { custom_field_id: 11 }),
+      line('photo', 'é'),
+      line('photo', 'b'),
+      line('photo', 'Z'),
+      line('photo', 'a'),
+      line('photo', 'B'),
+      line('photo', '10'),
+      line('photo', '9'),
+    ];
+    const order = sortLines(lines).map((l) => `${l.kind} ${l.sheet_id ?? ''}/${l.custom_field_id ?? ''} ${l.code} ${l.record_index ?? ''} ${l.kind === 'attachment' ? l.file_name : ''}`.trim());
+    expect(order).toEqual([
+      'photo / 10',
+      'photo / 9',
+      'photo / B',
+      'photo / Z',
+      'photo / a',
+      'photo / b',
+      'photo / é',
+      'attachment 1/10 b 0 Z.pdf',
+      'attachment 1/10 b 0 z.pdf',
+      'attachment 1/10 b 1 f.pdf',
+      'attachment 1/11 a 0 f.pdf',
+      'attachment 2/10 a 0 f.pdf',
+    ]);
+  });
+});
