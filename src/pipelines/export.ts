@@ -14,26 +14,29 @@ import { extensionOf } from '../spec/extensions.js';
 import { DEFAULT_RETRY, type RetryPolicy } from '../client/retry.js';
 
 /**
- * Chosen with `npx tsx bench/export.ts --sweep --runs 5` (storage latency 20 ms, folder, medians;
- * 2-core machine shared with the emulator; 16 large bodies read at once), 2026-11-21:
+ * Chosen with `npx tsx bench/export.ts --sweep --runs 3` (storage latency 20 ms, folder, medians;
+ * 2-core machine shared with the emulator; 16 large bodies read at once), 2026-11-21, with one
+ * connection per download slot (ConnectionLanes):
  *
  *   concurrency                8      16      32      64
- *   2,000 photos of 100 KB  6.89 s  3.78 s  2.70 s  2.38 s   peak RSS 111-113 MB throughout
- *   200 files of 5 MB        525     545     475     456 MB/s, peak RSS 130 / 143 / 155 / 162 MB
+ *   2,000 photos of 100 KB  5.59 s  2.78 s  1.49 s  0.98 s   peak RSS 110-115 MB throughout
+ *   200 files of 5 MB        544     654     692     587 MB/s, peak RSS 136 / 130 / 138 / 158 MB
+ *   20,000 photos of 20 KB                 14.70 s  8.05 s   peak RSS 123 / 121 MB
  *
- * Many connections hide the storage latency of small files: photos to a folder take 32
- * (`PHOTO_EXPORT_CONCURRENCY`), three times as fast as `aria2c -j16` where 16 is just under
- * twice. Attachments keep 16: documents run to megabytes, and there more connections only wait
- * for a read slot with their answers open (12 interleaved runs of the 5 MB set: 16 connections
- * 557-571 MB/s, 32 486 MB/s, 32 with large bodies counted double 507-514 MB/s). So do zips:
- * archiver appends one entry at a time on the main thread, past 16 connections downloads mostly
- * wait for their turn and the heap they keep grows faster than the zip (20,000 photos of 20 KB at
- * 20 ms: peak RSS 133-140 MB with 16, 143-166 MB with 32).
+ * Before the lanes (one undici Pool), more connections gained less: 3.78, 2.70 and 2.38 s for the
+ * photos at 16, 32 and 64. Many connections hide the storage latency of small files: photos to a
+ * folder take 64 (`PHOTO_EXPORT_CONCURRENCY`), at the same memory as 32. At 0 ms latency 64 was
+ * a little slower than 32 in each of three pairs (2.32/2.07, 2.44/2.14, 0.95/0.87 s: the spread
+ * between runs is the kernel's file creation), and 128 went over 150 MB. Attachments keep 16: documents run to megabytes, and more
+ * connections gain little there and cost memory (the 5 MB set's peak is the closest to the
+ * 150 MB bound). So do zips: archiver appends one entry at a time on the main thread, past 16
+ * connections downloads mostly wait for their turn and the heap they keep grows faster than the
+ * zip (20,000 photos of 20 KB at 20 ms: peak RSS 133-140 MB with 16, 143-166 MB with 32).
  */
 export const DEFAULT_EXPORT_CONCURRENCY = 16;
 
 /** The default for photos to a folder (see DEFAULT_EXPORT_CONCURRENCY). */
-export const PHOTO_EXPORT_CONCURRENCY = 32;
+export const PHOTO_EXPORT_CONCURRENCY = 64;
 
 /**
  * Bodies over 1 MB read at once, whatever the concurrency (`largeBodies` in stages/download.ts).
@@ -71,7 +74,7 @@ export interface ExportOptions {
   /** Attachments: one sheet, and optionally one file part of it. */
   sheet?: number;
   field?: number;
-  /** Downloads in flight at once. Default 32 for photos to a folder, else 16 (`defaultConcurrency`). */
+  /** Downloads in flight at once. Default 64 for photos to a folder, else 16 (`defaultConcurrency`). */
   concurrency?: number;
   retry?: Partial<RetryPolicy>;
   onProgress?: (progress: ExportProgress) => void;
