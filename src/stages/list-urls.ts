@@ -37,11 +37,25 @@ export interface ListTarget {
   fieldId?: number;
 }
 
+/**
+ * The `Expires=` query parameter, read without a URL parser: a listing has a URL per file, and
+ * `new URL()` with its searchParams took a fresh process about 5 ms for 2,000 of them.
+ */
+const EXPIRES = /(?:^|&)Expires=(\d+)(?:&|$)/;
+
+/** The query of `url`: after the first `?`, before any `#`. */
+function queryOf(url: string): string {
+  const hash = url.indexOf('#');
+  const base = hash < 0 ? url : url.slice(0, hash);
+  const question = base.indexOf('?');
+  return question < 0 ? '' : base.slice(question + 1);
+}
+
 /** Safety margin before a URL's deadline: 5 % of its lifetime, at least 2 s, at most 60 s. */
 export function deadlineOf(url: string, listedAt: number, serviceNowAtListing: number | undefined): number {
   const lifetime = DOWNLOAD_URL_LIFETIME_SECONDS * 1000;
   let expiresOurClock = listedAt + lifetime;
-  const expires = Number(new URL(url).searchParams.get('Expires'));
+  const expires = Number(EXPIRES.exec(queryOf(url))?.[1]);
   if (Number.isFinite(expires) && expires > 0) {
     const serviceNow = serviceNowAtListing ?? listedAt;
     expiresOurClock = listedAt + (expires * 1000 - serviceNow);
