@@ -15,6 +15,10 @@
  * needed, no TypeScript loader); its wall time
  * includes its own listing, the peers' does not (they get URLs listed just before they start).
  * Peak RSS is VmHWM of the process (ours) or `/usr/bin/time`'s maximum resident set (peers).
+ * Wall times are medians, with the fastest and slowest run beside them: on this shared 2-core
+ * machine the same export varies by a third from run to run, mostly in the kernel's cost of
+ * writing to the page cache (the system time of our file-writing threads went from 0.4 to 1.7 s
+ * for the same gigabyte), which falls on the peers as well.
  *
  * Between runs the files a run wrote are emptied, not deleted; all of them go at the end. ext4
  * skips inodes deleted in the last minute when it picks one for a new file, reading the inode
@@ -289,6 +293,9 @@ interface Row {
   files: number;
   mb: number;
   wallS: number;
+  /** Fastest and slowest run, seconds: the spread between runs on a shared machine. */
+  minWallS: number;
+  maxWallS: number;
   mbPerS: number;
   peakMb: number | null;
   maxPeakMb: number | null;
@@ -310,7 +317,7 @@ function summarise(samples: Sample[]): Row[] {
     const cpus = g.map((s) => (s.cpu ? s.cpu.user! + s.cpu.system! : null)).filter((c): c is number => c !== null);
     return {
       set: first.set, latency: first.latency, tool: first.tool, concurrency: first.concurrency, files: first.files,
-      mb: first.bytes / 1e6, wallS, mbPerS: first.bytes / 1e6 / wallS,
+      mb: first.bytes / 1e6, wallS, minWallS: Math.min(...g.map((s) => s.ms)) / 1000, maxWallS: Math.max(...g.map((s) => s.ms)) / 1000, mbPerS: first.bytes / 1e6 / wallS,
       peakMb: peaks.length ? median(peaks) / 1024 : null, maxPeakMb: peaks.length ? Math.max(...peaks) / 1024 : null,
       cpuS: cpus.length ? median(cpus) : null, runs: g.length,
     };
@@ -318,9 +325,9 @@ function summarise(samples: Sample[]): Row[] {
 }
 
 function table(rows: Row[]): string {
-  const header = ['set', 'latency', 'tool', 'conc', 'files', 'MB', 'wall s', 'MB/s', 'peak RSS MB', 'max RSS MB', 'CPU s', 'runs'];
+  const header = ['set', 'latency', 'tool', 'conc', 'files', 'MB', 'wall s', 'min-max s', 'MB/s', 'peak RSS MB', 'max RSS MB', 'CPU s', 'runs'];
   const body = rows.map((r) => [
-    r.set, `${r.latency} ms`, r.tool, String(r.concurrency), String(r.files), r.mb.toFixed(0), r.wallS.toFixed(2), r.mbPerS.toFixed(0),
+    r.set, `${r.latency} ms`, r.tool, String(r.concurrency), String(r.files), r.mb.toFixed(0), r.wallS.toFixed(2), `${r.minWallS.toFixed(2)}-${r.maxWallS.toFixed(2)}`, r.mbPerS.toFixed(0),
     r.peakMb === null ? '-' : r.peakMb.toFixed(0), r.maxPeakMb === null ? '-' : r.maxPeakMb.toFixed(0), r.cpuS === null ? '-' : r.cpuS.toFixed(2), String(r.runs),
   ]);
   const widths = header.map((h, i) => Math.max(h.length, ...body.map((b) => b[i]!.length)));
