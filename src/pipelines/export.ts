@@ -124,11 +124,13 @@ function plan(listing: RemoteFile[], intact: Map<string, ManifestLine>): { jobs:
   return { jobs, kept };
 }
 
-/** The sink for `out`, with the files an earlier run left intact there; aborted if that check fails. */
-async function openSink(out: string): Promise<{ sink: ExportSink; intact: Map<string, ManifestLine> }> {
-  // archiver and its dependencies are loaded only for a zip: a few MB of memory a folder export
-  // does without (bench/export, peak memory).
-  const sink: ExportSink = isZipTarget(out) ? await (await import('../sinks/zip.js')).ZipSink.create(out) : await FolderSink.create(out);
+/**
+ * The sink for `out`, with the files an earlier run left intact there; aborted if that check
+ * fails. Opened once the listing is in: a run that cannot list touches nothing on disk (an earlier
+ * export's manifest, or the temporary files of another run into the same folder).
+ */
+async function openSink(out: string, zipModule: Promise<typeof import('../sinks/zip.js')> | null): Promise<{ sink: ExportSink; intact: Map<string, ManifestLine> }> {
+  const sink: ExportSink = zipModule ? await (await zipModule).ZipSink.create(out) : await FolderSink.create(out);
   try {
     return { sink, intact: await sink.intactFromEarlierRun() };
   } catch (error) {
@@ -140,26 +142,21 @@ async function openSink(out: string): Promise<{ sink: ExportSink; intact: Map<st
 export async function runExport(options: ExportOptions): Promise<ExportResult> {
   const { client } = options;
   const concurrency = options.concurrency ?? defaultConcurrency(options.what, options.out);
+  if (!Number.isInteger(concurrency) || concurrency < 1) throw new RangeError(`concurrency must be a whole number of 1 or more, got ${concurrency}`);
   const report = new RunReport(`${options.what} export`);
-  // The sink is opened, and an earlier run's files checked, while the service lists the files.
-  const opening = openSink(options.out);
-  opening.catch(() => undefined); // awaited below; not an unhandled rejection meanwhile
-  let lister: UrlLister;
-  let listing: RemoteFile[] | null;
-  try {
-    const targets: ListTarget[] = options.what === 'photos'
-      ? [{ id: 'photos', kind: 'photo' }]
-      : await attachmentTargets(client, { sheet: options.sheet, field: options.field });
-    if (options.what === 'attachments' && targets.length === 0) {
-      report.notes.push('no sheet has a file part');
-    }
-    lister = new UrlLister(client, targets, options.since);
-    listing = await lister.listAll();
-  } catch (error) {
-    await opening.then(({ sink }) => sink.abort(), () => undefined);
-    throw error;
+  // archiver and its dependencies are loaded only for a zip (a few MB of memory a folder export
+  // does without), and while the service lists the files.
+  const zipModule = isZipTarget(options.out) ? import('../sinks/zip.js') : null;
+  zipModule?.catch(() => undefined); // awaited in openSink; not an unhandled rejection meanwhile
+  const targets: ListTarget[] = options.what === 'photos'
+    ? [{ id: 'photos', kind: 'photo' }]
+    : await attachmentTargets(client, { sheet: options.sheet, field: options.field });
+  if (options.what === 'attachments' && targets.length === 0) {
+    report.notes.push('no sheet has a file part');
   }
-  const { sink, intact } = await opening;
+  const lister = new UrlLister(client, targets, options.since);
+  let listing: RemoteFile[] | null = await lister.listAll();
+  const { sink, intact } = await openSink(options.out, zipModule);
   // The token is never sent to storage: downloads go through connections of their own, with no
   // auth at all.
   const lanes = new ConnectionLanes(concurrency, { keepAliveTimeout: 30_000 });

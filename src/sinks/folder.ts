@@ -5,7 +5,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { mkdir, open, readFile, rename, rm, stat, writeFile, type FileHandle } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { removeEmptyDirs, type EntryWriter, type ExportSink } from './sink.js';
 import { digestOf, hashFile } from '../util/hash-file.js';
 import { MANIFEST_NAME, formatLine, parseManifest, sortLines, manifestKey, type ManifestLine } from './manifest.js';
@@ -32,7 +32,8 @@ export class FolderSink implements ExportSink {
   /** Opens (creates) the folder and sweeps temporary files a killed run left behind. */
   static async create(dir: string): Promise<FolderSink> {
     const sink = new FolderSink(dir);
-    sink.createdFrom = await mkdir(dir, { recursive: true });
+    // Made from the absolute path: what mkdir answers is then a parent of the target, or the target.
+    sink.createdFrom = await mkdir(resolve(dir), { recursive: true });
     await rm(join(dir, TMP), { recursive: true, force: true });
     await mkdir(join(dir, TMP));
     return sink;

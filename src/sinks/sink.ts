@@ -3,7 +3,7 @@
  * interface per role, one conformance test for every implementation).
  */
 import { rmdir } from 'node:fs/promises';
-import { dirname, resolve } from 'node:path';
+import { dirname, isAbsolute, relative, resolve } from 'node:path';
 import type { ManifestLine } from './manifest.js';
 import type { FileDigest } from '../util/hash-file.js';
 import type { StartGate } from '../stages/download.js';
@@ -48,18 +48,22 @@ export function shouldDeflate(path: string): boolean {
 /**
  * Removes `dir`, then its parents up to `first`, while they are empty: the folders a sink made
  * for a run that failed before anything was written (`first` is what `mkdir(..., { recursive:
- * true })` answered: the first folder it made, or undefined when `dir` was there already). A
- * folder with anything in it stays, and so do its parents.
+ * true })` answered for `dir`: the first folder it made, or undefined when `dir` was there
+ * already). A folder with anything in it stays, and so do its parents; nothing outside `first`
+ * is touched.
  */
 export async function removeEmptyDirs(dir: string, first: string | undefined): Promise<void> {
   if (first === undefined) return;
   const stop = resolve(first);
-  for (let current = resolve(dir); ; current = dirname(current)) {
+  const start = resolve(dir);
+  const inside = relative(stop, start);
+  if (inside.startsWith('..') || isAbsolute(inside)) return;
+  for (let current = start; ; current = dirname(current)) {
     try {
       await rmdir(current);
     } catch {
       return;
     }
-    if (current === stop || dirname(current) === current) return;
+    if (current === stop) return;
   }
 }

@@ -22,7 +22,7 @@
  */
 import { createReadStream } from 'node:fs';
 import { mkdir, open, rename, rm, type FileHandle } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { once } from 'node:events';
 import { ZipArchive } from 'archiver';
 import { Readable } from 'node:stream';
@@ -93,7 +93,8 @@ export class ZipSink implements ExportSink {
   }
 
   static async create(file: string): Promise<ZipSink> {
-    const createdFrom = await mkdir(dirname(file) || '.', { recursive: true });
+    // Made from the absolute path: what mkdir answers is then the zip's folder or a parent of it.
+    const createdFrom = await mkdir(dirname(resolve(file)), { recursive: true });
     await rm(`${file}.partial.d`, { recursive: true, force: true });
     await mkdir(`${file}.partial.d`);
     const sink = new ZipSink(file, await open(`${file}.partial`, 'w'));
@@ -287,7 +288,7 @@ export class ZipSink implements ExportSink {
     await rm(this.partial, { force: true });
     await rm(this.spoolDir, { recursive: true, force: true });
     // A run that failed leaves no folder it made for the zip.
-    await removeEmptyDirs(dirname(this.target), this.createdFrom);
+    await removeEmptyDirs(dirname(resolve(this.target)), this.createdFrom);
   }
 }
 

@@ -1,10 +1,10 @@
 /**
  * `--sheet` and `--field` (issue 4): an export of one sheet or one file part holds exactly those
  * files; a sheet that does not exist, or a field that is not a file part of the sheet, is a usage
- * error naming what there is (exit 2), and nothing is written: no folder is left that the run
- * made, and a folder that was there keeps what it had.
+ * error naming what there is (exit 2), and nothing is written: no folder is made, a folder that
+ * was there keeps what it had, and an earlier export there keeps its manifest.
  */
-import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect, it } from 'vitest';
 import { useEmulator } from '../helpers/emulator.js';
@@ -56,6 +56,16 @@ it('a sheet that does not exist, or a field that is not a file part, is refused 
   writeFileSync(join(earlier, 'notes.txt'), 'kept');
   await expect(runExport({ client: api(), what: 'attachments', out: earlier, sheet: 9999 })).rejects.toThrow(UnknownTargetError);
   expect(readdirSync(earlier)).toEqual(['notes.txt']);
+  // An earlier export, one of its files since changed by hand: a run that cannot list leaves its
+  // manifest as it was (checking and rewriting it waits for a listing).
+  const exported = join(tempDir(), 'exported');
+  await runExport({ client: api(), what: 'attachments', out: exported, concurrency: 4 });
+  const manifest = readFileSync(join(exported, 'manifest.jsonl'), 'utf8');
+  const edited = join(exported, (JSON.parse(manifest.split('\n')[0]!) as { path: string }).path);
+  writeFileSync(edited, 'changed by hand');
+  await expect(runExport({ client: api(), what: 'attachments', out: exported, sheet: 9999 })).rejects.toThrow(UnknownTargetError);
+  expect(readFileSync(join(exported, 'manifest.jsonl'), 'utf8')).toBe(manifest);
+  expect(readFileSync(edited, 'utf8')).toBe('changed by hand');
 
   const run = await runCli(['attachments', 'export', '--out', out, '--sheet', '9999', ...connectionArgs(emu())]);
   expect(run.code).toBe(2);
