@@ -25,13 +25,17 @@ import { DEFAULT_RETRY, type RetryPolicy } from '../client/retry.js';
  *
  * Before the lanes (one undici Pool), more connections gained less: 3.78, 2.70 and 2.38 s for the
  * photos at 16, 32 and 64. Many connections hide the storage latency of small files: photos to a
- * folder take 64 (`PHOTO_EXPORT_CONCURRENCY`), at the same memory as 32. At 0 ms latency 64 was
- * a little slower than 32 in each of three pairs (2.32/2.07, 2.44/2.14, 0.95/0.87 s: the spread
- * between runs is the kernel's file creation), and 128 went over 150 MB. Attachments keep 16: documents run to megabytes, and more
- * connections gain little there and cost memory (the 5 MB set's peak is the closest to the
- * 150 MB bound). So do zips: archiver appends one entry at a time on the main thread, past 16
- * connections downloads mostly wait for their turn and the heap they keep grows faster than the
- * zip (20,000 photos of 20 KB at 20 ms: peak RSS 133-140 MB with 16, 143-166 MB with 32).
+ * folder take 64 (`PHOTO_EXPORT_CONCURRENCY`), at the same memory as 32, starting with 16 until
+ * answers show the files small (START_CONNECTIONS). Photos can be 5 MB too, and a first wave of
+ * 64 such files took the peak to 150-160 MB (137-144 MB at 16); with the slow start, 64 is at
+ * 133-137 MB there, and 2,000 small photos take 3 % longer (1.11 s against 1.07 s, medians of 8).
+ * At 0 ms latency 64 was a little slower than 32 in each of three pairs (2.32/2.07, 2.44/2.14,
+ * 0.95/0.87 s: the spread between runs is the kernel's file creation), and 128 went over 150 MB.
+ * Attachments keep 16: documents run to megabytes, and more connections gain little there and
+ * cost memory (the 5 MB set's peak is the closest to the 150 MB bound). So do zips: archiver
+ * appends one entry at a time on the main thread, past 16 connections downloads mostly wait for
+ * their turn and the heap they keep grows faster than the zip (20,000 photos of 20 KB at 20 ms:
+ * peak RSS 133-140 MB with 16, 143-166 MB with 32).
  */
 export const DEFAULT_EXPORT_CONCURRENCY = 16;
 
@@ -54,6 +58,12 @@ export const LARGE_BODY_CONCURRENCY = 16;
  * 12, 1.60 and 1.73 s, 135/143 and 140/146 MB.
  */
 export const LARGE_FILE_CONNECTIONS = 10;
+
+/**
+ * Downloads a folder export starts with before answers show the files to be small (LargeFilePace's
+ * start window); each small body lets one more start, up to the concurrency.
+ */
+export const START_CONNECTIONS = 16;
 
 export interface ExportProgress {
   total: number;
@@ -175,7 +185,7 @@ export async function runExport(options: ExportOptions): Promise<ExportResult> {
     const retry = { ...DEFAULT_RETRY, maxAttempts: 8, baseDelayMs: 100, maxDelayMs: 4_000, ...options.retry };
     const largeBodies = new Slots(Math.min(concurrency, LARGE_BODY_CONCURRENCY));
     // A zip paces the downloads by the files waiting for it; a folder by the large bodies read.
-    const pace = sink.starts ? undefined : new LargeFilePace(LARGE_FILE_CONNECTIONS);
+    const pace = sink.starts ? undefined : new LargeFilePace(LARGE_FILE_CONNECTIONS, START_CONNECTIONS);
     const download = (job: DownloadJob, release: () => void, lane: number): Promise<DownloadResult> =>
       downloadFile(job, { dispatcher: lanes.lane(lane), lister, sink, retry, signal: options.signal, onReceived: release, largeBodies, pace });
     await pool(jobs, concurrency, download, async (result: DownloadResult) => {

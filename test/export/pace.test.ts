@@ -3,9 +3,10 @@
  * while bodies over 1 MB are coming (LARGE_FILE_CONNECTIONS); to a zip, which takes one entry at a
  * time, eight while files too large to wait in memory are on their way into it. More only held
  * read buffers and competed for the CPU. Small files (photos) keep the full concurrency (16
- * here). Measured at a recording proxy in front of the emulator: how many storage requests were
- * open when each one came in, after the first burst; and on which connection each came, for the
- * bound on connections and their reuse (one connection per download slot, ConnectionLanes).
+ * here). A folder export starts with 16 and opens more as small answers come. Measured at a
+ * recording proxy in front of the emulator: how many storage requests were open when each one
+ * came in, after the first burst; and on which connection each came, for the bound on
+ * connections and their reuse (one connection per download slot, ConnectionLanes).
  */
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -49,6 +50,21 @@ describe('export pace', () => {
     const from = proxy.requests.length;
     await runExport({ client, what: 'photos', out: join(tempDir(), name), concurrency: 16 });
     expect(Math.max(...openAtStart(proxy.requests.slice(from), 0))).toBeGreaterThan(10);
+  });
+
+  it('a folder export starts slowly: 16 downloads until answers show small files, then more, up to the concurrency', async () => {
+    const { proxy, client } = proxied();
+    await emu().control('POST', '/faults', { storage: { latency_ms: 15 } });
+    let from = proxy.requests.length;
+    const attachments = join(tempDir(), 'attachments');
+    await runExport({ client, what: 'attachments', out: attachments, concurrency: 64 });
+    await expectMatchesState(attachments, await state(emu()), 'attachments');
+    // Large files: never more than the first 16 at once, though 64 were allowed.
+    expect(Math.max(...openAtStart(proxy.requests.slice(from), 0))).toBeLessThanOrEqual(16);
+    from = proxy.requests.length;
+    await runExport({ client, what: 'photos', out: join(tempDir(), 'photos'), concurrency: 64 });
+    // Small files: past 16 once the first answers came.
+    expect(Math.max(...openAtStart(proxy.requests.slice(from), 0))).toBeGreaterThan(16);
   });
 
   it.each([4, 16])('at concurrency %d: as many storage connections at most, each kept open for the next file, one request at a time', async (concurrency) => {
