@@ -116,9 +116,10 @@ export class FolderSink implements ExportSink {
       write: (chunk) => {
         pending.push(chunk);
         pendingBytes += chunk.length;
-        if (pendingBytes < FLUSH_BYTES) return DONE;
+        if (pendingBytes < FLUSH_BYTES) return undefined;
         batched = true;
-        return flush();
+        const before = flush();
+        return before === DONE ? undefined : before;
       },
       restart: async () => {
         pending = [];

@@ -10,8 +10,11 @@ import type { StartGate } from '../stages/download.js';
 
 /** One file being written. The sink stores it, and hashes what it stored. */
 export interface EntryWriter {
-  /** Appends bytes, resolving when they may be reused (backpressure). */
-  write(chunk: Buffer): Promise<void>;
+  /**
+   * Appends bytes. Answers nothing when the next bytes may come at once, or a promise to wait for
+   * first (backpressure); the bytes are the writer's from then on.
+   */
+  write(chunk: Buffer): Promise<void> | undefined;
   /** Drops what was written (a download that starts over). */
   restart(): Promise<void>;
   /** The file is complete: put it in place under its path; answers the SHA-256 and size stored. */

@@ -52,7 +52,6 @@ const LARGE_FILE_CONNECTIONS = 8;
 const WHOLE_REUSE = 64 * 1024;
 /** Buffers kept for whole entries (two, one written while the next is read, peaked higher). */
 const WHOLE_BUFFERS = 1;
-const DONE: Promise<void> = Promise.resolve();
 
 export class ZipSink implements ExportSink {
   private readonly partial: string;
@@ -208,9 +207,9 @@ export class ZipSink implements ExportSink {
     return {
       write: (chunk) => {
         chunks.push(chunk);
-        if (!handle) return DONE;
+        if (!handle) return undefined;
         batchBytes += chunk.length;
-        return batchBytes >= SPOOL_BATCH ? flush() : DONE;
+        return batchBytes >= SPOOL_BATCH ? flush() : undefined;
       },
       restart: async () => {
         chunks = [];
