@@ -10,6 +10,7 @@ import { Agent, request, type Dispatcher } from 'undici';
 import type { RemoteFile, UrlLister } from './list-urls.js';
 import type { EntryWriter, ExportSink } from '../sinks/sink.js';
 import { backoffDelay, sleep, type RetryPolicy } from '../client/retry.js';
+import { largeBodyBytesRead } from '../util/runtime.js';
 
 export interface DownloadJob {
   file: RemoteFile;
@@ -238,7 +239,15 @@ export async function downloadFile(job: DownloadJob, options: DownloadOptions): 
     if (largeBody) pace?.enter();
     else options.pace?.small();
     try {
-      await pump(res.body, job.path, writer, (bytes) => (received += bytes));
+      const onBytes = largeBody
+        ? (bytes: number): void => {
+            received += bytes;
+            largeBodyBytesRead(bytes);
+          }
+        : (bytes: number): void => {
+            received += bytes;
+          };
+      await pump(res.body, job.path, writer, onBytes);
     } catch (error) {
       if (error instanceof SinkError) throw error;
       failures += 1;

@@ -10,6 +10,7 @@
  */
 import { createHash } from 'node:crypto';
 import { Worker } from 'node:worker_threads';
+import { keepMemoryTuning } from './runtime.js';
 
 const WORKER_CODE = `
 const { parentPort } = require('node:worker_threads');
@@ -67,6 +68,7 @@ function theWorker(): Worker {
   if (worker) return worker;
   const started = new Worker(WORKER_CODE, { eval: true, resourceLimits: { maxOldGenerationSizeMb: 16, maxYoungGenerationSizeMb: 2 } });
   started.unref();
+  started.once('online', keepMemoryTuning);
   started.on('message', (reply: Reply) => {
     const waiting = pending.get(reply.id);
     if (!waiting) return;

@@ -1,0 +1,35 @@
+/**
+ * The CLI's memory tuning (src/util/runtime.ts), each case in a process of its own because V8's
+ * flags belong to the whole process: the young generation stays at its size after the hashing
+ * thread starts, and large bodies make V8 collect young garbage every COLLECT_EVERY_BYTES, but
+ * only in a process that asked for the tuning.
+ */
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { describe, expect, it } from 'vitest';
+import { COLLECT_EVERY_BYTES } from '../../src/util/runtime.js';
+import { ROOT } from '../helpers/cli-process.js';
+
+const run = promisify(execFile);
+
+async function child<T>(mode: string): Promise<T> {
+  const { stdout } = await run(process.execPath, ['--import', 'tsx', 'test/helpers/memory-tuning-child.ts', mode], { cwd: ROOT });
+  return JSON.parse(stdout.trim().split('\n').pop()!) as T;
+}
+
+describe('memory tuning', () => {
+  it('keeps the young generation from growing once the hashing thread has started', async () => {
+    const { before, after } = await child<{ before: number; after: number }>('worker');
+    // Untuned, or with the worker's start left to undo the tuning, it grows to 32 MB.
+    expect(after).toBe(before);
+    expect(after).toBeLessThanOrEqual(8 * 2 ** 20);
+  });
+
+  it('collects young garbage for every COLLECT_EVERY_BYTES of large bodies read, only when tuned', async () => {
+    const tuned = await child<{ minor: number }>('collect');
+    const untuned = await child<{ minor: number }>('untuned');
+    // The child counts 40 MB; the untuned process makes next to no garbage of its own.
+    expect(tuned.minor).toBeGreaterThanOrEqual(Math.floor((40 * 2 ** 20) / COLLECT_EVERY_BYTES));
+    expect(untuned.minor).toBeLessThan(2);
+  });
+});
