@@ -343,7 +343,7 @@ function ratios(rows: Row[]): string[] {
   for (const key of keys) {
     const [set, latencyText] = key.split('|') as [string, string];
     const latency = Number(latencyText);
-    const ours = find(set, latency, 'ours', defaultConcurrency(SETS[set]!.what, 'out'));
+    const ours = find(set, latency, 'ours', defaultConcurrency(SETS[set]!.what));
     const ours16 = find(set, latency, 'ours', PEER_CONCURRENCY);
     const aria2 = find(set, latency, 'aria2c');
     const curl = find(set, latency, 'curl');
@@ -362,7 +362,7 @@ async function main(): Promise<void> {
   const peers = withPeers ? ['aria2c', 'curl'].filter(have) : [];
   const missing = withPeers ? ['aria2c', 'curl'].filter((p) => !peers.includes(p)) : [];
   console.log(`export benchmark: sets ${setNames.join(', ')}; storage latency ${latencies.join(', ')} ms; ${runs} runs each, medians`);
-  console.log(`ours: ${child.note}; default concurrency ${PHOTO_EXPORT_CONCURRENCY} for photos to a folder, else ${DEFAULT_EXPORT_CONCURRENCY}${sweep ? `; sweep over ${sweepConcurrency.join('/')}` : ''}`);
+  console.log(`ours: ${child.note}; default concurrency ${PHOTO_EXPORT_CONCURRENCY} for photos, ${DEFAULT_EXPORT_CONCURRENCY} for attachments${sweep ? `; sweep over ${sweepConcurrency.join('/')}` : ''}`);
   if (missing.length) console.log(`not installed, skipped: ${missing.join(', ')} (apt-get install aria2 curl)`);
   const samples: Sample[] = [];
   const base = await mkdtemp(join(tmpdir(), 'wds-bench-'));
@@ -373,10 +373,10 @@ async function main(): Promise<void> {
       try {
         for (const latency of latencies) {
           await setLatency(emulator, latency);
-          const ourConcurrency = sweep ? sweepConcurrency : [...new Set([defaultConcurrency(set.what, 'out'), ...(set.peers && peers.length ? [PEER_CONCURRENCY] : [])])];
+          const ourConcurrency = sweep ? sweepConcurrency : [...new Set([defaultConcurrency(set.what), ...(set.peers && peers.length ? [PEER_CONCURRENCY] : [])])];
           const tools: { tool: string; go: (work: string) => Promise<Omit<Sample, 'set' | 'latency' | 'tool'>> }[] = [];
           for (const c of ourConcurrency) tools.push({ tool: 'ours', go: (w) => runOurs(child, emulator, set, w, c, 'folder') });
-          if (withZip) tools.push({ tool: 'ours (zip)', go: (w) => runOurs(child, emulator, set, w, defaultConcurrency(set.what, 'out.zip'), 'zip') });
+          if (withZip) tools.push({ tool: 'ours (zip)', go: (w) => runOurs(child, emulator, set, w, defaultConcurrency(set.what), 'zip') });
           if (set.peers && peers.includes('aria2c')) tools.push({ tool: 'aria2c', go: (w) => runAria2(emulator, set, w) });
           if (set.peers && peers.includes('curl')) tools.push({ tool: 'curl', go: (w) => runCurl(emulator, set, w) });
           // A first, untimed export warms the emulator up (its JIT, its sockets' buffers): a cold
@@ -384,7 +384,7 @@ async function main(): Promise<void> {
           for (let w = 0; w < warmups; w += 1) {
             const work = join(base, `${set.name}-${latency}-warmup-${w}`);
             await mkdir(work, { recursive: true });
-            await runOurs(child, emulator, set, work, defaultConcurrency(set.what, 'out'), 'folder');
+            await runOurs(child, emulator, set, work, defaultConcurrency(set.what), 'folder');
             await releaseData(work);
           }
           // Runs interleave the tools, so that load from elsewhere on the machine falls on all of them.

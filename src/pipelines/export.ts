@@ -32,10 +32,15 @@ import { DEFAULT_RETRY, type RetryPolicy } from '../client/retry.js';
  * At 0 ms latency 64 was a little slower than 32 in each of three pairs (2.32/2.07, 2.44/2.14,
  * 0.95/0.87 s: the spread between runs is the kernel's file creation), and 128 went over 150 MB.
  * Attachments keep 16: documents run to megabytes, and more connections gain little there and
- * cost memory (the 5 MB set's peak is the closest to the 150 MB bound). So do zips: archiver
- * appends one entry at a time on the main thread, past 16 connections downloads mostly wait for
- * their turn and the heap they keep grows faster than the zip (20,000 photos of 20 KB at 20 ms:
- * peak RSS 133-140 MB with 16, 143-166 MB with 32).
+ * cost memory (the 5 MB set's peak is the closest to the 150 MB bound).
+ *
+ * Photos to a zip take 64 as well, since the files waiting for the zip wait in blocks of their own
+ * (WaitingBlocks in sinks/zip.ts) and no download starts while 16 wait: 20,000 photos of 20 KB at
+ * 20 ms took 28 s with 16 connections, 7.2-7.4 s with 64, at 123-128 MB (before those two, 64
+ * peaked at 150-190 MB). At 0 ms latency 64 gains nothing over 16 (2.7 s either way) and peaks
+ * higher (158-172 MB against 137 MB): with the storage that near, the zip, one entry at a time on
+ * the main thread, is the bound, and the objects of more downloads under way reach V8's old
+ * generation before they are garbage. The service's storage is not that near.
  */
 export const DEFAULT_EXPORT_CONCURRENCY = 16;
 
@@ -84,7 +89,7 @@ export interface ExportOptions {
   /** Attachments: one sheet, and optionally one file part of it. */
   sheet?: number;
   field?: number;
-  /** Downloads in flight at once. Default 64 for photos to a folder, else 16 (`defaultConcurrency`). */
+  /** Downloads in flight at once. Default 64 for photos, 16 for attachments (`defaultConcurrency`). */
   concurrency?: number;
   retry?: Partial<RetryPolicy>;
   onProgress?: (progress: ExportProgress) => void;
@@ -101,8 +106,8 @@ export interface ExportResult {
 export const isZipTarget = (out: string): boolean => out.toLowerCase().endsWith('.zip');
 
 /** The concurrency an export runs with when none is given. */
-export const defaultConcurrency = (what: 'photos' | 'attachments', out: string): number =>
-  what === 'photos' && !isZipTarget(out) ? PHOTO_EXPORT_CONCURRENCY : DEFAULT_EXPORT_CONCURRENCY;
+export const defaultConcurrency = (what: 'photos' | 'attachments'): number =>
+  what === 'photos' ? PHOTO_EXPORT_CONCURRENCY : DEFAULT_EXPORT_CONCURRENCY;
 
 function lineOf(file: RemoteFile, path: string, size: number, sha256: string): ManifestLine {
   return {
@@ -151,7 +156,7 @@ async function openSink(out: string, zipModule: Promise<typeof import('../sinks/
 
 export async function runExport(options: ExportOptions): Promise<ExportResult> {
   const { client } = options;
-  const concurrency = options.concurrency ?? defaultConcurrency(options.what, options.out);
+  const concurrency = options.concurrency ?? defaultConcurrency(options.what);
   if (!Number.isInteger(concurrency) || concurrency < 1) throw new RangeError(`concurrency must be a whole number of 1 or more, got ${concurrency}`);
   const report = new RunReport(`${options.what} export`);
   // archiver and its dependencies are loaded only for a zip (a few MB of memory a folder export

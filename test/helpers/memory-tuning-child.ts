@@ -9,7 +9,7 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { PerformanceObserver } from 'node:perf_hooks';
+import { PerformanceObserver, type PerformanceEntry } from 'node:perf_hooks';
 import { getHeapSpaceStatistics } from 'node:v8';
 import { hashFile } from '../../src/util/hash-file.js';
 import { largeBodyBytesRead, tuneMemory } from '../../src/util/runtime.js';
@@ -36,7 +36,7 @@ if (mode === 'worker') {
   if (mode === 'collect') tuneMemory();
   let minor = 0;
   const observer = new PerformanceObserver((list) => {
-    for (const entry of list.getEntries()) if ((entry.detail as { kind?: number } | undefined)?.kind === 1) minor += 1;
+    for (const entry of list.getEntries()) if ((entry as PerformanceEntry & { detail?: { kind?: number } }).detail?.kind === 1) minor += 1;
   });
   observer.observe({ entryTypes: ['gc'] });
   const chunk = 64 * 1024;

@@ -27,7 +27,7 @@ function exportOptions<T>(yargs: Argv<T>, attachments: boolean): Argv<ExportArgs
       type: 'number',
       describe: attachments
         ? `Downloads at once (default ${DEFAULT_EXPORT_CONCURRENCY})`
-        : `Downloads at once (default ${PHOTO_EXPORT_CONCURRENCY} to a folder, ${DEFAULT_EXPORT_CONCURRENCY} to a zip)`,
+        : `Downloads at once (default ${PHOTO_EXPORT_CONCURRENCY})`,
     })
     .option('report', { type: 'string', describe: 'Write the per-file report (JSON) to FILE' });
   if (attachments) {
