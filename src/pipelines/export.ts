@@ -4,7 +4,7 @@
  */
 import type { WdsClient } from '../client/client.js';
 import { UrlLister, attachmentTargets, type ListTarget, type RemoteFile } from '../stages/list-urls.js';
-import { ConnectionLanes, LargeFilePace, Slots, downloadFile, pool, type DownloadJob, type DownloadResult } from '../stages/download.js';
+import { ConnectionLanes, LargeFilePace, LatencyWindow, Slots, allOf, downloadFile, pool, type DownloadJob, type DownloadResult, type StartGate } from '../stages/download.js';
 import { RunReport } from '../stages/report.js';
 import { FolderSink } from '../sinks/folder.js';
 import type { ExportSink } from '../sinks/sink.js';
@@ -26,7 +26,8 @@ import { DEFAULT_RETRY, type RetryPolicy } from '../client/retry.js';
  * Before the lanes (one undici Pool), more connections gained less: 3.78, 2.70 and 2.38 s for the
  * photos at 16, 32 and 64. Many connections hide the storage latency of small files: photos to a
  * folder take 64 (`PHOTO_EXPORT_CONCURRENCY`), at the same memory as 32, starting with 16 until
- * answers show the files small (START_CONNECTIONS). Photos can be 5 MB too, and a first wave of
+ * answers show small files and a storage far enough away to need more (START_CONNECTIONS,
+ * LatencyWindow). Photos can be 5 MB too, and a first wave of
  * 64 such files took the peak to 150-160 MB (137-144 MB at 16); with the slow start, 64 is at
  * 133-137 MB there, and 2,000 small photos take 3 % longer (1.11 s against 1.07 s, medians of 8).
  * At 0 ms latency 64 was a little slower than 32 in each of three pairs (2.32/2.07, 2.44/2.14,
@@ -37,10 +38,12 @@ import { DEFAULT_RETRY, type RetryPolicy } from '../client/retry.js';
  * Photos to a zip take 64 as well, since the files waiting for the zip wait in blocks of their own
  * (WaitingBlocks in sinks/zip.ts) and no download starts while 16 wait: 20,000 photos of 20 KB at
  * 20 ms took 28 s with 16 connections, 7.2-7.4 s with 64, at 123-128 MB (before those two, 64
- * peaked at 150-190 MB). At 0 ms latency 64 gains nothing over 16 (2.7 s either way) and peaks
- * higher (158-172 MB against 137 MB): with the storage that near, the zip, one entry at a time on
- * the main thread, is the bound, and the objects of more downloads under way reach V8's old
- * generation before they are garbage. The service's storage is not that near.
+ * peaked at 150-190 MB). At 0 ms latency 64 under way gained nothing over 16 (2.7 s either way)
+ * and peaked higher (158-177 MB against 137 MB): with the storage that near, the zip, one entry at
+ * a time on the main thread, is the bound, and the objects of more downloads under way reach V8's
+ * old generation before they are garbage. So an export opens more than 16 connections only while
+ * answers come slowly (LatencyWindow): at 0 ms the zip then peaked at 133/140 MB, a folder at
+ * 124-134 MB (159/160 MB with 64 under way), and at 20 ms nothing changed.
  */
 export const DEFAULT_EXPORT_CONCURRENCY = 16;
 
@@ -65,8 +68,9 @@ export const LARGE_BODY_CONCURRENCY = 16;
 export const LARGE_FILE_CONNECTIONS = 10;
 
 /**
- * Downloads a folder export starts with before answers show the files to be small (LargeFilePace's
- * start window); each small body lets one more start, up to the concurrency.
+ * Downloads an export starts with, and keeps to while the storage answers quickly or the files are
+ * large (LatencyWindow in stages/download.ts); each small file answered slowly lets one more start,
+ * up to the concurrency.
  */
 export const START_CONNECTIONS = 16;
 
@@ -190,9 +194,10 @@ export async function runExport(options: ExportOptions): Promise<ExportResult> {
     const retry = { ...DEFAULT_RETRY, maxAttempts: 8, baseDelayMs: 100, maxDelayMs: 4_000, ...options.retry };
     const largeBodies = new Slots(Math.min(concurrency, LARGE_BODY_CONCURRENCY));
     // A zip paces the downloads by the files waiting for it; a folder by the large bodies read.
-    const pace = sink.starts ? undefined : new LargeFilePace(LARGE_FILE_CONNECTIONS, START_CONNECTIONS);
+    const pace = sink.starts ? undefined : new LargeFilePace(LARGE_FILE_CONNECTIONS);
+    const window = new LatencyWindow(START_CONNECTIONS, concurrency);
     const download = (job: DownloadJob, release: () => void, lane: number): Promise<DownloadResult> =>
-      downloadFile(job, { dispatcher: lanes.lane(lane), lister, sink, retry, signal: options.signal, onReceived: release, largeBodies, pace });
+      downloadFile(job, { dispatcher: lanes.lane(lane), lister, sink, retry, signal: options.signal, onReceived: release, largeBodies, pace, window });
     await pool(jobs, concurrency, download, async (result: DownloadResult) => {
       const { file, job } = result;
       if (result.outcome === 'ok') {
@@ -211,7 +216,7 @@ export async function runExport(options: ExportOptions): Promise<ExportResult> {
       }
       progress.relists = lister.relists;
       options.onProgress?.({ ...progress });
-    }, sink.starts ?? pace);
+    }, allOf(window, ...[sink.starts, pace].filter((gate): gate is StartGate => gate !== undefined)));
     await sink.finish();
   } catch (error) {
     await sink.abort();

@@ -3,7 +3,8 @@
  * while bodies over 1 MB are coming (LARGE_FILE_CONNECTIONS); to a zip, which takes one entry at a
  * time, eight while files too large to wait in memory are on their way into it. More only held
  * read buffers and competed for the CPU. Small files (photos) keep the full concurrency (16
- * here). A folder export starts with 16 and opens more as small answers come. Measured at a
+ * here). An export starts with 16 and opens more as small files are answered slowly (storage
+ * latency; latency-window.test covers quick answers). Measured at a
  * recording proxy in front of the emulator: how many storage requests were open when each one
  * came in, after the first burst; and on which connection each came, for the bound on
  * connections and their reuse (one connection per download slot, ConnectionLanes).
@@ -50,6 +51,16 @@ describe('export pace', () => {
     const from = proxy.requests.length;
     await runExport({ client, what: 'photos', out: join(tempDir(), name), concurrency: 16 });
     expect(Math.max(...openAtStart(proxy.requests.slice(from), 0))).toBeGreaterThan(10);
+  });
+
+  it('photos to a zip open more than the first 16 connections once answers come slowly', async () => {
+    const { proxy, client } = proxied();
+    await emu().control('POST', '/faults', { storage: { latency_ms: 25 } });
+    const from = proxy.requests.length;
+    const out = join(tempDir(), 'photos.zip');
+    await runExport({ client, what: 'photos', out, concurrency: 64 });
+    await expectMatchesState(out, await state(emu()), 'photos');
+    expect(Math.max(...openAtStart(proxy.requests.slice(from), 0))).toBeGreaterThan(16);
   });
 
   it('a folder export starts slowly: 16 downloads until answers show small files, then more, up to the concurrency', async () => {
