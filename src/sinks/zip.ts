@@ -3,8 +3,9 @@
  * Entries are appended one at a time, each waited for (archiver can stall with many live streams);
  * downloads finishing meanwhile wait in memory (files up to 1 MB, in blocks used again, within a
  * budget: past it a download waits with its body unread) or in a spool file (larger ones), and no
- * download starts while 16 files wait, so memory stays bounded. Compressed types are stored, text deflated; zip64 is used
- * by archiver when sizes pass 4 GiB or entries 65,535. The manifest is the last entry.
+ * download starts while 16 files wait, so memory stays bounded. Compressed types are stored, text
+ * deflated; zip64 is used by archiver when sizes pass 4 GiB or entries 65,535. The manifest is the
+ * last entry.
  *
  * A stored entry is given to archiver whole, as one Buffer, so that its local header carries its
  * CRC and sizes. Given as a stream, its sizes would follow it in a data descriptor, which the zip
