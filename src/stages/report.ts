@@ -2,7 +2,7 @@
  * Every run ends with a report: each item's outcome and why (DESIGN.md section 2). Outcomes are
  * the same for every pipeline; `converted` is an import's `ok` after normalisation.
  */
-export const OUTCOMES = ['ok', 'converted', 'skipped', 'invalid', 'conflict', 'failed'] as const;
+export const OUTCOMES = ['ok', 'converted', 'skipped', 'invalid', 'conflict', 'failed', 'unknown'] as const;
 export type Outcome = (typeof OUTCOMES)[number];
 
 export interface ItemReport {
@@ -20,11 +20,16 @@ export interface ItemReport {
 
 export class RunReport {
   readonly items: ItemReport[] = [];
-  readonly counts: Record<Outcome, number> = { ok: 0, converted: 0, skipped: 0, invalid: 0, conflict: 0, failed: 0 };
+  readonly counts: Record<Outcome, number> = { ok: 0, converted: 0, skipped: 0, invalid: 0, conflict: 0, failed: 0, unknown: 0 };
   readonly startedAt = Date.now();
   finishedAt = 0;
   bytes = 0;
   notes: string[] = [];
+  /**
+   * Set when the run was stopped by a signal before it had done everything: the items it did not
+   * reach are not in `items`, and `total` is how many there were in all (when known).
+   */
+  interrupted: { signal: 'SIGINT' | 'SIGTERM'; total?: number } | null = null;
 
   constructor(readonly command: string) {}
 
@@ -38,9 +43,9 @@ export class RunReport {
     this.finishedAt = Date.now();
   }
 
-  /** Items that did not go through: invalid, conflicting or failed (exit code 3). */
+  /** Items that did not go through: invalid, conflicting, failed or of unknown fate (exit code 3). */
   get problems(): number {
-    return this.counts.invalid + this.counts.conflict + this.counts.failed;
+    return this.counts.invalid + this.counts.conflict + this.counts.failed + this.counts.unknown;
   }
 
   summary(extra: Record<string, unknown> = {}): Record<string, unknown> {
@@ -49,6 +54,7 @@ export class RunReport {
       duration_ms: (this.finishedAt || Date.now()) - this.startedAt,
       counts: { ...this.counts },
       bytes: this.bytes,
+      ...(this.interrupted ? { interrupted: this.interrupted } : {}),
       ...extra,
       notes: this.notes,
     };
