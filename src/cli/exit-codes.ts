@@ -5,4 +5,8 @@ export const EXIT = {
   usage: 2,
   /** Finished, but some items were invalid, conflicting or failed. */
   partial: 3,
+  /** Stopped by SIGINT (Ctrl-C) after ending the work in flight; a rerun continues. */
+  sigint: 130,
+  /** Stopped by SIGTERM after ending the work in flight; a rerun continues. */
+  sigterm: 143,
 } as const;

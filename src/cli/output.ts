@@ -4,6 +4,7 @@ import type { RunReport } from '../stages/report.js';
 import { redactValue } from '../util/redact.js';
 import { EXIT } from './exit-codes.js';
 import { formatBytes } from './progress.js';
+import { exitCodeOf } from './stop-signal.js';
 
 export interface OutputArgs {
   json?: boolean;
@@ -29,6 +30,16 @@ export async function finishRun(args: OutputArgs, report: RunReport, extra: Reco
       console.log(`  ${item.outcome}: ${item.path ?? item.file_name} (${item.code}): ${item.reason ?? ''}`);
     }
     if (report.problems > 50) console.log(`  ... and ${report.problems - 50} more (see --report)`);
+  }
+  if (report.interrupted) {
+    const { signal, total } = report.interrupted;
+    const done = report.items.length;
+    const line = `interrupted: ${done} of ${total ?? '?'} done; run it again to continue (stopped by ${signal})`;
+    // With --json, stdout holds the summary alone, and the line goes to stderr.
+    if (args.json) process.stderr.write(`${line}\n`);
+    else console.log(line);
+    process.exitCode = exitCodeOf(signal);
+    return;
   }
   if (report.problems > 0) process.exitCode = EXIT.partial;
 }

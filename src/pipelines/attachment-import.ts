@@ -26,6 +26,12 @@ export interface AttachmentImportOptions {
   mode?: AttachmentImportMode;
   dryRun?: boolean;
   /**
+   * Aborted by the CLI on SIGINT or SIGTERM (reason: the signal's name): nothing new is sent, the
+   * request in flight and its task are followed to their end, and the run returns with
+   * `report.interrupted` set.
+   */
+  signal?: AbortSignal;
+  /**
    * While checking, the files checked so far; once every file is checked, `total` (= `done`) is
    * the number ready to send; while sending, the files whose request has ended, of `total`.
    */

@@ -31,6 +31,12 @@ export interface PhotoImportOptions {
   normalize?: boolean;
   /** Send every request with `Dry-Run: 1`: all checks, no change. */
   dryRun?: boolean;
+  /**
+   * Aborted by the CLI on SIGINT or SIGTERM (reason: the signal's name): nothing new is sent, the
+   * request in flight and its task are followed to their end, and the run returns with
+   * `report.interrupted` set.
+   */
+  signal?: AbortSignal;
   /** Files checked and converted at once. Default 2. */
   concurrency?: number;
   /**

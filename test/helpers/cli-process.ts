@@ -1,7 +1,8 @@
 /**
  * The CLI as a child process (`node --import tsx src/cli/main.ts`), run without blocking this
  * process, which may be serving the emulator meanwhile. Each run gets its own limiter state
- * folder, so the CLI's windows never make a test wait; connection variables are cleared.
+ * folder (XDG_CACHE_HOME) and import journal folder (XDG_STATE_HOME) unless `env` names them, so
+ * the CLI's windows never make a test wait; connection variables are cleared.
  */
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
@@ -20,9 +21,14 @@ export interface CliRun {
 
 export const connectionArgs = (emu: TestEmulator): string[] => ['--base-url', emu.url, '--consumer-key', KEY, '--consumer-secret', SECRET];
 
-export function spawnCli(args: string[]): ChildProcessWithoutNullStreams {
-  const env: NodeJS.ProcessEnv = { ...process.env, XDG_CACHE_HOME: mkdtempSync(join(tmpdir(), 'wds-cli-')) };
+export function spawnCli(args: string[], extraEnv: NodeJS.ProcessEnv = {}): ChildProcessWithoutNullStreams {
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    XDG_CACHE_HOME: mkdtempSync(join(tmpdir(), 'wds-cli-')),
+    XDG_STATE_HOME: mkdtempSync(join(tmpdir(), 'wds-state-')),
+  };
   for (const name of ['WDS_BASE_URL', 'WDS_CONSUMER_KEY', 'WDS_CONSUMER_SECRET']) delete env[name];
+  Object.assign(env, extraEnv);
   return spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args], { cwd: ROOT, env });
 }
 
@@ -38,4 +44,4 @@ export function finished(child: ChildProcessWithoutNullStreams): Promise<CliRun>
   });
 }
 
-export const runCli = (args: string[]): Promise<CliRun> => finished(spawnCli(args));
+export const runCli = (args: string[], env: NodeJS.ProcessEnv = {}): Promise<CliRun> => finished(spawnCli(args, env));

@@ -6,6 +6,7 @@
 import type { Argv, CommandModule } from 'yargs';
 import { resolve } from 'node:path';
 import { connect, say, withConnection, UsageError, type ConnectionArgs } from '../connection.js';
+import { stopSignal } from '../stop-signal.js';
 import { finishRun, type OutputArgs } from '../output.js';
 import type { AttachmentImportMode } from '../../pipelines/attachment-import.js';
 import { openSource } from '../../sources/open-source.js';
@@ -46,6 +47,7 @@ export const attachmentsImportCommand: CommandModule<object, AttachmentImportArg
         field: argv.field,
         mode: argv.mode,
         dryRun: argv['dry-run'],
+        signal: stopSignal(),
         onProgress: (p) => {
           if (Date.now() - lastNote < 5000 && !(p.total !== undefined && p.done === p.total)) return;
           lastNote = Date.now();

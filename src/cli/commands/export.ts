@@ -6,6 +6,7 @@ import type { Argv, CommandModule } from 'yargs';
 import { resolve } from 'node:path';
 import { connect, withConnection, UsageError, type ConnectionArgs } from '../connection.js';
 import { createProgress } from '../progress.js';
+import { stopSignal } from '../stop-signal.js';
 import { finishRun, type OutputArgs } from '../output.js';
 import { runExport, DEFAULT_EXPORT_CONCURRENCY, PHOTO_EXPORT_CONCURRENCY } from '../../pipelines/export.js';
 import { isValidDate } from '../../spec/time.js';
@@ -57,6 +58,7 @@ async function handle(what: 'photos' | 'attachments', argv: ExportArgs): Promise
       sheet: argv.sheet,
       field: argv.field,
       concurrency: argv.concurrency,
+      signal: stopSignal(),
       onProgress: (p) => progress.update({
         done: p.done + p.skipped + p.failed, total: p.total, bytes: p.bytes,
         note: p.relists ? `${p.relists} re-lists` : undefined,

@@ -6,6 +6,7 @@
 import type { Argv, CommandModule } from 'yargs';
 import { resolve } from 'node:path';
 import { connect, withConnection, type ConnectionArgs } from '../connection.js';
+import { stopSignal } from '../stop-signal.js';
 import { finishRun, type OutputArgs } from '../output.js';
 import type { PhotoImportMode } from '../../pipelines/photo-import.js';
 import { openSource } from '../../sources/open-source.js';
@@ -44,6 +45,7 @@ export const photosImportCommand: CommandModule<object, PhotoImportArgs> = {
         trimming: argv.trim,
         normalize: argv.normalize,
         dryRun: argv['dry-run'],
+        signal: stopSignal(),
         onProgress: (p) => {
           if (Date.now() - lastNote < 5000 && !(p.total !== undefined && p.done === p.total)) return;
           lastNote = Date.now();
