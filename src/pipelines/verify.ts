@@ -3,9 +3,9 @@
  * the size and the sha256 of the manifest. Names each mismatch or missing file.
  */
 import { createHash } from 'node:crypto';
-import { readFile, readdir, stat } from 'node:fs/promises';
+import { lstat, readFile, readdir } from 'node:fs/promises';
 import { join, relative, sep } from 'node:path';
-import { MANIFEST_NAME, parseManifest, type ManifestLine } from '../sinks/manifest.js';
+import { LinkCheck, MANIFEST_NAME, parseManifest, type ManifestLine } from '../sinks/manifest.js';
 import { hashFile } from '../util/hash-file.js';
 import { ZipReader } from '../sources/zip-reader.js';
 import { isZipTarget } from './export.js';
@@ -89,12 +89,19 @@ export async function verifyExport(target: string): Promise<VerifyResult> {
   }
   const manifest = parseManifest(text);
   for (const p of manifest.problems) fail(MANIFEST_NAME, p);
-  for (const line of manifest.lines.values()) {
+  const links = new LinkCheck(target);
+  for (const [key, line] of manifest.lines) {
     result.files += 1;
     const path = join(target, line.path);
+    // A path through a link may end outside the export: it is reported, and not read.
+    const link = await links.linkIn(line.path);
+    if (link) {
+      fail(line.path, `${MANIFEST_NAME} line ${manifest.lineNumbers.get(key)}: ${LinkCheck.reason(link)}`);
+      continue;
+    }
     let size: number;
     try {
-      size = (await stat(path)).size;
+      size = (await lstat(path)).size;
     } catch {
       fail(line.path, 'missing');
       continue;

@@ -8,7 +8,7 @@ import { mkdir, open, readFile, rename, rm, stat, writeFile, type FileHandle } f
 import { dirname, join, resolve } from 'node:path';
 import { removeEmptyDirs, type EntryWriter, type ExportSink } from './sink.js';
 import { digestOf, hashFile } from '../util/hash-file.js';
-import { MANIFEST_NAME, formatLine, parseManifest, sortLines, manifestKey, type ManifestLine } from './manifest.js';
+import { LinkCheck, MANIFEST_NAME, formatLine, parseManifest, sortLines, manifestKey, type ManifestLine } from './manifest.js';
 
 const TMP = '.wds-tmp';
 /** A file's bytes are written in batches of this size (the last one smaller). */
@@ -47,8 +47,11 @@ export class FolderSink implements ExportSink {
       return new Map();
     }
     const intact = new Map<string, ManifestLine>();
+    // Paths that could leave the folder are dropped by parseManifest, links on the way here.
+    const links = new LinkCheck(this.target);
     for (const [key, line] of parseManifest(text).lines) {
       const path = join(this.target, line.path);
+      if (await links.linkIn(line.path)) continue;
       try {
         const info = await stat(path);
         if (info.size !== line.size) continue;

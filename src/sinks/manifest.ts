@@ -1,7 +1,12 @@
 /**
  * The export manifest (DESIGN.md section 4): `manifest.jsonl`, one line per file, with the
- * service's own name and where the file is in the export.
+ * service's own name and where the file is in the export. A manifest may come from anywhere, so
+ * its paths are untrusted (DESIGN.md section 8): a line whose path could leave the export is
+ * refused here, once, for `verify`, the export's rerun and the import alike; links on the way are
+ * found where the disk is read (`LinkCheck`).
  */
+import { lstat } from 'node:fs/promises';
+import { join } from 'node:path';
 import { z } from 'zod';
 
 export const MANIFEST_NAME = 'manifest.jsonl';
@@ -33,13 +38,34 @@ export function formatLine(line: ManifestLine): string {
 
 export interface ParsedManifest {
   lines: Map<string, ManifestLine>;
-  /** Lines that could not be read, with their numbers. */
+  /** Where each of `lines` stands in the text (from 1), for messages about it. */
+  lineNumbers: Map<string, number>;
+  /** Lines that could not be read, or whose path is refused, with their numbers. */
   problems: string[];
+}
+
+// eslint-disable-next-line no-control-regex
+const CONTROL = /[\u0000-\u001f\u007f]/;
+
+/**
+ * Why a manifest path cannot name a file inside the export, or null: it must be relative,
+ * `/`-separated, and go down only (the paths wds-files writes always are).
+ */
+export function manifestPathProblem(path: string): string | null {
+  const shown = JSON.stringify(path);
+  if (path.startsWith('/') || /^[A-Za-z]:/.test(path)) return `the path ${shown} is absolute; paths in the manifest must stay inside the export`;
+  if (path.includes('\\')) return `the path ${shown} holds a backslash; paths in the manifest are /-separated and stay inside the export`;
+  const segments = path.split('/');
+  if (segments.includes('..')) return `the path ${shown} goes up with ..; paths in the manifest must stay inside the export`;
+  if (segments.some((s) => s === '' || s === '.')) return `the path ${shown} has an empty or . segment; it is not a plain path inside the export`;
+  if (CONTROL.test(path)) return `the path ${shown} holds control characters`;
+  return null;
 }
 
 /** Reads manifest text; a later line for the same file wins (the folder sink appends). */
 export function parseManifest(text: string): ParsedManifest {
   const lines = new Map<string, ManifestLine>();
+  const lineNumbers = new Map<string, number>();
   const problems: string[] = [];
   text.split('\n').forEach((raw, i) => {
     if (!raw.trim()) return;
@@ -55,9 +81,16 @@ export function parseManifest(text: string): ParsedManifest {
       problems.push(`line ${i + 1}: ${parsed.error.issues[0]?.path.join('.')}: ${parsed.error.issues[0]?.message}`);
       return;
     }
-    lines.set(manifestKey(parsed.data), parsed.data);
+    const unsafe = manifestPathProblem(parsed.data.path);
+    if (unsafe) {
+      problems.push(`line ${i + 1}: ${unsafe}`);
+      return;
+    }
+    const key = manifestKey(parsed.data);
+    lines.set(key, parsed.data);
+    lineNumbers.set(key, i + 1);
   });
-  return { lines, problems };
+  return { lines, lineNumbers, problems };
 }
 
 /** Strings by their UTF-16 code units: the same order on every machine, whatever its locale. */
@@ -78,4 +111,48 @@ export function sortLines(lines: Iterable<ManifestLine>): ManifestLine[] {
 /** Where a file goes in the export tree, before de-duplication (DESIGN.md section 4). */
 export function exportDir(line: Pick<ManifestLine, 'kind' | 'code' | 'sheet_id' | 'custom_field_id'>, safe: (s: string) => string): string {
   return line.kind === 'photo' ? 'photos' : `attachments/${line.sheet_id}/${line.custom_field_id}/${safe(line.code)}`;
+}
+
+/**
+ * Finds links on the way to a manifest path inside an export folder: a path that leads through a
+ * link may end outside the folder, so it is neither read nor written. Folders already seen are
+ * remembered, so a manifest of 20,000 photos costs one lstat of `photos/` and one per file.
+ */
+export class LinkCheck {
+  private readonly folders = new Map<string, Promise<string | null>>();
+
+  constructor(private readonly root: string) {}
+
+  /** The first part of `path` (a checked manifest path) that is a link, or null; a missing part is not a link. */
+  async linkIn(path: string): Promise<string | null> {
+    const segments = path.split('/');
+    for (let n = 1; n <= segments.length; n += 1) {
+      const part = segments.slice(0, n).join('/');
+      const found = n < segments.length ? await this.folder(part) : await this.isLink(part).then((link) => (link ? part : null));
+      if (found) return found;
+    }
+    return null;
+  }
+
+  /** The reason a line is refused when `linkIn` finds a link. */
+  static reason(link: string): string {
+    return `leads through a link (${link}); links are not followed`;
+  }
+
+  private folder(part: string): Promise<string | null> {
+    let known = this.folders.get(part);
+    if (!known) {
+      known = this.isLink(part).then((link) => (link ? part : null));
+      this.folders.set(part, known);
+    }
+    return known;
+  }
+
+  private async isLink(part: string): Promise<boolean> {
+    try {
+      return (await lstat(join(this.root, part))).isSymbolicLink();
+    } catch {
+      return false;
+    }
+  }
 }

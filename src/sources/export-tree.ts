@@ -12,7 +12,7 @@ import { lstat, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import type { ImportSource, SourceEntry, SourceFile } from './source.js';
-import { MANIFEST_NAME, parseManifest, sortLines, type ManifestLine } from '../sinks/manifest.js';
+import { LinkCheck, MANIFEST_NAME, parseManifest, sortLines, type ManifestLine } from '../sinks/manifest.js';
 import { MANIFEST_FILE, errorAbout, readLimited } from './file-rules.js';
 import { LINK_REFUSED, diskFile, openNoFollow } from './folder.js';
 import { DEFAULT_MAX_ENTRY_BYTES, bombReason, judgeEntry, openZipReader, zipFile, type EntryVerdict, type ZipSourceOptions } from './zip.js';
@@ -36,12 +36,11 @@ function fieldsOf(line: ManifestLine): Fields {
   };
 }
 
-/** A manifest line that cannot name a file of the export, or null. */
+/**
+ * A manifest line that cannot name a file of the export, or null. Paths that could leave the
+ * export never get here: parseManifest refuses them (a problem of its line).
+ */
 function lineProblem(line: ManifestLine): string | null {
-  const segments = line.path.split('/');
-  if (line.path.includes('\\') || line.path.startsWith('/') || /^[A-Za-z]:/.test(line.path) || segments.some((s) => s === '' || s === '.' || s === '..')) {
-    return `the manifest's path ${line.path} leaves the export or is not a plain relative path`;
-  }
   if (line.kind === 'attachment' && (line.sheet_id === null || line.custom_field_id === null || line.record_index === null)) {
     return 'the manifest line of an attachment lacks sheet_id, custom_field_id or record_index';
   }
@@ -100,6 +99,8 @@ abstract class ExportTree implements ImportSource {
 
 /** An export folder. */
 export class ExportFolderSource extends ExportTree {
+  private readonly links = new LinkCheck(this.label);
+
   static async open(dir: string): Promise<ExportFolderSource> {
     let text: string;
     try {
@@ -116,6 +117,8 @@ export class ExportFolderSource extends ExportTree {
 
   protected async check(line: ManifestLine): Promise<Checked> {
     const path = this.whereOf(line.path);
+    const link = await this.links.linkIn(line.path);
+    if (link) return { reason: link === line.path ? LINK_REFUSED : LinkCheck.reason(link) };
     let info;
     try {
       info = await lstat(path);
