@@ -19,6 +19,20 @@ import { tuneMemory } from '../util/runtime.js';
 
 tuneMemory();
 
+/**
+ * A reader that stops early (`wds-files verify DIR | head -1`) closes the pipe. What is left to
+ * print has nowhere to go, but the command still ends its work and exits with its own code,
+ * instead of dying with an EPIPE stack trace.
+ */
+function quietWhenReaderLeaves(stream: NodeJS.WriteStream): void {
+  stream.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code === 'EPIPE' || error.code === 'ERR_STREAM_DESTROYED') return;
+    throw error;
+  });
+}
+quietWhenReaderLeaves(process.stdout);
+quietWhenReaderLeaves(process.stderr);
+
 export async function main(argv: string[]): Promise<void> {
   await yargs(argv)
     .scriptName('wds-files')
