@@ -4,11 +4,11 @@
  */
 import type { WdsClient } from '../client/client.js';
 import { UrlLister, attachmentTargets, type ListTarget, type RemoteFile } from '../stages/list-urls.js';
-import { ConnectionLanes, LargeFilePace, LatencyWindow, Slots, allOf, downloadFile, pool, type DownloadJob, type DownloadResult, type StartGate } from '../stages/download.js';
+import { ConnectionLanes, LargeFilePace, LatencyWindow, SinkError, Slots, allOf, downloadFile, pool, type DownloadJob, type DownloadResult, type StartGate } from '../stages/download.js';
 import { RunReport } from '../stages/report.js';
 import { FolderSink } from '../sinks/folder.js';
-import type { ExportSink } from '../sinks/sink.js';
-import { exportDir, manifestKey, type ManifestLine } from '../sinks/manifest.js';
+import { TargetError, type ExportSink } from '../sinks/sink.js';
+import { MANIFEST_NAME, exportDir, manifestKey, type ManifestLine } from '../sinks/manifest.js';
 import { PathAllocator, safeName } from '../util/safe-name.js';
 import { extensionOf } from '../spec/extensions.js';
 import { DEFAULT_RETRY, type RetryPolicy } from '../client/retry.js';
@@ -97,6 +97,12 @@ export interface ExportOptions {
   concurrency?: number;
   retry?: Partial<RetryPolicy>;
   onProgress?: (progress: ExportProgress) => void;
+  /**
+   * Stops the run (the CLI aborts it on SIGINT or SIGTERM, with the signal's name as the reason):
+   * no download starts, those on their way are dropped with their temporary files, files already
+   * received land, the output is left for a rerun to continue, and the result's report has
+   * `interrupted` set.
+   */
   signal?: AbortSignal;
 }
 
@@ -143,15 +149,33 @@ function plan(listing: RemoteFile[], intact: Map<string, ManifestLine>): { jobs:
   return { jobs, kept };
 }
 
+/** Which signal stopped a run (the CLI gives its name as the abort reason). */
+const stoppedBy = (signal: AbortSignal): 'SIGINT' | 'SIGTERM' => (signal.reason === 'SIGTERM' ? 'SIGTERM' : 'SIGINT');
+
+/** A sink's error (the disk's) becomes a TargetError naming the export; others stay as they are. */
+function asTargetError(out: string, error: unknown): unknown {
+  return error instanceof SinkError ? new TargetError(out, error.cause, error.path) : error;
+}
+
+/** Runs a step of the sink: whatever it throws is the disk's, and names the export. */
+async function onDisk<T>(out: string, step: () => Promise<T>): Promise<T> {
+  try {
+    return await step();
+  } catch (error) {
+    throw error instanceof TargetError ? error : new TargetError(out, error);
+  }
+}
+
 /**
  * The sink for `out`, with the files an earlier run left intact there; aborted if that check
  * fails. Opened once the listing is in: a run that cannot list touches nothing on disk (an earlier
  * export's manifest, or the temporary files of another run into the same folder).
  */
 async function openSink(out: string, zipModule: Promise<typeof import('../sinks/zip.js')> | null): Promise<{ sink: ExportSink; intact: Map<string, ManifestLine> }> {
-  const sink: ExportSink = zipModule ? await (await zipModule).ZipSink.create(out) : await FolderSink.create(out);
+  const ZipSink = zipModule ? (await zipModule).ZipSink : null;
+  const sink = await onDisk<ExportSink>(out, () => (ZipSink ? ZipSink.create(out) : FolderSink.create(out)));
   try {
-    return { sink, intact: await sink.intactFromEarlierRun() };
+    return { sink, intact: await onDisk(out, () => sink.intactFromEarlierRun()) };
   } catch (error) {
     await sink.abort().catch(() => undefined);
     throw error;
@@ -175,17 +199,38 @@ export async function runExport(options: ExportOptions): Promise<ExportResult> {
   }
   const lister = new UrlLister(client, targets, options.since);
   let listing: RemoteFile[] | null = await lister.listAll();
+  const { signal } = options;
+  if (signal?.aborted) {
+    // Stopped while the service listed the files: nothing on disk is touched.
+    report.interrupted = { signal: stoppedBy(signal), total: listing.length };
+    report.finish();
+    return { report, relists: lister.relists, changed: 0, out: options.out };
+  }
   const { sink, intact } = await openSink(options.out, zipModule);
   // The token is never sent to storage: downloads go through connections of their own, with no
   // auth at all.
   const lanes = new ConnectionLanes(concurrency, { keepAliveTimeout: 30_000 });
   const progress: ExportProgress = { total: listing.length, done: 0, skipped: 0, failed: 0, bytes: 0, relists: 0 };
   let changed = 0;
+  /** Files of the listing not reported: the run was stopped before it reached them. */
+  let unreached = progress.total;
   try {
-    const { jobs, kept } = plan(listing, intact);
+    const { jobs, kept: planned } = plan(listing, intact);
+    // Files a zip's earlier run holds but cannot hand over whole are downloaded again, to the
+    // same path; those a stop kept it from reaching are not reported.
+    const notKept = new Set((await onDisk(options.out, () => sink.keep(planned, signal))).map(manifestKey));
+    const kept = planned.filter((line) => !notKept.has(manifestKey(line)));
+    if (notKept.size > 0) {
+      const files = new Map(listing.map((file) => [file.key, file]));
+      for (const line of planned) {
+        const file = notKept.has(manifestKey(line)) ? files.get(manifestKey(line)) : undefined;
+        if (file) jobs.push({ file, path: line.path });
+      }
+    }
     // From here only the jobs hold the files, and `pool` lets each go once it is done with it: a
     // run of 20,000 files does not keep every download URL to its end.
     listing = null;
+    unreached -= kept.length;
     for (const line of kept) {
       report.add({ key: manifestKey(line), code: line.code, file_name: line.file_name, outcome: 'skipped', reason: 'already exported: size and sha256 match the manifest', path: line.path, size: line.size, sha256: line.sha256 });
       progress.skipped += 1;
@@ -200,8 +245,14 @@ export async function runExport(options: ExportOptions): Promise<ExportResult> {
       downloadFile(job, { dispatcher: lanes.lane(lane), lister, sink, retry, signal: options.signal, onReceived: release, largeBodies, pace, window });
     await pool(jobs, concurrency, download, async (result: DownloadResult) => {
       const { file, job } = result;
+      if (result.outcome === 'stopped') return;
+      unreached -= 1;
       if (result.outcome === 'ok') {
-        await sink.record(lineOf(file, job.path, result.size!, result.sha256!));
+        try {
+          await sink.record(lineOf(file, job.path, result.size!, result.sha256!));
+        } catch (error) {
+          throw new SinkError(MANIFEST_NAME, error);
+        }
         if (result.changed) changed += 1;
         report.add({
           key: file.key, code: file.code, file_name: file.file_name, outcome: 'ok', path: job.path, size: result.size, sha256: result.sha256,
@@ -216,11 +267,14 @@ export async function runExport(options: ExportOptions): Promise<ExportResult> {
       }
       progress.relists = lister.relists;
       options.onProgress?.({ ...progress });
-    }, allOf(window, ...[sink.starts, pace].filter((gate): gate is StartGate => gate !== undefined)));
-    await sink.finish();
+    }, allOf(window, ...[sink.starts, pace].filter((gate): gate is StartGate => gate !== undefined)), signal);
+    if (signal?.aborted && unreached > 0) {
+      await onDisk(options.out, () => sink.pause());
+      report.interrupted = { signal: stoppedBy(signal), total: progress.total };
+    } else await onDisk(options.out, () => sink.finish());
   } catch (error) {
-    await sink.abort();
-    throw error;
+    await sink.abort().catch(() => undefined);
+    throw asTargetError(options.out, error);
   } finally {
     await lanes.close();
   }

@@ -7,6 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdir, open, readFile, rename, rm, stat, writeFile, type FileHandle } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { removeEmptyDirs, type EntryWriter, type ExportSink } from './sink.js';
+import { rest } from './zip-output.js';
 import { digestOf, hashFile } from '../util/hash-file.js';
 import { LinkCheck, MANIFEST_NAME, formatLine, parseManifest, sortLines, manifestKey, type ManifestLine } from './manifest.js';
 
@@ -19,9 +20,11 @@ export class FolderSink implements ExportSink {
   private readonly lines = new Map<string, ManifestLine>();
   private appending: Promise<void> = Promise.resolve();
   /** Manifest lines waiting for the next append, and the append that will write them. */
-  private queued: string[] = [];
+  private queued: ManifestLine[] = [];
   private nextBatch: Promise<void> | null = null;
   private manifest: FileHandle | null = null;
+  /** Bytes of the manifest that hold whole lines (an append that fails is cut back to this). */
+  private manifestSize = 0;
   private counter = 0;
   private readonly madeDirs = new Set<string>();
   /** The first folder `create` made for the target, if it was not there. */
@@ -89,9 +92,14 @@ export class FolderSink implements ExportSink {
     let writing: Promise<void> = DONE;
     const writeBatch = async (chunks: Buffer[], size: number): Promise<void> => {
       handle ??= await open(temp, 'w');
-      const { bytesWritten } = await handle.writev(chunks);
-      // A regular file takes a whole write or fails; a short one means the disk is full.
-      if (bytesWritten !== size) throw new Error(`only ${bytesWritten} of ${size} bytes were written (is the disk full?)`);
+      let left = chunks;
+      // A short write is the disk filling up: writing the rest then fails with the reason (ENOSPC).
+      for (let written = 0; written < size; ) {
+        const { bytesWritten } = await handle.writev(left);
+        if (bytesWritten === 0) throw new Error(`only ${written} of ${size} bytes were written`);
+        written += bytesWritten;
+        left = rest(left, bytesWritten);
+      }
     };
     /** Queues what gathered behind the write under way; answers that earlier write. */
     const flush = (): Promise<void> => {
@@ -165,23 +173,55 @@ export class FolderSink implements ExportSink {
    * the queue every download stood in. Resolves when the line is in the file.
    */
   record(line: ManifestLine): Promise<void> {
-    this.lines.set(manifestKey(line), line);
-    this.queued.push(formatLine(line));
-    this.nextBatch ??= this.appending.then(async () => {
-      this.nextBatch = null;
-      const text = this.queued.join('');
-      this.queued = [];
-      this.manifest ??= await open(join(this.target, MANIFEST_NAME), 'a');
-      await this.manifest.write(text);
-    });
+    this.queued.push(line);
+    // Each batch is tried on its own: one that failed (the disk full) does not fail the next.
+    this.nextBatch ??= this.appending.catch(() => undefined).then(() => this.appendQueued());
     this.appending = this.nextBatch;
     return this.nextBatch;
+  }
+
+  /**
+   * Appends the queued lines. Should that fail, the manifest is cut back to its last whole line
+   * and the files of these lines are removed: the folder then holds only files its manifest lists.
+   */
+  private async appendQueued(): Promise<void> {
+    this.nextBatch = null;
+    const lines = this.queued;
+    this.queued = [];
+    const data = Buffer.from(lines.map(formatLine).join(''));
+    try {
+      if (!this.manifest) {
+        this.manifest = await open(join(this.target, MANIFEST_NAME), 'a');
+        this.manifestSize = (await this.manifest.stat()).size;
+      }
+      for (let at = 0; at < data.length; ) {
+        const { bytesWritten } = await this.manifest.write(data, at);
+        if (bytesWritten === 0) throw new Error(`only ${at} of ${data.length} bytes of manifest lines were written`);
+        at += bytesWritten;
+      }
+      this.manifestSize += data.length;
+    } catch (error) {
+      await this.manifest?.truncate(this.manifestSize).catch(() => undefined);
+      await Promise.all(lines.map((line) => rm(join(this.target, line.path), { force: true }).catch(() => undefined)));
+      throw error;
+    }
+    for (const line of lines) this.lines.set(manifestKey(line), line);
   }
 
   private async closeManifest(): Promise<void> {
     const handle = this.manifest;
     this.manifest = null;
     await handle?.close();
+  }
+
+  /** The files an earlier run left are in place already, and their lines in the manifest. */
+  async keep(): Promise<ManifestLine[]> {
+    return [];
+  }
+
+  /** A folder is continued as it is: its manifest names the files present. */
+  pause(): Promise<void> {
+    return this.finish();
   }
 
   async finish(): Promise<void> {

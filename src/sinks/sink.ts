@@ -26,18 +26,61 @@ export interface EntryWriter {
 export interface ExportSink {
   /** What the sink writes to, as the user named it. */
   readonly target: string;
-  /** Manifest lines of an earlier run whose files are still intact (folders; empty for zips). */
+  /**
+   * Manifest lines of an earlier run whose files are still there: a folder's files, checked
+   * against their size and sha256; the entries of a zip's `.partial`, checked when `keep` copies
+   * them.
+   */
   intactFromEarlierRun(): Promise<Map<string, ManifestLine>>;
+  /**
+   * Makes the files of `lines` (of those `intactFromEarlierRun` answered, the ones this run keeps)
+   * part of this run's output, and answers the lines it could not: their files are downloaded
+   * again. Stops early when `signal` is aborted, answering the lines not reached.
+   */
+  keep(lines: ManifestLine[], signal?: AbortSignal): Promise<ManifestLine[]>;
   /** Paths in use by files not part of this run's listing, which new files must not take. */
   open(path: string, expectedSize?: number): Promise<EntryWriter>;
   /** Records a committed file in the manifest. */
   record(line: ManifestLine): Promise<void>;
   /** Writes the final manifest and completes the output. */
   finish(): Promise<void>;
+  /**
+   * A run stopped by a signal: writes the manifest of the files present and leaves the output for
+   * the next run to continue (a folder as it is, a zip as a complete `.partial`).
+   */
+  pause(): Promise<void>;
   /** Stops after a fatal error, leaving no temporary files. */
   abort(): Promise<void>;
   /** When given, holds new downloads back while the sink cannot keep up with more (see ZipSink). */
   readonly starts?: StartGate;
+}
+
+/** What the system's error code means for a user, for the ones a full or unwritable target gives. */
+const CAUSES: Record<string, string> = {
+  ENOSPC: 'the disk is full',
+  EDQUOT: 'the disk quota is used up',
+  EFBIG: 'the file is too large for the file system',
+  EACCES: 'permission denied',
+  EPERM: 'permission denied',
+  EROFS: 'the file system is read-only',
+  EIO: 'an input/output error on the disk',
+};
+
+/**
+ * A fatal error writing an export: names the target (the folder or zip the user gave) and the
+ * cause, and says what a rerun does.
+ */
+export class TargetError extends Error {
+  readonly code: string | undefined;
+
+  constructor(readonly target: string, cause: unknown, path?: string) {
+    const code = (cause as { code?: unknown }).code;
+    const known = typeof code === 'string' ? CAUSES[code] : undefined;
+    const what = known ? `${known} (${code}${path ? `, writing ${path}` : ''})` : `${path ? `${path}: ` : ''}${(cause as Error).message}`;
+    super(`cannot write the export ${target}: ${what}; run the export again once that is fixed, and it goes on from the files already there`, { cause });
+    this.name = 'TargetError';
+    this.code = typeof code === 'string' ? code : undefined;
+  }
 }
 
 /** Types already compressed are stored in a zip; text formats are deflated (DESIGN.md section 4). */

@@ -162,7 +162,7 @@ export class ZipOutput extends Writable {
 }
 
 /** The buffers left after `count` bytes of them were written (a partial writev). */
-function rest(buffers: Buffer[], count: number): Buffer[] {
+export function rest(buffers: Buffer[], count: number): Buffer[] {
   let skip = count;
   let i = 0;
   while (i < buffers.length && skip >= buffers[i]!.length) {

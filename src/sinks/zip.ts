@@ -21,6 +21,11 @@
  * though bench/export put the zip at 131-132 MB (median of 3) before and 142-148 MB after, with
  * the pacing below. Deflated entries, and stored ones over WHOLE_LIMIT (the service keeps files to
  * 5 MB; older ones may be larger), go as streams, with a data descriptor.
+ *
+ * A run stopped by a signal (`pause`) completes the zip as `<name>.partial`. The next run moves it
+ * to `<name>.partial.prev`, copies the entries it keeps from there into its own `.partial` (each
+ * checked, see zip-earlier-run.ts), and removes `.prev` only once its own zip is complete, as
+ * `.partial` or as the zip: a run killed meanwhile loses nothing the first one fetched.
  */
 import { createReadStream } from 'node:fs';
 import { mkdir, open, rename, rm, type FileHandle } from 'node:fs/promises';
@@ -33,7 +38,8 @@ import { LargeFilePace, type StartGate } from '../stages/download.js';
 import { removeEmptyDirs, shouldDeflate } from './sink.js';
 import { ZipOutput } from './zip-output.js';
 import { digestOf, hashFile, type FileDigest } from '../util/hash-file.js';
-import { MANIFEST_NAME, formatLine, sortLines, type ManifestLine } from './manifest.js';
+import { MANIFEST_NAME, formatLine, manifestKey, sortLines, type ManifestLine } from './manifest.js';
+import { EarlierZip } from './zip-earlier-run.js';
 
 /** Files up to this size wait for the zip in memory, in blocks of WaitingBlocks (MEMORY_BUDGET). */
 const MEMORY_LIMIT = 1024 * 1024;
@@ -66,7 +72,12 @@ const WHOLE_BUFFERS = 1;
 
 export class ZipSink implements ExportSink {
   private readonly partial: string;
+  private readonly previous: string;
   private readonly spoolDir: string;
+  /** The zip an earlier, stopped run left, read from by `keep`. */
+  private earlier: EarlierZip | null = null;
+  /** Whether `keep` copied every entry it was given (the new zip then holds all the earlier did). */
+  private keptAll = false;
   /** The first folder `create` made for the zip, if its folder was not there. */
   private createdFrom: string | undefined;
   private readonly archive: ZipArchive;
@@ -102,6 +113,7 @@ export class ZipSink implements ExportSink {
 
   private constructor(readonly target: string, file: FileHandle) {
     this.partial = `${target}.partial`;
+    this.previous = `${target}.partial.prev`;
     this.spoolDir = `${target}.partial.d`;
     this.archive = new ZipArchive({ zlib: { level: 6 } });
     this.output = new ZipOutput(file);
@@ -122,13 +134,58 @@ export class ZipSink implements ExportSink {
     const createdFrom = await mkdir(dirname(resolve(file)), { recursive: true });
     await rm(`${file}.partial.d`, { recursive: true, force: true });
     await mkdir(`${file}.partial.d`);
-    const sink = new ZipSink(file, await open(`${file}.partial`, 'w'));
+    const earlier = await EarlierZip.takeOver(`${file}.partial`, `${file}.partial.prev`);
+    let handle: FileHandle;
+    try {
+      handle = await open(`${file}.partial`, 'w');
+    } catch (error) {
+      earlier?.close();
+      if (earlier) await rename(earlier.path, `${file}.partial`).catch(() => undefined);
+      throw error;
+    }
+    const sink = new ZipSink(file, handle);
     sink.createdFrom = createdFrom;
+    sink.earlier = earlier;
     return sink;
   }
 
+  /** The entries of the earlier run's `.partial` that its manifest lists, by their sizes. */
   async intactFromEarlierRun(): Promise<Map<string, ManifestLine>> {
-    return new Map();
+    const lines = (await this.earlier?.lines()) ?? [];
+    return new Map(lines.map((line) => [manifestKey(line), line]));
+  }
+
+  /**
+   * Copies the entries of `lines` from the earlier `.partial`, one at a time, each read whole and
+   * checked (CRC-32, size, sha256) before it is appended; answers the lines not copied. Entries
+   * over WHOLE_LIMIT are not carried over (the service keeps files to 5 MB): downloading them
+   * again costs less than holding them in memory to check them first.
+   */
+  async keep(lines: ManifestLine[], signal?: AbortSignal): Promise<ManifestLine[]> {
+    const earlier = this.earlier;
+    const lost: ManifestLine[] = [];
+    let at = 0;
+    for (; at < lines.length && !signal?.aborted; at += 1) {
+      const line = lines[at]!;
+      if (!earlier || line.size > WHOLE_LIMIT) {
+        lost.push(line);
+        continue;
+      }
+      let copied = false;
+      if (shouldDeflate(line.path)) {
+        const data = await earlier.readWhole(line);
+        if (data) {
+          await this.append(Readable.from([data], { objectMode: false }), line.path);
+          copied = true;
+        }
+      } else {
+        await this.appendWhole(line.size, line.path, async (into) => (copied = (await earlier.readWhole(line, into)) !== null));
+      }
+      if (copied) this.lines.push(line);
+      else lost.push(line);
+    }
+    this.keptAll = at === lines.length;
+    return [...lost, ...lines.slice(at)];
   }
 
   /**
@@ -166,16 +223,16 @@ export class ZipSink implements ExportSink {
    * Appends a stored entry of `size` bytes whole, filled by `fill` into a buffer kept for the run
    * when its turn comes (not while it waits for the entries before it).
    */
-  private appendWhole(size: number, name: string, fill: (into: Buffer) => Promise<void>): Promise<void> {
+  /** `fill` may answer false: the entry is then not appended (its bytes were not what they should be). */
+  private appendWhole(size: number, name: string, fill: (into: Buffer) => Promise<boolean | void>): Promise<void> {
     return this.step(async () => {
       const reuse = size >= WHOLE_REUSE;
       const buffer = reuse ? await this.wholeBuffer(size) : Buffer.allocUnsafe(size);
       const entry = buffer.subarray(0, size);
       let given = false;
       try {
-        await fill(entry);
-        given = true;
-        await this.appendNow(entry, name);
+        given = (await fill(entry)) !== false;
+        if (given) await this.appendNow(entry, name);
       } finally {
         // Back once the writer has written this very buffer. Should it reach the writer as another
         // object (a copy), or the zip fail, it is not used again and the next entry makes its own.
@@ -326,7 +383,8 @@ export class ZipSink implements ExportSink {
     this.lines.push(line);
   }
 
-  async finish(): Promise<void> {
+  /** Writes the manifest last and completes the zip under its `.partial` name. */
+  private async complete(): Promise<void> {
     // Formatted a batch of lines at a time as archiver reads: the whole text of 20,000 lines
     // at once was some 15 MB at the end of the run.
     const sorted = sortLines(this.lines);
@@ -336,17 +394,44 @@ export class ZipSink implements ExportSink {
     await this.archive.finalize();
     await closed;
     if (this.failure) throw this.failure;
-    await rename(this.partial, this.target);
+  }
+
+  /** Removes what the earlier run left, once this run's zip holds what it kept of it. */
+  private async dropEarlier(): Promise<void> {
+    this.earlier?.close();
+    this.earlier = null;
+    await rm(this.previous, { force: true });
     await rm(this.spoolDir, { recursive: true, force: true });
   }
 
+  async finish(): Promise<void> {
+    await this.complete();
+    await rename(this.partial, this.target);
+    await this.dropEarlier();
+  }
+
+  /**
+   * Completes the zip as `.partial` for the next run. Stopped before it had copied all it kept of
+   * an earlier `.partial`, the run drops its own zip and leaves the earlier one as it was.
+   */
+  async pause(): Promise<void> {
+    if (this.earlier && !this.keptAll) return this.abort();
+    await this.complete();
+    await this.dropEarlier();
+  }
+
+  /** Drops this run's zip; an earlier run's `.partial` is put back as it was. */
   async abort(): Promise<void> {
     this.archive.abort();
     this.output.destroy();
     await rm(this.partial, { force: true });
     await rm(this.spoolDir, { recursive: true, force: true });
+    const earlier = this.earlier;
+    this.earlier = null;
+    earlier?.close();
+    if (earlier) await rename(earlier.path, this.partial).catch(() => undefined);
     // A run that failed leaves no folder it made for the zip.
-    await removeEmptyDirs(dirname(resolve(this.target)), this.createdFrom);
+    else await removeEmptyDirs(dirname(resolve(this.target)), this.createdFrom);
   }
 }
 

@@ -21,7 +21,8 @@ export interface DownloadResult {
   job: DownloadJob;
   /** The file as it was when downloaded (a newer version than the first listing when `changed`). */
   file: RemoteFile;
-  outcome: 'ok' | 'skipped' | 'failed';
+  /** `stopped`: the run was stopped (options.signal) before the file arrived; nothing of it is kept. */
+  outcome: 'ok' | 'skipped' | 'failed' | 'stopped';
   reason?: string;
   size?: number;
   sha256?: string;
@@ -36,6 +37,10 @@ export interface DownloadOptions {
   /** Fresh URLs one file may need before it is given up. */
   maxRefreshes?: number;
   timeoutMs?: number;
+  /**
+   * Stops the download: a body on its way is dropped with what the sink had of it, and no retry
+   * starts; a body that has arrived whole is still put in place. Answers outcome `stopped`.
+   */
   signal?: AbortSignal;
   /**
    * Called once when the whole body has arrived and checked out, before the sink puts the file in
@@ -138,13 +143,28 @@ function pump(body: Readable, path: string, writer: EntryWriter, onBytes: (bytes
   });
 }
 
+/**
+ * Downloads one file into the sink. A SinkError (the disk) is thrown, after the sink's writer for
+ * the file is dropped: its file handle is closed on every path, and no temporary file stays.
+ */
 export async function downloadFile(job: DownloadJob, options: DownloadOptions): Promise<DownloadResult> {
+  const state: { writer: EntryWriter | null } = { writer: null };
+  try {
+    return await download(job, options, state);
+  } catch (error) {
+    await state.writer?.abort().catch(() => undefined);
+    throw error;
+  }
+}
+
+async function download(job: DownloadJob, options: DownloadOptions, state: { writer: EntryWriter | null }): Promise<DownloadResult> {
   const maxRefreshes = options.maxRefreshes ?? 10;
   let current = job.file;
   let changed = false;
   let failures = 0;
   let refreshes = 0;
   let writer: EntryWriter | null = null;
+  const { signal } = options;
   let received = 0;
   let total: number | undefined;
   let etag: string | undefined;
@@ -156,10 +176,15 @@ export async function downloadFile(job: DownloadJob, options: DownloadOptions): 
     etag = undefined;
     if (writer) await sinkStep(job.path, () => writer!.restart());
   };
-  const giveUp = async (outcome: 'failed' | 'skipped', reason: string): Promise<DownloadResult> => {
-    if (writer) await sinkStep(job.path, () => writer!.abort());
+  const giveUp = async (outcome: 'failed' | 'skipped' | 'stopped', reason: string): Promise<DownloadResult> => {
+    const dropping = writer;
+    writer = null;
+    state.writer = null;
+    if (dropping) await sinkStep(job.path, () => dropping.abort());
     return { job, file: current, outcome, reason, changed };
   };
+  /** Waits before the next attempt; a stop ends the wait at once (the loop then gives up). */
+  const pause = (ms: number): Promise<void> => sleep(ms, signal).catch(() => undefined);
   /** A fresh URL for this file; false when the file is gone from the service. */
   const refresh = async (): Promise<boolean> => {
     refreshes += 1;
@@ -175,7 +200,7 @@ export async function downloadFile(job: DownloadJob, options: DownloadOptions): 
   };
 
   for (;;) {
-    if (options.signal?.aborted) return giveUp('failed', 'the run was stopped');
+    if (signal?.aborted) return giveUp('stopped', 'the run was stopped before the file arrived');
     if (refreshes > maxRefreshes) return giveUp('failed', `the download URL expired ${refreshes} times before the file arrived`);
     if (failures >= options.retry.maxAttempts) return giveUp('failed', `gave up after ${failures} attempts: ${lastProblem}`);
     if (Date.now() >= current.deadline) {
@@ -196,12 +221,13 @@ export async function downloadFile(job: DownloadJob, options: DownloadOptions): 
         dispatcher: options.dispatcher,
         headersTimeout: options.timeoutMs ?? 60_000,
         bodyTimeout: options.timeoutMs ?? 60_000,
-        signal: options.signal,
+        signal,
       });
     } catch (error) {
+      if (signal?.aborted) continue;
       failures += 1;
       lastProblem = `${(error as { code?: string }).code ?? 'network error'}: ${(error as Error).message}`;
-      await sleep(backoffDelay(failures, options.retry));
+      await pause(backoffDelay(failures, options.retry));
       continue;
     }
     const status = res.statusCode;
@@ -215,7 +241,7 @@ export async function downloadFile(job: DownloadJob, options: DownloadOptions): 
       await res.body.dump();
       failures += 1;
       lastProblem = `storage answered ${status}`;
-      await sleep(backoffDelay(failures, options.retry));
+      await pause(backoffDelay(failures, options.retry));
       continue;
     }
     const length = Number(res.headers['content-length']);
@@ -235,7 +261,7 @@ export async function downloadFile(job: DownloadJob, options: DownloadOptions): 
     const acceptsRanges = String(res.headers['accept-ranges'] ?? '') === 'bytes';
     const tag = res.headers.etag;
     etag = acceptsRanges && typeof tag === 'string' && !tag.startsWith('W/') ? tag : undefined;
-    writer ??= await sinkStep(job.path, () => options.sink.open(job.path, total));
+    writer ??= state.writer = await sinkStep(job.path, () => options.sink.open(job.path, total));
     const largeBody = options.largeBodies && (total ?? Infinity) - received > LARGE_BODY_BYTES;
     const giveSlotBack = largeBody ? await options.largeBodies!.acquire() : undefined;
     const pace = largeBody ? options.pace : undefined;
@@ -255,11 +281,12 @@ export async function downloadFile(job: DownloadJob, options: DownloadOptions): 
       await pump(res.body, job.path, writer, onBytes);
     } catch (error) {
       if (error instanceof SinkError) throw error;
+      giveSlotBack?.();
+      if (signal?.aborted) continue;
       failures += 1;
       lastProblem = `the connection was cut after ${received} bytes (${(error as Error).message})`;
       if (!etag) await restart();
-      giveSlotBack?.();
-      await sleep(backoffDelay(failures, options.retry));
+      await pause(backoffDelay(failures, options.retry));
       continue;
     } finally {
       giveSlotBack?.();
@@ -269,11 +296,12 @@ export async function downloadFile(job: DownloadJob, options: DownloadOptions): 
       failures += 1;
       lastProblem = `the body had ${received} of ${total} bytes`;
       if (!etag || received > total) await restart();
-      await sleep(backoffDelay(failures, options.retry));
+      await pause(backoffDelay(failures, options.retry));
       continue;
     }
     options.onReceived?.();
     const stored = await sinkStep(job.path, () => writer!.commit());
+    state.writer = null;
     if (stored.size !== received) throw new SinkError(job.path, new Error(`${stored.size} of ${received} bytes were stored`));
     return { job, file: current, outcome: 'ok', size: received, sha256: stored.sha256, changed };
   }
@@ -429,8 +457,9 @@ export class ConnectionLanes {
  * calls of the last (bench/export: 2,000 photos at 20 ms latency). Items past their release stay
  * counted, so at most `2 × concurrency` are under way; a `gate`, when given, can hold further
  * starts back besides. A thrown error (fatal) stops the starts;
- * what is under way finishes, then the error is rethrown. `items` is emptied as they start, so
- * that an item is let go once its result is handled.
+ * what is under way finishes, then the error is rethrown. So does `stop` when
+ * aborted, but then `pool` resolves, leaving the items not started. `items` is emptied as they
+ * start, so that an item is let go once its result is handled.
  */
 export async function pool<T, R>(
   items: T[],
@@ -438,6 +467,7 @@ export async function pool<T, R>(
   worker: (item: T, release: () => void, lane: number) => Promise<R>,
   onResult: (result: R) => Promise<void> | void,
   gate?: StartGate,
+  stop?: AbortSignal,
 ): Promise<void> {
   const limit = Math.max(1, concurrency);
   let next = 0;
@@ -449,7 +479,7 @@ export async function pool<T, R>(
   let finished!: () => void;
   const allDone = new Promise<void>((resolve) => (finished = resolve));
   const start = (): void => {
-    while (fatal === null && next < items.length && connections < limit && underWay < 2 * limit && (gate?.open(connections) ?? true)) {
+    while (fatal === null && !stop?.aborted && next < items.length && connections < limit && underWay < 2 * limit && (gate?.open(connections) ?? true)) {
       const item = items[next]!;
       items[next++] = undefined as T;
       connections += 1;
@@ -472,14 +502,22 @@ export async function pool<T, R>(
           underWay -= 1;
           release();
           start();
-          if (underWay === 0 && (fatal !== null || next >= items.length)) finished();
+          if (underWay === 0 && (fatal !== null || stop?.aborted || next >= items.length)) finished();
         }
       })();
     }
   };
   gate?.onOpen(start);
+  const onStop = (): void => {
+    if (underWay === 0) finished();
+  };
+  stop?.addEventListener('abort', onStop, { once: true });
   start();
   if (underWay === 0) finished();
-  await allDone;
+  try {
+    await allDone;
+  } finally {
+    stop?.removeEventListener('abort', onStop);
+  }
   if (fatal !== null) throw fatal;
 }

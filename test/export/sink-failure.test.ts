@@ -38,7 +38,7 @@ function sinkWith(write: (chunk: Buffer) => Promise<void> | undefined): { sink: 
     abort: async () => void calls.push('abort'),
   };
   const sink: ExportSink = {
-    target: 'test', intactFromEarlierRun: async () => new Map(), record: async () => undefined, finish: async () => undefined, abort: async () => undefined,
+    target: 'test', intactFromEarlierRun: async () => new Map(), keep: async () => [], record: async () => undefined, finish: async () => undefined, pause: async () => undefined, abort: async () => undefined,
     open: async () => {
       calls.push('open');
       return writer;
@@ -55,7 +55,7 @@ async function theFile(): Promise<{ lister: UrlLister; file: Awaited<ReturnType<
 }
 
 describe('the sink while a body comes', () => {
-  it('a write that fails ends the download with a SinkError naming the file; no retry', async () => {
+  it('a write that fails ends the download with a SinkError naming the file, drops the writer; no retry', async () => {
     const { lister, file } = await theFile();
     let received = 0;
     const { sink, calls } = sinkWith((chunk) => {
@@ -71,7 +71,8 @@ describe('the sink while a body comes', () => {
     } finally {
       await dispatcher.close();
     }
-    expect(calls).toEqual(['open']);
+    // The writer is dropped (its file closed and removed), and the file is not started again.
+    expect(calls).toEqual(['open', 'abort']);
     expect((await emu().control('GET', '/stats')).storage_downloads).toBe(1);
   });
 
