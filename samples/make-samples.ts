@@ -21,6 +21,8 @@ import {
   QUALIFICATION_FIELD_IDS, memberFields, sheetDefs,
 } from '../src/emulator/sample-layout.js';
 import { seedOf } from '../src/emulator/seeded-random.js';
+import { TYPE_DETAIL_OF_KIND } from '../src/emulator/routes/member-layout.js';
+import type { FieldDef } from '../src/emulator/model.js';
 
 const OUT = join(dirname(fileURLToPath(import.meta.url)), 'company');
 /** Zip entries carry this time, so that spreadsheets come out the same on every run. */
@@ -91,7 +93,8 @@ const DEPARTMENTS = [
   { code: '1110', name: '東京営業課 / Tokyo Sales', parent_code: '1100', leader_member_code: 'A0004', order: 1, memo: '' },
   { code: '1120', name: '大阪営業課 / Osaka Sales', parent_code: '1100', leader_member_code: 'A0019', order: 2, memo: '大阪支店' },
   { code: '1200', name: '開発部 / Engineering', parent_code: '1000', leader_member_code: 'A0008', order: 2, memo: '' },
-  { code: '1210', name: 'Platform Team', parent_code: '1200', leader_member_code: 'A0009', order: 1, memo: '' },
+  // A memo may be null as well as "" (wire-format.md, "Real-client facts"); the service answers what was sent.
+  { code: '1210', name: 'Platform Team', parent_code: '1200', leader_member_code: 'A0009', order: 1, memo: null },
   { code: '1220', name: 'Mobile Team', parent_code: '1200', leader_member_code: 'A0013', order: 2, memo: '' },
   { code: '1300', name: '管理部 / Administration', parent_code: '1000', leader_member_code: 'A0002', order: 3, memo: '総務・人事・経理' },
 ];
@@ -283,6 +286,11 @@ function members(): unknown[] {
   }));
 }
 
+/** Fields with their kinds spelt as the service's `type_detail` (`pull_down`), which seeds accept. */
+function wireKinds(fields: FieldDef[]): Record<string, unknown>[] {
+  return fields.map((f) => ({ ...f, kind: TYPE_DETAIL_OF_KIND[f.kind] }));
+}
+
 function company(): Record<string, unknown> {
   const [contract, qualifications] = sheetDefs();
   return {
@@ -293,8 +301,9 @@ function company(): Record<string, unknown> {
     departments: DEPARTMENTS,
     roles: [
       { id: 1, name: 'システム管理者 / Administrator', type: 'Adm' },
-      { id: 2, name: '人事担当 / HR staff', type: 'General' },
-      { id: 3, name: '一般社員 / Employee', type: 'General' },
+      // The service's spelling of a general role (wire-format.md, "Real-client facts").
+      { id: 2, name: '人事担当 / HR staff', type: '一般' },
+      { id: 3, name: '一般社員 / Employee', type: '一般' },
     ],
     users: [
       { id: 1, email: 'ai.ikeda@example.com', member_code: 'A0025', password: 'sample-Adm-2026', role_id: 1, use_smartphone: true, last_login_at: '2026-03-30 09:12:44' },
@@ -304,11 +313,11 @@ function company(): Record<string, unknown> {
       { id: 5, email: 'emily.clark@example.com', member_code: 'A0011', password: 'sample-emp-2026', role_id: 3, last_login_at: null },
       { id: 6, email: 'auditor@audit.example.com', member_code: null, password: 'sample-audit-2026', role_id: 3, is_active: false, last_login_at: '2025-06-30 15:20:00' },
     ],
-    member_fields: memberFields(),
+    member_fields: wireKinds(memberFields()),
     members: members(),
     sheets: [
-      { ...contract, member_data: contractRecords() },
-      { ...qualifications, member_data: qualificationRecords() },
+      { ...contract, fields: wireKinds(contract!.fields), member_data: contractRecords() },
+      { ...qualifications, fields: wireKinds(qualifications!.fields), member_data: qualificationRecords() },
     ],
     advanced_permissions: {
       member: [

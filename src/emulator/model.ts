@@ -4,7 +4,10 @@
  * be saved as JSON.
  */
 
-/** Field kinds of layouts (wire-format.md: `type_detail`). */
+/**
+ * Field kinds of layouts, as the seed format names them. The wire's `type_detail` spells the
+ * choice parts `pull_down`, `radio_button` and `check_box` (routes/member-layout.ts).
+ */
 export type FieldKind =
   | 'text_box' | 'text_area' | 'number_box' | 'pulldown' | 'radio' | 'checkbox'
   | 'date' | 'year_month' | 'link' | 'attach_file' | 'face_image' | 'calc_formula';
@@ -79,13 +82,17 @@ export interface Department {
   parent_code: string | null;
   leader_member_code: string | null;
   order: number | null;
-  memo: string;
+  /** As sent: `""` and `null` both occur in the real samples (wire-format.md, "Real-client facts"). */
+  memo: string | null;
 }
 
 export interface Role {
   id: number;
   name: string;
-  /** `Adm` for administrator roles, `General` otherwise (wire-format.md, Users). */
+  /**
+   * `Adm` for administrator roles, `General` for the others. The wire shows the others as `一般`
+   * (routes/v2/roles.ts `roleTypeOnWire`).
+   */
   type: 'Adm' | 'General';
 }
 

@@ -16,6 +16,12 @@ const FIELD_KINDS = [
 
 const CHOICE_KINDS: readonly FieldKind[] = ['pulldown', 'radio', 'checkbox'];
 
+/** The service's `type_detail` of the choice parts, also taken as a kind (routes/member-layout.ts). */
+const WIRE_CHOICE_KINDS = { pull_down: 'pulldown', radio_button: 'radio', check_box: 'checkbox' } as const;
+const kindSchema = z
+  .enum([...FIELD_KINDS, ...(Object.keys(WIRE_CHOICE_KINDS) as (keyof typeof WIRE_CHOICE_KINDS)[])])
+  .transform((kind): FieldKind => (kind in WIRE_CHOICE_KINDS ? WIRE_CHOICE_KINDS[kind as keyof typeof WIRE_CHOICE_KINDS] : (kind as FieldKind)));
+
 const id = z.number().int().positive();
 const code = z.string().min(1);
 const timestamp = z.string().regex(TIMESTAMP_PATTERN, 'must be a timestamp YYYY-MM-DD HH:MM:SS');
@@ -24,7 +30,7 @@ export const seedFieldSchema = z
   .strictObject({
     id,
     name: z.string().min(1),
-    kind: z.enum(FIELD_KINDS),
+    kind: kindSchema,
     required: z.boolean().default(false),
     max_length: z.number().int().positive().nullable().default(null),
     /** Masters of pulldown, radio and checkbox fields. */
@@ -49,10 +55,15 @@ const departmentSchema = z.strictObject({
   parent_code: code.nullable().default(null),
   leader_member_code: code.nullable().default(null),
   order: z.number().int().nullable().default(null),
-  memo: z.string().default(''),
+  memo: z.string().nullable().default(''),
 });
 
-const roleSchema = z.strictObject({ id, name: z.string().min(1), type: z.enum(['Adm', 'General']) });
+/** `一般` is how the service spells a general role (wire-format.md, "Real-client facts"); kept as `General`. */
+const roleSchema = z.strictObject({
+  id,
+  name: z.string().min(1),
+  type: z.enum(['Adm', 'General', '一般']).transform((t): 'Adm' | 'General' => (t === 'Adm' ? 'Adm' : 'General')),
+});
 
 const userSchema = z.strictObject({
   id,

@@ -371,6 +371,9 @@ function parseDryRun(req: IncomingMessage, op: OperationSpec): boolean {
   if (trimmed !== '0' && trimmed !== '1') {
     throw new HttpError(400, `the Dry-Run header must be 0 or 1, got "${value}"`);
   }
+  // wire-format.md, "Real-client facts": a read ignores 0 and 1, because a real client sends the
+  // header on every request once dry-run is on. Only a write without a dry-run mode refuses 1.
+  if (op.method === 'GET') return false;
   if (trimmed === '1' && !op.dryRun) {
     throw new HttpError(400, `the operation ${op.id} has no dry-run mode; send it without Dry-Run: 1`);
   }

@@ -7,10 +7,15 @@ import { WEBHOOK_EVENTS, TASK_STATUSES } from './events.js';
 
 export const errorBodySchema = z.looseObject({ errors: z.array(z.string()) });
 
+/**
+ * The lifetime key is `expire_in` (api-v2.md); one real client reads `expires_in`, so either is
+ * accepted, as a number or a numeric string (wire-format.md, "Real-client facts"; the legacy token
+ * sends a string).
+ */
 export const tokenSchema = z.looseObject({
   access_token: z.string().min(1),
   token_type: z.string().optional(),
-  expire_in: z.number().optional(),
+  expire_in: z.union([z.number(), z.string()]).optional(),
   expires_in: z.union([z.number(), z.string()]).optional(),
 });
 export type TokenAnswer = z.infer<typeof tokenSchema>;
@@ -52,9 +57,13 @@ export const memberInputSchema = z.looseObject({
 });
 export type MemberInput = z.infer<typeof memberInputSchema>;
 
+/**
+ * A member as answered. `years_of_service` is a string such as "15年5ヵ月" on the real service
+ * (wire-format.md, "Real-client facts"); a number, the older guess, is still accepted.
+ */
 export const memberSchema = memberInputSchema.extend({
   age: z.number().nullable().optional(),
-  years_of_service: z.number().nullable().optional(),
+  years_of_service: z.union([z.string(), z.number()]).nullable().optional(),
 });
 export type Member = z.infer<typeof memberSchema>;
 
@@ -66,14 +75,20 @@ export const membersAnswerSchema = z.looseObject({
 export const memberDataBodySchema = z.looseObject({ member_data: z.array(memberInputSchema) });
 export const deleteMembersBodySchema = z.looseObject({ codes: z.array(z.string()) });
 
+/**
+ * A layout field. `type_detail` stays a free string: the pipelines look only for `attach_file`,
+ * and a value the service adds later must not break a listing. Formula fields carry
+ * `read_only: true` and may have `enum: null` (wire-format.md, "Real-client facts").
+ */
 export const layoutFieldSchema = z.looseObject({
   id: z.number().int().optional(),
   name: z.string(),
   required: z.boolean().optional(),
   type: z.string().optional(),
   type_detail: z.string().optional(),
+  read_only: z.boolean().optional(),
   max_length: z.number().nullable().optional(),
-  enum: z.array(z.unknown()).optional(),
+  enum: z.array(z.unknown()).nullable().optional(),
 });
 export type LayoutField = z.infer<typeof layoutFieldSchema>;
 
@@ -193,6 +208,7 @@ export const advancedPermissionsSchema = z.looseObject({
 });
 
 export const enumOptionSchema = z.looseObject({ id: z.number().int().optional(), name: z.string() });
+/** `id` is a string in api-v2.md and an integer in the real sample: either (wire-format.md, "Real-client facts"). */
 export const enumOptionFieldSchema = z.looseObject({
   sheet_name: z.string(),
   id: z.union([z.string(), z.number()]),

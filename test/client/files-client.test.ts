@@ -127,7 +127,7 @@ describe('client.sheets', () => {
   it('layout(id) answers one sheet', async () => {
     const layout = await client.sheets.layout(1);
     expect(layout).toMatchObject({ id: 1, name: 'Skills', record_type: 0 });
-    expect(layout.custom_fields[0]).toMatchObject({ id: 101, name: 'Level', type_detail: 'pulldown', enum: ['Junior', 'Senior'] });
+    expect(layout.custom_fields[0]).toMatchObject({ id: 101, name: 'Level', type_detail: 'pull_down', enum: ['Junior', 'Senior'] });
     expect((await client.sheets.layout(1, { getCalcType: true })).custom_fields).toHaveLength(3);
   });
 
@@ -142,7 +142,7 @@ describe('client.sheets', () => {
     companyOf(emu()).data.sheets['1']!.records.S001 = [{ values: { 101: ['Junior'], 102: ['1'] }, files: {} }];
     await done(client.sheets.bulkUpdate(1, [{ member_code: 'S001', custom_fields: [{ id: 102, values: ['4'] }] }]));
     const [record] = await valuesOf(1, 'S001');
-    expect(record![101]).toEqual([]);
+    expect(record![101]).toEqual(['']);
     expect(record![102]).toEqual(['4']);
     expect((await client.sheets.get(1, { getCalcType: true })).member_data.find((m) => m.code === 'S001')!.records![0]!.custom_fields.find((f) => f.id === 103)!.values).toEqual(['8']);
   });

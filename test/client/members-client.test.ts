@@ -44,12 +44,12 @@ describe('client.members', () => {
     expect(member).toMatchObject({
       code: 'M001',
       name: 'Member M001',
-      department: { code: 'DEV', name: 'Development', names: ['Head office', 'Development'] },
-      custom_fields: [{ id: 11, name: 'Blood type', values: ['B'] }, { id: 12, name: 'Nickname', values: [] }],
+      department: { code: 'DEV', name: 'Head office Development', names: ['Head office', 'Development'] },
+      custom_fields: [{ id: 11, name: 'Blood type', values: ['B'] }, { id: 12, name: 'Nickname', values: [''] }],
     });
     // The clock stands at 2026-04-01: the service adds age and years of service (wire-format.md, Members).
     expect(member.age).toBe(35);
-    expect(member.years_of_service).toBe(6);
+    expect(member.years_of_service).toBe('6年0ヵ月');
   });
 
   it('layout answers the base fields, which its schema does not name, and the custom fields', async () => {
@@ -58,7 +58,7 @@ describe('client.members', () => {
     expect(layout.code).toMatchObject({ required: true, type: 'string' });
     expect(layout.name).toMatchObject({ required: true });
     expect(layout.custom_fields).toEqual([
-      expect.objectContaining({ id: 11, type_detail: 'pulldown', enum: ['A', 'B'] }),
+      expect.objectContaining({ id: 11, type_detail: 'pull_down', enum: ['A', 'B'] }),
       expect.objectContaining({ id: 12, max_length: 10 }),
     ]);
   });
@@ -86,7 +86,7 @@ describe('client.members', () => {
     await done(client.members.bulkUpdate([{ code: 'M001', name: 'Renamed' }]));
     const member = await listed('M001');
     expect(member).toMatchObject({ name: 'Renamed', name_kana: '', mail: '' });
-    expect(member!.custom_fields!.find((f) => f.id === 12)!.values).toEqual([]);
+    expect(member!.custom_fields!.find((f) => f.id === 12)!.values).toEqual(['']);
   });
 
   it('partialUpdate changes only the values sent; an empty string clears', async () => {
@@ -94,7 +94,7 @@ describe('client.members', () => {
     await done(client.members.partialUpdate([{ code: 'M001', mail: 'new@example.test', custom_fields: [{ id: 12, values: [''] }] }]));
     const member = await listed('M001');
     expect(member).toMatchObject({ name: 'Member M001', name_kana: 'kana', mail: 'new@example.test' });
-    expect(member!.custom_fields!.find((f) => f.id === 12)!.values).toEqual([]);
+    expect(member!.custom_fields!.find((f) => f.id === 12)!.values).toEqual(['']);
   });
 
   it('replaceAll registers unknown codes, updates known ones and deletes known codes left out', async () => {
@@ -125,8 +125,8 @@ describe('client.members', () => {
 describe('client.departments', () => {
   it('list answers the tree', async () => {
     expect(await client.departments.list()).toEqual([
-      { code: 'HQ', name: 'Head office', parent_code: null, leader_member_code: null, order: 1, memo: null },
-      { code: 'DEV', name: 'Development', parent_code: 'HQ', leader_member_code: null, order: 1, memo: null },
+      { code: 'HQ', name: 'Head office', parent_code: null, leader_member_code: null, order: 1, memo: '' },
+      { code: 'DEV', name: 'Development', parent_code: 'HQ', leader_member_code: null, order: 1, memo: '' },
     ]);
   });
 

@@ -72,7 +72,7 @@ describe('client.users', () => {
 
 describe('client.roles', () => {
   it('list answers every role', async () => {
-    expect(await client.roles.list()).toEqual([{ id: 1, name: 'Administrator', type: 'Adm' }, { id: 2, name: 'Staff', type: 'General' }]);
+    expect(await client.roles.list()).toEqual([{ id: 1, name: 'Administrator', type: 'Adm' }, { id: 2, name: 'Staff', type: '一般' }]);
   });
 });
 

@@ -42,7 +42,7 @@ describe('GET /roles (wire-format.md, Users)', () => {
     const res = await emu().api('GET', '/roles');
     expect(res.status).toBe(200);
     expect(res.body).toEqual({
-      role_data: [{ id: 1, name: 'Administrator', type: 'Adm' }, { id: 2, name: 'Staff', type: 'General' }],
+      role_data: [{ id: 1, name: 'Administrator', type: 'Adm' }, { id: 2, name: 'Staff', type: '一般' }],
     });
   });
 });

@@ -25,12 +25,12 @@ async function putTree(department_data: unknown[], headers: Record<string, strin
 }
 
 describe('GET /departments (wire-format.md, Departments)', () => {
-  it('answers department_data with code, name, parent_code, leader_member_code, order and memo (null when empty)', async () => {
+  it('answers department_data with code, name, parent_code, leader_member_code, order and memo (as stored)', async () => {
     const res = await emu().api('GET', '/departments');
     expect(res.status).toBe(200);
     expect(res.body.department_data).toEqual([
-      { code: 'HQ', name: 'Dept HQ', parent_code: null, leader_member_code: null, order: 1, memo: null },
-      { code: 'SALES', name: 'Dept SALES', parent_code: 'HQ', leader_member_code: null, order: 1, memo: null },
+      { code: 'HQ', name: 'Dept HQ', parent_code: null, leader_member_code: null, order: 1, memo: '' },
+      { code: 'SALES', name: 'Dept SALES', parent_code: 'HQ', leader_member_code: null, order: 1, memo: '' },
       { code: 'DEV', name: 'Dept DEV', parent_code: 'HQ', leader_member_code: null, order: 2, memo: 'builders' },
     ]);
   });
@@ -59,7 +59,7 @@ describe('PUT /departments: bulk update (api-v2.md 4.4 Department tree)', () => 
     addMember(emu(), 'M1', { department_code: 'SALES' });
     await putTree([{ code: 'HQ', name: 'Group' }, { code: 'SALES', name: 'Field sales', parent_code: 'HQ' }, { code: 'DEV', name: 'Dev', parent_code: 'HQ' }]);
     const res = await emu().api('GET', '/members');
-    expect(res.body.member_data[0].department).toEqual({ code: 'SALES', name: 'Field sales', names: ['Group', 'Field sales'] });
+    expect(res.body.member_data[0].department).toEqual({ code: 'SALES', name: 'Group Field sales', names: ['Group', 'Field sales'] });
   });
 
   it('ends NG for empty and repeated codes and empty names, changing nothing', async () => {

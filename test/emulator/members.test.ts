@@ -100,10 +100,10 @@ describe('GET /member_layouts (api-v2.md 2, 4.2)', () => {
     const plain = await emu().api('GET', '/member_layouts');
     const ids = plain.body.custom_fields.map((f: { id: number }) => f.id);
     expect(ids).toEqual([11, 12, 13, 14, 15, 17, 18]);
-    expect(plain.body.custom_fields[0]).toEqual({ id: 11, name: 'Blood type', required: false, type: 'enum', type_detail: 'pulldown', max_length: null, enum: ['A', 'B'] });
+    expect(plain.body.custom_fields[0]).toEqual({ id: 11, name: 'Blood type', required: false, type: 'enum', type_detail: 'pull_down', max_length: null, enum: ['A', 'B'] });
     expect(plain.body.custom_fields.find((f: { id: number }) => f.id === 13)).toMatchObject({ type: 'string', type_detail: 'text_box', max_length: 10 });
     const withCalc = await emu().api('GET', '/member_layouts?get_calc_type=true');
-    expect(withCalc.body.custom_fields.find((f: { id: number }) => f.id === 16)).toMatchObject({ type: 'calc', type_detail: 'calc_formula' });
+    expect(withCalc.body.custom_fields.find((f: { id: number }) => f.id === 16)).toMatchObject({ type: 'calc', type_detail: 'calc_formula', read_only: true, enum: null });
     expect((await emu().api('GET', '/member_layouts?get_calc_type=maybe')).status).toBe(400);
   });
 });
@@ -118,11 +118,11 @@ describe('GET /members (wire-format.md, Members)', () => {
     const res = await emu().api('GET', '/members');
     expect(res.body.updated_at).toBe('2026-03-31 09:00:00');
     const m = res.body.member_data[0];
-    expect(m.department).toEqual({ code: 'S1', name: 'Sales 1', names: ['Head office', 'Sales', 'Sales 1'] });
-    expect(m.sub_departments).toEqual([{ code: 'DEV', name: 'Development', names: ['Head office', 'Development'] }]);
+    expect(m.department).toEqual({ code: 'S1', name: 'Head office Sales Sales 1', names: ['Head office', 'Sales', 'Sales 1'] });
+    expect(m.sub_departments).toEqual([{ code: 'DEV', name: 'Head office Development', names: ['Head office', 'Development'] }]);
     expect(m.custom_fields).toContainEqual({ id: 11, name: 'Blood type', values: ['A'] });
     expect(m.custom_fields).toContainEqual({ id: 12, name: 'Skills', values: ['Go', 'SQL'] });
-    expect(m.custom_fields).toContainEqual({ id: 13, name: 'Nickname', values: [] });
+    expect(m.custom_fields).toContainEqual({ id: 13, name: 'Nickname', values: [''] });
     // Formula parts are computed from the member's values (api-v2.md 2, custom field parts).
     expect(m.custom_fields).toContainEqual({ id: 16, name: 'Total', values: ['105'] });
   });
@@ -131,8 +131,8 @@ describe('GET /members (wire-format.md, Members)', () => {
     data().member_fields.push(field(21, 'Odd', 'calc_formula', { formula: '{13} + 1' }));
     addMember(emu(), 'A0002', { custom_fields: { '13': ['5'], '14': ['1'] } });
     const m = await listed('A0002');
-    expect(m.custom_fields).toContainEqual({ id: 16, name: 'Total', values: [] });
-    expect(m.custom_fields).toContainEqual({ id: 21, name: 'Odd', values: [] });
+    expect(m.custom_fields).toContainEqual({ id: 16, name: 'Total', values: [''] });
+    expect(m.custom_fields).toContainEqual({ id: 21, name: 'Odd', values: [''] });
   });
 
   it('computes age and years_of_service on the service clock (2026-04-01 in these tests)', async () => {
@@ -140,11 +140,11 @@ describe('GET /members (wire-format.md, Members)', () => {
     addMember(emu(), 'B2', { birthday: '1996-04-02', entered_date: '2016-04-01' });
     addMember(emu(), 'B3', { birthday: '', entered_date: '2010-04-01', retired_date: '2015-03-31' });
     addMember(emu(), 'B4', { birthday: '', entered_date: '' });
-    expect(await listed('B1')).toMatchObject({ age: 30, years_of_service: 9 });
-    expect(await listed('B2')).toMatchObject({ age: 29, years_of_service: 10 });
+    expect(await listed('B1')).toMatchObject({ age: 30, years_of_service: '9年11ヵ月' });
+    expect(await listed('B2')).toMatchObject({ age: 29, years_of_service: '10年0ヵ月' });
     // A retired member's years of service stop at the retired date.
-    expect(await listed('B3')).toMatchObject({ age: null, years_of_service: 4 });
-    expect(await listed('B4')).toMatchObject({ age: null, years_of_service: null, department: null, sub_departments: [] });
+    expect(await listed('B3')).toMatchObject({ age: null, years_of_service: '4年11ヵ月' });
+    expect(await listed('B4')).toMatchObject({ age: null, years_of_service: '', department: null, sub_departments: [] });
   });
 });
 

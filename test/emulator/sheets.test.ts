@@ -109,9 +109,9 @@ describe('sheet layouts (api-v2.md 4.2; wire-format.md, Sheets)', () => {
     expect(byId.get(101)).toEqual({ id: 101, name: 'Text', required: false, type: 'string', type_detail: 'text_box', max_length: 5, enum: [] });
     expect(byId.get(112)).toMatchObject({ required: true, max_length: 20 });
     expect(byId.get(102)).toMatchObject({ type: 'number', type_detail: 'number_box', enum: [] });
-    expect(byId.get(103)).toMatchObject({ type: 'enum', type_detail: 'pulldown', enum: ['A', 'B'] });
-    expect(byId.get(104)).toMatchObject({ type: 'enum', type_detail: 'radio', enum: ['X', 'Y'] });
-    expect(byId.get(105)).toMatchObject({ type: 'enum', type_detail: 'checkbox', enum: ['c1', 'c2', 'c3'] });
+    expect(byId.get(103)).toMatchObject({ type: 'enum', type_detail: 'pull_down', enum: ['A', 'B'] });
+    expect(byId.get(104)).toMatchObject({ type: 'enum', type_detail: 'radio_button', enum: ['X', 'Y'] });
+    expect(byId.get(105)).toMatchObject({ type: 'enum', type_detail: 'check_box', enum: ['c1', 'c2', 'c3'] });
     expect(byId.get(106)).toMatchObject({ type: 'date', type_detail: 'date' });
     expect(byId.get(107)).toMatchObject({ type: 'date', type_detail: 'year_month' });
     expect(byId.get(108)).toMatchObject({ type_detail: 'attach_file' });
@@ -131,7 +131,7 @@ describe('sheet layouts (api-v2.md 4.2; wire-format.md, Sheets)', () => {
 });
 
 describe('get sheet (api-v2.md 4.4 Sheets 1)', () => {
-  it('shows every member with one record on a single-record sheet, empty values where nothing is stored', async () => {
+  it('shows every member with one record on a single-record sheet, [""] where nothing is stored', async () => {
     const { id, codes } = arrange(0);
     setValues(id, codes[0]!, [{ 101: ['abc'], 102: ['4'], 109: ['9'] }]);
     putFile(id, codes[0]!, 0, 108, 'cv.pdf');
@@ -146,7 +146,8 @@ describe('get sheet (api-v2.md 4.4 Sheets 1)', () => {
     expect(fields.has(109)).toBe(false);
     const second = body.member_data.find((m: any) => m.code === codes[1]);
     expect(second.records).toHaveLength(1);
-    expect(second.records[0].custom_fields.every((f: any) => f.values.length === 0)).toBe(true);
+    // An empty field answers [""], never [] (wire-format.md, "Real-client facts").
+    expect(second.records[0].custom_fields.every((f: any) => f.values.length === 1 && f.values[0] === '')).toBe(true);
   });
 
   it('includes formula values only with get_calc_type=true', async () => {
@@ -498,7 +499,7 @@ describe('attachment preservation (api-v2.md 4.4 Sheets 10)', () => {
     const read = await readSheet(id);
     const fileValues = (code: string) => read.member_data.find((m: any) => m.code === code).records[0].custom_fields.find((f: any) => f.id === 108).values;
     expect(fileValues(codes[0]!)).toEqual(['cv.pdf']);
-    expect(fileValues(codes[1]!)).toEqual([]);
+    expect(fileValues(codes[1]!)).toEqual(['']);
   });
 
   it('single record, partial update: a file part not sent is unchanged; sent with its name it stays; sent otherwise it goes', async () => {

@@ -36,7 +36,7 @@ describe('GET /users and /users/{id} (api-v2.md 2 User)', () => {
     expect(res.status).toBe(200);
     const unlinked = res.body.user_data.find((u: any) => u.id === 500);
     expect(unlinked).toEqual({
-      id: 500, email: 'user500@example.test', member_code: null, role: { id: 2, name: 'Staff', type: 'General' },
+      id: 500, email: 'user500@example.test', member_code: null, role: { id: 2, name: 'Staff', type: '一般' },
       is_active: true, password_locked: false, use_smartphone: false, use_native_app: false, last_login_at: null,
     });
     for (const user of res.body.user_data) {
@@ -65,7 +65,7 @@ describe('POST /users (api-v2.md 4.4 Users 1, 2)', () => {
     const res = await emu().api('POST', '/users', registration('U001'));
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({
-      email: 'u001@example.test', member_code: 'U001', role: { id: 2, name: 'Staff', type: 'General' },
+      email: 'u001@example.test', member_code: 'U001', role: { id: 2, name: 'Staff', type: '一般' },
       is_active: true, password_locked: false, use_smartphone: false, use_native_app: false, last_login_at: null,
     });
     expect(res.body).not.toHaveProperty('password');

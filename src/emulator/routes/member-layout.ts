@@ -26,7 +26,7 @@ export interface LayoutEntry {
   required: boolean;
   type: string;
   max_length: number | null;
-  enum: string[];
+  enum: string[] | null;
 }
 
 /**
@@ -54,26 +54,52 @@ const TYPE_OF_KIND: Record<FieldKind, string> = {
   pulldown: 'enum', radio: 'enum', checkbox: 'enum', calc_formula: 'calc',
 };
 
+/**
+ * The `type_detail` the service shows for each kind (wire-format.md, "Real-client facts": the
+ * choice parts are `pull_down`, `radio_button` and `check_box`; one real client refuses any value
+ * outside that list). The seed format keeps its shorter kind names; only the wire uses these.
+ */
+export const TYPE_DETAIL_OF_KIND = {
+  text_box: 'text_box', text_area: 'text_area', number_box: 'number_box',
+  pulldown: 'pull_down', radio: 'radio_button', checkbox: 'check_box',
+  link: 'link', date: 'date', year_month: 'year_month',
+  attach_file: 'attach_file', face_image: 'face_image', calc_formula: 'calc_formula',
+} as const satisfies Record<FieldKind, string>;
+export type TypeDetail = (typeof TYPE_DETAIL_OF_KIND)[FieldKind];
+
 export const isChoiceKind = (kind: FieldKind): boolean => kind === 'pulldown' || kind === 'radio' || kind === 'checkbox';
 
+export interface CustomFieldLayout extends LayoutEntry {
+  id: number;
+  type_detail: TypeDetail;
+  read_only?: true;
+}
+
 /** One custom field as the layout shows it (wire-format.md, Sheets: the same element shape). */
-export function customFieldLayout(field: FieldDef): LayoutEntry & { id: number; type_detail: FieldKind } {
+export function customFieldLayout(field: FieldDef): CustomFieldLayout {
   const type = TYPE_OF_KIND[field.kind];
-  return {
+  const entry: CustomFieldLayout = {
     id: field.id,
     name: field.name,
     required: field.required,
     type,
-    type_detail: field.kind,
+    type_detail: TYPE_DETAIL_OF_KIND[field.kind],
     max_length: type === 'string' ? field.max_length : null,
     enum: isChoiceKind(field.kind) ? (field.options ?? []).map((o) => o.name) : [],
   };
+  // wire-format.md, "Real-client facts": formula fields carry `"read_only": true` (they cannot be
+  // updated directly, api-v2.md 2), and their `enum` is null in the real samples.
+  if (field.kind === 'calc_formula') {
+    entry.read_only = true;
+    entry.enum = null;
+  }
+  return entry;
 }
 
 /** The layout answer; formula parts only with `get_calc_type=true` (api-v2.md 2, custom field parts). */
 export function memberLayoutBody(data: CompanyData, includeCalc: boolean): Record<string, unknown> {
   const body: Record<string, unknown> = {};
-  for (const key of BASE_KEYS) body[key] = { ...BASE_LAYOUT[key], enum: [...BASE_LAYOUT[key].enum] };
+  for (const key of BASE_KEYS) body[key] = { ...BASE_LAYOUT[key], enum: [...(BASE_LAYOUT[key].enum ?? [])] };
   body.custom_fields = data.member_fields
     .filter((f) => includeCalc || f.kind !== 'calc_formula')
     .map(customFieldLayout);

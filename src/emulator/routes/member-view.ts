@@ -1,7 +1,8 @@
 /**
- * A member as `GET /members` answers it (wire-format.md, Members): the stored base information,
- * departments with `name` and `names` (root first), `age` and `years_of_service` on the service
- * clock, and the custom fields with `id`, `name` and `values` (formula parts computed).
+ * A member as `GET /members` answers it (wire-format.md, Members and "Real-client facts"): the
+ * stored base information, departments with `name` (the whole path) and `names` (root first),
+ * `age` and `years_of_service` on the service clock, and the custom fields with `id`, `name` and
+ * `values` (formula parts computed, `[""]` when empty).
  */
 import type { CompanyData, Department, Member } from '../model.js';
 import { evaluateFormula } from './member-formula.js';
@@ -34,7 +35,9 @@ export class DepartmentIndex {
       names.unshift(current.name);
       current = current.parent_code ? this.byCode.get(current.parent_code) : undefined;
     }
-    return { code, name: this.byCode.get(code)?.name ?? '', names };
+    // wire-format.md, "Real-client facts": `name` is the whole path, root first, joined by one
+    // space ("営業本部 第一営業部 ITグループ"), for the primary and each concurrent department.
+    return { code, name: names.join(' '), names };
   }
 }
 
@@ -50,15 +53,29 @@ export function ageOf(member: Member, today: string): number | null {
   return Math.max(0, completedYears(member.birthday, today));
 }
 
-/**
- * Years of service on the service's today, or up to the retired date once it has passed; null
- * without an entered date, 0 before it.
- */
-export function yearsOfServiceOf(member: Member, today: string): number | null {
-  if (!member.entered_date) return null;
-  const end = member.retired_date && member.retired_date < today ? member.retired_date : today;
-  return Math.max(0, completedYears(member.entered_date, end));
+/** Whole months from `from` to `to` (both `YYYY-MM-DD`). */
+export function completedMonths(from: string, to: string): number {
+  const months = (Number(to.slice(0, 4)) - Number(from.slice(0, 4))) * 12 + Number(to.slice(5, 7)) - Number(from.slice(5, 7));
+  return to.slice(8) < from.slice(8) ? months - 1 : months;
 }
+
+/**
+ * Years of service on the service's today, or up to the retired date once it has passed, as the
+ * real service writes it: years, then months, "15年5ヵ月" (wire-format.md, "Real-client facts").
+ * "0年0ヵ月" before the entered date; "" without one, as `retired_date` is "" when there is none.
+ */
+export function yearsOfServiceOf(member: Member, today: string): string {
+  if (!member.entered_date) return '';
+  const end = member.retired_date && member.retired_date < today ? member.retired_date : today;
+  const months = Math.max(0, completedMonths(member.entered_date, end));
+  return `${Math.floor(months / 12)}年${months % 12}ヵ月`;
+}
+
+/**
+ * `values` as the service answers them: never empty, `[""]` for an empty field, because a real
+ * client reads `values[0]` without checking (wire-format.md, "Real-client facts").
+ */
+export const answerValues = (values: readonly string[]): string[] => (values.length ? [...values] : ['']);
 
 export function memberView(data: CompanyData, departments: DepartmentIndex, member: Member, today: string): Record<string, unknown> {
   // A formula refers to number box parts only, as on sheets (formula.ts); anything else reads as blank.
@@ -73,7 +90,7 @@ export function memberView(data: CompanyData, departments: DepartmentIndex, memb
       const value = field.formula ? evaluateFormula(field.formula, numbers) : null;
       values = value === null ? [] : [value];
     }
-    return { id: field.id, name: field.name, values: [...values] };
+    return { id: field.id, name: field.name, values: answerValues(values) };
   });
   return {
     code: member.code,

@@ -13,6 +13,7 @@
 import type { FieldDef, SheetRecord, SheetState } from '../model.js';
 import type { Company } from '../company.js';
 import { customFieldLayout } from './member-layout.js';
+import { answerValues } from './member-view.js';
 
 /** The fields a read shows: formula parts only when asked for. */
 export function visibleFields(sheet: SheetState, withFormulas: boolean): FieldDef[] {
@@ -41,14 +42,15 @@ export function fieldValues(field: FieldDef, record: SheetRecord | undefined): s
   return [...(record.values[String(field.id)] ?? [])];
 }
 
+/** An empty field answers `[""]`, as on members (member-view.ts `answerValues`). */
 function recordView(fields: FieldDef[], record: SheetRecord | undefined): unknown {
-  return { custom_fields: fields.map((f) => ({ id: f.id, name: f.name, values: fieldValues(f, record) })) };
+  return { custom_fields: fields.map((f) => ({ id: f.id, name: f.name, values: answerValues(fieldValues(f, record)) })) };
 }
 
 /**
- * Every member of the company, by code. A single-record sheet shows one record per member (empty
- * values where nothing is stored); a multiple-record sheet shows the member's records in stored
- * order, none when the member has none.
+ * Every member of the company, by code. A single-record sheet shows one record per member, with
+ * `[""]` in every field where nothing is stored (wire-format.md, "Real-client facts"); a
+ * multiple-record sheet shows the member's records in stored order, none when the member has none.
  */
 export function sheetView(company: Company, sheet: SheetState, withFormulas: boolean): unknown {
   const fields = visibleFields(sheet, withFormulas);

@@ -27,7 +27,9 @@ export const listDepartments: RouteHandler = (ctx) => ({
       parent_code: d.parent_code,
       leader_member_code: d.leader_member_code,
       order: d.order,
-      memo: d.memo === '' ? null : d.memo,
+      // wire-format.md, "Real-client facts": `memo` is "" or null in the real samples; the
+      // emulator answers what was sent.
+      memo: d.memo,
     })),
   },
 });
@@ -64,7 +66,7 @@ function normalize(items: DepartmentInput[], errors: string[]): Department[] {
       parent_code: parent,
       leader_member_code: orNull(item.leader_member_code),
       order: item.order ?? position,
-      memo: item.memo ?? '',
+      memo: item.memo === undefined ? null : item.memo,
     });
   });
   return tree;

@@ -8,6 +8,7 @@ import { jsonObject, refuseIfAny } from '../json-object.js';
 import { notFound } from '../../http-error.js';
 import type { CompanyData, User } from '../../model.js';
 import { ADVANCED_TYPES } from '../../../spec/operations.js';
+import { roleView } from './roles.js';
 
 /** Something, an @, a dotted domain; no spaces. The service's exact rule is not shown. */
 const EMAIL_SHAPE = /^[^\s@]+@[^\s@.]+(\.[^\s@.]+)+$/;
@@ -24,7 +25,7 @@ export function userView(data: CompanyData, user: User): Record<string, unknown>
     id: user.id,
     email: user.email,
     member_code: user.member_code,
-    role: role ? { id: role.id, name: role.name, type: role.type } : { id: user.role_id },
+    role: role ? roleView(role) : { id: user.role_id },
     is_active: user.is_active,
     password_locked: user.password_locked,
     use_smartphone: user.use_smartphone,
