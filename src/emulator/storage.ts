@@ -24,6 +24,9 @@ const CONTENT_TYPES: Record<string, string> = {
   pptx: 'application/vnd.openxmlformats-officedocument.presentationml.presentation',
 };
 
+/** The id a CDN puts beside a signed URL's signature; one per emulator, like one key pair per distribution. */
+const KEY_PAIR_ID = 'K2EMULATOR0WDS';
+
 export class Storage {
   constructor(
     private readonly secret: Buffer,
@@ -41,7 +44,9 @@ export class Storage {
     const expires = Math.floor((this.clock.now() + URL_LIFETIME_MS) / 1000);
     const path = `/storage/${encodeURIComponent(company.name)}/${blobId}/${encodeURIComponent(fileName)}`;
     const signature = this.sign(path, expires);
-    return { url: `${baseUrl}${path}?Expires=${expires}&Signature=${signature}`, deadline: expires * 1000 };
+    // A CDN's signed URL, as the real service hands out: Expires, Signature, Key-Pair-Id
+    // (wire-format.md, "Real-client facts"); the key pair id is not checked.
+    return { url: `${baseUrl}${path}?Expires=${expires}&Signature=${signature}&Key-Pair-Id=${KEY_PAIR_ID}`, deadline: expires * 1000 };
   }
 
   async handle(req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {
