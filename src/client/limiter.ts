@@ -7,6 +7,7 @@
  */
 import { sleep } from './retry.js';
 import { StateFile, emptyStamps, type WindowName, type WindowStamps } from './state-file.js';
+import type { WaitMeter } from './wait-meter.js';
 
 export interface WindowLimit {
   limit: number;
@@ -30,6 +31,8 @@ export interface LimiterOptions {
   marginRatio?: number;
   stateFile?: StateFile | null;
   onWait?: (event: WaitEvent) => void;
+  /** Counts the time spent waiting for a window or for the state file's lock. */
+  meter?: WaitMeter;
 }
 
 const REASON: Record<WindowName, WaitReason> = { update: 'update-limit', request: 'request-limit', token: 'token-limit' };
@@ -56,7 +59,7 @@ export class Limiter {
 
   private async acquireNow(names: WindowName[], signal?: AbortSignal): Promise<void> {
     for (;;) {
-      const [wait, name] = this.tryTake(names);
+      const [wait, name] = await this.tryTake(names);
       if (wait <= 0) return;
       const { limit, windowMs } = this.options.windows[name!];
       this.options.onWait?.({
@@ -64,12 +67,17 @@ export class Limiter {
         waitMs: wait,
         message: `waiting ${(wait / 1000).toFixed(1)} s: ${limit} ${name} requests per ${formatWindow(windowMs)} reached`,
       });
-      await sleep(wait, signal);
+      const endWait = this.options.meter?.begin();
+      try {
+        await sleep(wait, signal);
+      } finally {
+        endWait?.();
+      }
     }
   }
 
   /** [0] when taken; else [ms to wait, the window that is full]. */
-  private tryTake(names: WindowName[]): [number, WindowName?] {
+  private async tryTake(names: WindowName[]): Promise<[number, WindowName?]> {
     const decide = (stamps: WindowStamps): { stamps: WindowStamps; result: [number, WindowName?] } => {
       const now = Date.now();
       let wait = 0;
@@ -93,14 +101,14 @@ export class Limiter {
       return { stamps, result: [Math.ceil(wait), full] };
     };
     const file = this.options.stateFile;
-    if (file) return file.update(decide);
+    if (file) return file.update(decide, this.options.meter);
     const { stamps, result } = decide(this.memory);
     this.memory = stamps;
     return result;
   }
 
   /** How many of a window's slots are in use now (for progress displays and tests). */
-  used(name: WindowName): number {
+  async used(name: WindowName): Promise<number> {
     const file = this.options.stateFile;
     const count = (stamps: WindowStamps): number => stamps[name].filter((t) => t > Date.now() - this.span(name)).length;
     if (file) return file.update((stamps) => ({ stamps, result: count(stamps) }));

@@ -1,31 +1,36 @@
 /**
  * The limiter's windows on disk, so that two commands run back to back (or at once) against the
  * same company share them. Read-modify-write happens under a lock file created with O_EXCL; a lock
- * older than a few seconds was left by a killed process and is taken over.
+ * older than a few seconds was left by a killed process and is taken over. Waiting for the lock
+ * never blocks the event loop: downloads and polls in flight go on meanwhile.
  */
 import { mkdirSync, openSync, closeSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
+import { setTimeout as delay } from 'node:timers/promises';
+import type { WaitMeter } from './wait-meter.js';
 
 export type WindowName = 'update' | 'request' | 'token';
 export type WindowStamps = Record<WindowName, number[]>;
 
 const STALE_LOCK_MS = 5_000;
 
-/** `~/.cache/wds-files/limits-<hash of base URL and consumer key>.json` (XDG_CACHE_HOME honoured). */
-export function defaultStateFile(baseUrl: string, consumerKey: string): string {
+/**
+ * `~/.cache/wds-files/limits-<hash of the consumer key>.json` (XDG_CACHE_HOME honoured). The limits
+ * are the company's, and the consumer key names the company, while one service answers under many
+ * spellings of its URL (127.0.0.1 or localhost, a proxy, a trailing slash): keyed by the URL, two
+ * runs against one company would each fill a window of their own. The key is hashed so that the
+ * file name does not show it.
+ */
+export function defaultStateFile(consumerKey: string): string {
   const cache = process.env.XDG_CACHE_HOME || join(homedir(), '.cache');
-  const id = createHash('sha256').update(`${baseUrl}\n${consumerKey}`).digest('hex').slice(0, 16);
+  const id = createHash('sha256').update(consumerKey).digest('hex').slice(0, 16);
   return join(cache, 'wds-files', `limits-${id}.json`);
 }
 
 export function emptyStamps(): WindowStamps {
   return { update: [], request: [], token: [] };
-}
-
-function sleepSync(ms: number): void {
-  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
 }
 
 export class StateFile {
@@ -36,9 +41,12 @@ export class StateFile {
     mkdirSync(dirname(path), { recursive: true });
   }
 
-  /** Runs `change` on the stamps under the lock and saves what it returns. */
-  update<T>(change: (stamps: WindowStamps) => { stamps: WindowStamps; result: T }): T {
-    this.lock();
+  /**
+   * Runs `change` on the stamps under the lock and saves what it returns. `meter` counts the time
+   * spent waiting for another process to release the lock.
+   */
+  async update<T>(change: (stamps: WindowStamps) => { stamps: WindowStamps; result: T }, meter?: WaitMeter): Promise<T> {
+    await this.lock(meter);
     try {
       const { stamps, result } = change(this.read());
       const temp = `${this.path}.${process.pid}.tmp`;
@@ -62,20 +70,26 @@ export class StateFile {
     }
   }
 
-  private lock(): void {
-    for (let attempt = 0; ; attempt += 1) {
-      try {
-        closeSync(openSync(this.lockPath, 'wx'));
-        return;
-      } catch (error) {
-        if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+  private async lock(meter?: WaitMeter): Promise<void> {
+    let endWait: (() => void) | undefined;
+    try {
+      for (let attempt = 0; ; attempt += 1) {
         try {
-          if (Date.now() - statSync(this.lockPath).mtimeMs > STALE_LOCK_MS) rmSync(this.lockPath, { force: true });
-        } catch {
-          // The holder released it meanwhile.
+          closeSync(openSync(this.lockPath, 'wx'));
+          return;
+        } catch (error) {
+          if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+          endWait ??= meter?.begin();
+          try {
+            if (Date.now() - statSync(this.lockPath).mtimeMs > STALE_LOCK_MS) rmSync(this.lockPath, { force: true });
+          } catch {
+            // The holder released it meanwhile.
+          }
+          await delay(Math.min(20, 1 + attempt));
         }
-        sleepSync(Math.min(20, 1 + attempt));
       }
+    } finally {
+      endWait?.();
     }
   }
 }

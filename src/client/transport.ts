@@ -2,8 +2,8 @@
  * One `send` for every API call, with auth, limits and retries as layers around it (undici's
  * composable-handler idea). Retry policy (issue 3): 429 and 503 wait (Retry-After) and retry;
  * 500, 502, 504 and network errors are retried with backoff for reads; an update request is retried
- * only when it provably did not reach the service (connection refused, 429, 503), never after a
- * 504 or a cut answer, because its task may exist.
+ * only when it provably did not reach the service (connection refused, a body not sent to its end,
+ * 429, 503), never after a 504 or a cut answer, because its task may exist.
  */
 import { Readable } from 'node:stream';
 import { request, Agent, type Dispatcher } from 'undici';
@@ -15,6 +15,7 @@ import {
   ServerError, TimeoutError, UpdateOutcomeUnknownError, type ErrorDetails,
 } from './errors.js';
 import type { Limiter, WaitEvent } from './limiter.js';
+import { WaitMeter } from './wait-meter.js';
 import type { TokenManager } from './auth.js';
 import type { ResolvedOptions } from './options.js';
 import { backoffDelay, parseRetryAfter, sleep } from './retry.js';
@@ -46,6 +47,17 @@ interface RawAnswer {
   body: unknown;
 }
 
+/**
+ * A request that failed while its streamed body was still being handed over: the service never
+ * had the whole body, so it cannot have acted on it. A server that refuses early (429, 503) and
+ * closes the connection at once makes the rest of the upload fail this way.
+ */
+class BodyNotSent extends Error {
+  constructor(readonly original: unknown) {
+    super('the request body was not sent to its end');
+  }
+}
+
 function errorCode(error: unknown): string {
   const e = error as { code?: string; cause?: { code?: string } };
   return e?.code ?? e?.cause?.code ?? '';
@@ -61,14 +73,26 @@ export class Transport {
    */
   readonly updateDispatcher: Dispatcher;
   private readonly ownsDispatcher: boolean;
-  /** Counters for reports: requests sent, by outcome. */
-  readonly counters = { requests: 0, retries: 0, rateLimited: 0, waitedMs: 0 };
+  private readonly meter: WaitMeter;
+  /**
+   * Counters for reports: requests sent, by outcome, and `waitedMs`, the time held back by the
+   * limits, Retry-After and backoff (overlapping waits counted once).
+   */
+  readonly counters: { requests: number; retries: number; rateLimited: number; readonly waitedMs: number };
 
   constructor(
     private readonly options: ResolvedOptions,
     private readonly limiter: Limiter | null,
     private readonly tokens: () => TokenManager,
+    meter?: WaitMeter,
   ) {
+    const waits = (this.meter = meter ?? new WaitMeter());
+    this.counters = {
+      requests: 0, retries: 0, rateLimited: 0,
+      get waitedMs() {
+        return waits.totalMs;
+      },
+    };
     this.ownsDispatcher = !options.dispatcher;
     this.dispatcher = options.dispatcher ?? new Agent({ connections: options.connections, keepAliveTimeout: 10_000 });
     this.updateDispatcher = options.dispatcher ?? new Agent({ connections: options.connections, pipelining: 0 });
@@ -83,10 +107,14 @@ export class Transport {
   }
 
   private async wait(event: WaitEvent, signal?: AbortSignal): Promise<void> {
-    this.counters.waitedMs += event.waitMs;
     this.options.onWait?.(event);
     this.log('info', event.message);
-    await sleep(event.waitMs, signal);
+    const endWait = this.meter.begin();
+    try {
+      await sleep(event.waitMs, signal);
+    } finally {
+      endWait();
+    }
   }
 
   private async send(method: string, url: string, headers: Record<string, string>, body: string | Readable | undefined, signal?: AbortSignal): Promise<RawAnswer> {
@@ -142,7 +170,14 @@ export class Transport {
       const headers: Record<string, string> = { 'Service-Token': token, 'User-Agent': this.options.userAgent };
       if (body !== undefined || call.bodyStream) headers['Content-Type'] = 'application/json';
       if (dryRun) headers['Dry-Run'] = '1';
-      const raw = await this.send(op.method, url, headers, call.bodyStream ? Readable.from(call.bodyStream(), { objectMode: false }) : body, call.signal);
+      const streamed = call.bodyStream ? { done: false } : undefined;
+      const payload = call.bodyStream ? Readable.from(drained(call.bodyStream(), streamed!), { objectMode: false }) : body;
+      let raw: RawAnswer;
+      try {
+        raw = await this.send(op.method, url, headers, payload, call.signal);
+      } catch (error) {
+        throw streamed && !streamed.done ? new BodyNotSent(error) : error;
+      }
       if (raw.status >= 200 && raw.status < 300) call.onHeaders?.(raw.headers);
       if (raw.status === 401 && !renewed) {
         // The token expired early or was revoked: renew once and repeat (a 401 did nothing).
@@ -177,12 +212,14 @@ export class Transport {
       let raw: RawAnswer | 'again';
       try {
         raw = await attemptOnce();
-      } catch (error) {
+      } catch (thrown) {
         // Errors of ours (a token that could not be issued) are final here; only the wire's are retried.
-        if (error instanceof WdsError || (signal?.aborted ?? false)) throw error;
+        if (thrown instanceof WdsError || (signal?.aborted ?? false)) throw thrown;
+        const unsent = thrown instanceof BodyNotSent;
+        const error = unsent ? thrown.original : thrown;
         const code = errorCode(error);
         const details: ErrorDetails = { method, path, cause: error };
-        if (mutating && !NOT_SENT.has(code)) throw new UpdateOutcomeUnknownError(details);
+        if (mutating && !unsent && !NOT_SENT.has(code)) throw new UpdateOutcomeUnknownError(details);
         failures += 1;
         if (failures >= policy.maxAttempts) {
           throw TIMEOUTS.has(code)
@@ -228,6 +265,12 @@ export class Transport {
       throw apiErrorFor(raw.status, details);
     }
   }
+}
+
+/** The body's chunks, marking `state.done` once the last one was taken. */
+async function* drained(body: AsyncIterable<Uint8Array>, state: { done: boolean }): AsyncIterable<Uint8Array> {
+  yield* body;
+  state.done = true;
 }
 
 function extractErrors(body: unknown): string[] {
