@@ -4,7 +4,9 @@
  *
  * On the API, a 500 or 503 is answered before the request is handled; a 504, a reset and a
  * truncated body happen after it was handled, as when a gateway gives up on a request the service
- * went on to execute: the client cannot know whether an update took effect.
+ * went on to execute: the client cannot know whether an update took effect. A fault is drawn only
+ * for a request that passed the service's own refusals (maintenance, token, limits), so one
+ * limited by `max_faults` is never spent on a request that would have been refused anyway.
  */
 import { z } from 'zod';
 

@@ -4,8 +4,9 @@
  * status codes, cut bodies and Range answers are exactly what the emulator decides.
  *
  * Order of checks for an API request: maintenance (503), route (404/405), token (401), operation
- * enabled (403), integer ids (400), limits (429), Dry-Run header (400), body size (413) and JSON
- * (400), then the operation.
+ * enabled (403), integer ids (400), limits (429), injected faults, Dry-Run header (400), body size
+ * (413) and JSON (400), then the operation. Faults come after the refusals, so that a fault limited
+ * by `max_faults` is spent on a request it actually hits.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -190,20 +191,13 @@ export class Emulator {
 
     const latency = this.apiFaults.latencyMs(method, apiPath);
     if (latency) await new Promise((r) => setTimeout(r, latency));
-    const fault = this.apiFaults.decide(method, apiPath);
 
     // The token names the company; token issuance names it by its key.
-    if (match.kind === 'found' && match.op.id === 'token.issue') {
-      return this.issueToken(req, res, fault.kind === 'error' ? fault.status : 0);
-    }
+    if (match.kind === 'found' && match.op.id === 'token.issue') return this.issueToken(req, res, method, apiPath);
     const token = header(req, 'service-token');
     const company = token ? this.tokens.lookup(token) : undefined;
     company?.stats.count(routeKey);
 
-    if (fault.kind === 'error' && fault.status !== 504) {
-      drain(req);
-      return this.answer(res, fault.status, { errors: [`server error ${fault.status} (injected)`] }, {}, company);
-    }
     if (this.maintenanceFor(company)) {
       drain(req);
       return this.answer(res, 503, { errors: ['the service is under maintenance (daily backup 01:00-01:30)'] }, { 'Retry-After': this.retryAfter(this.maintenanceRetryAfter()) });
@@ -239,6 +233,13 @@ export class Emulator {
       drain(req);
       return this.answer(res, 429, { errors: [limited.message] }, { 'Retry-After': this.retryAfter(limited.retryAfter) }, company);
     }
+    const fault = this.apiFaults.decide(method, apiPath);
+    if (fault.kind === 'error' && fault.status !== 504) {
+      // Answered before the service handles it: the request did nothing and takes no slot.
+      drain(req);
+      return this.answer(res, fault.status, { errors: [`server error ${fault.status} (injected)`] }, {}, company);
+    }
+    this.countRequest(company, op);
 
     // Resets, truncations and bandwidth apply to what the service answers, success or not.
     const send: SendOptions = { fault, bandwidth: this.apiFaults.bandwidth(method, apiPath) };
@@ -270,19 +271,24 @@ export class Emulator {
     if (hourWait) {
       return { message: `more than ${company.requestWindow.limit} requests in an hour`, retryAfter: hourWait };
     }
+    const minuteWait = op.kind === 'task' ? company.updateWindow.retryAfterSeconds(now) : 0;
+    if (minuteWait) {
+      return { message: `more than ${company.updateWindow.limit} update requests in a minute`, retryAfter: minuteWait };
+    }
+    return null;
+  }
+
+  /** Takes the request's slots in the windows that `checkLimits` found open. */
+  private countRequest(company: Company, op: OperationSpec): void {
+    const now = this.clock.now();
     if (op.kind === 'task') {
-      const minuteWait = company.updateWindow.retryAfterSeconds(now);
-      if (minuteWait) {
-        return { message: `more than ${company.updateWindow.limit} update requests in a minute`, retryAfter: minuteWait };
-      }
       company.updateWindow.take(now);
       company.stats.update_requests += 1;
     }
     company.requestWindow.take(now);
-    return null;
   }
 
-  private async issueToken(req: IncomingMessage, res: ServerResponse, injected: number): Promise<void> {
+  private async issueToken(req: IncomingMessage, res: ServerResponse, method: string, apiPath: string): Promise<void> {
     let body: string;
     try {
       body = (await readBody(req, 64 * 1024)).toString('utf8');
@@ -297,7 +303,6 @@ export class Emulator {
     const secret = colon > 0 ? decoded.slice(colon + 1) : '';
     const company = this.companies.find((c) => c.settings.consumerKey === key);
     company?.stats.count('POST /token');
-    if (injected) return this.answer(res, injected, { errors: [`server error ${injected} (injected)`] });
     if (this.maintenanceFor(company)) {
       return this.answer(res, 503, { errors: ['the service is under maintenance (daily backup 01:00-01:30)'] }, { 'Retry-After': this.retryAfter(this.maintenanceRetryAfter()) });
     }
@@ -318,10 +323,13 @@ export class Emulator {
     if (wait) {
       return this.answer(res, 429, { errors: [`more than ${company.tokenWindow.limit} tokens issued in an hour`] }, { 'Retry-After': this.retryAfter(wait) }, company);
     }
+    const fault = this.apiFaults.decide(method, apiPath);
+    if (fault.kind === 'error' && fault.status !== 504) return this.answer(res, fault.status, { errors: [`server error ${fault.status} (injected)`] });
     company.tokenWindow.take(now);
     company.stats.tokens_issued += 1;
     const issued = this.tokens.issue(company);
-    return this.answer(res, 200, { access_token: issued.token, token_type: 'Bearer', expire_in: issued.expiresIn });
+    if (fault.kind === 'error') return this.answer(res, fault.status, { errors: [`gateway timeout ${fault.status} (injected)`] });
+    return this.answer(res, 200, { access_token: issued.token, token_type: 'Bearer', expire_in: issued.expiresIn }, {}, undefined, { fault });
   }
 }
 
@@ -340,26 +348,40 @@ function safeEqual(a: string, b: string): boolean {
   return x.length === y.length && timingSafeEqual(x, y);
 }
 
-/** Reads and drops the rest of a request body, so a keep-alive connection stays usable. */
+/**
+ * Reads and drops the rest of a request body after an early answer (429, 503, 401...): a keep-alive
+ * connection stays usable, and one that closes lets the client read the answer first.
+ */
 function drain(req: IncomingMessage): void {
-  if (!req.complete) req.resume();
+  if (req.complete) return;
+  closeLingering(req);
+  req.resume();
 }
 
 /**
- * After a 413 the client may still be sending its body. node:http closes such a connection as soon
- * as the answer is written, and closing with the client's bytes unread makes the kernel send a
- * reset that can reach the client before it has read the answer. So this connection closes the way
- * RFC 9112 section 9.6 recommends: our side first, then the rest is read and dropped for a moment
- * before the socket goes.
+ * After an early answer (413, 429, 503...) the client may still be sending its body. node:http
+ * closes such a connection as soon as the answer is written, and closing with the client's bytes
+ * unread makes the kernel send a reset that can reach the client before it has read the answer:
+ * a refusal would look like a lost answer. So this connection closes the way RFC 9112 section 9.6
+ * recommends: our side first, then the rest is read and dropped until the client pauses for a
+ * second, 30 s at most (nginx's lingering_timeout and lingering_time work alike).
  */
 function closeLingering(req: IncomingMessage): void {
   if (req.complete) return;
   const socket = req.socket;
   socket.destroySoon = () => {
     socket.end();
-    const timer = setTimeout(() => socket.destroy(), 1000);
-    timer.unref();
-    socket.once('close', () => clearTimeout(timer));
+    const idle = setTimeout(() => socket.destroy(), 1000);
+    const cap = setTimeout(() => socket.destroy(), 30_000);
+    idle.unref();
+    cap.unref();
+    const onData = (): void => void idle.refresh();
+    req.on('data', onData);
+    socket.once('close', () => {
+      clearTimeout(idle);
+      clearTimeout(cap);
+      req.off('data', onData);
+    });
   };
 }
 
