@@ -38,24 +38,32 @@ export async function verifyExport(target: string): Promise<VerifyResult> {
     const zip = await ZipReader.open(target);
     try {
       // The manifest is the last entry: hash every entry on the way, then compare.
-      const seen = new Map<string, { size: number; sha256: string }>();
+      const seen = new Map<string, { size: number; sha256: string } | { unreadable: string }>();
       let manifestText: string | null = null;
       for await (const entry of zip.entries()) {
         if (entry.isDirectory) continue;
-        const stream = await zip.openStream(entry);
         if (entry.name === MANIFEST_NAME) {
           const chunks: Buffer[] = [];
-          for await (const c of stream) chunks.push(c as Buffer);
+          try {
+            for await (const c of await zip.openStream(entry)) chunks.push(c as Buffer);
+          } catch (error) {
+            throw new Error(`${target}: its ${MANIFEST_NAME} cannot be read: ${(error as Error).message}`);
+          }
           manifestText = Buffer.concat(chunks).toString('utf8');
           continue;
         }
-        const hash = createHash('sha256');
-        let size = 0;
-        for await (const c of stream) {
-          hash.update(c as Buffer);
-          size += (c as Buffer).length;
+        // An entry whose bytes differ from its CRC-32 or declared size is a problem of that entry.
+        try {
+          const hash = createHash('sha256');
+          let size = 0;
+          for await (const c of await zip.openStream(entry)) {
+            hash.update(c as Buffer);
+            size += (c as Buffer).length;
+          }
+          seen.set(entry.name, { size, sha256: hash.digest('hex') });
+        } catch (error) {
+          seen.set(entry.name, { unreadable: (error as Error).message });
         }
-        seen.set(entry.name, { size, sha256: hash.digest('hex') });
       }
       if (manifestText === null) throw new Error(`${target}: no ${MANIFEST_NAME} in the zip; it is not a complete export`);
       const manifest = parseManifest(manifestText);
@@ -66,6 +74,10 @@ export async function verifyExport(target: string): Promise<VerifyResult> {
         seen.delete(line.path);
         if (!got) {
           fail(line.path, 'missing');
+          continue;
+        }
+        if ('unreadable' in got) {
+          fail(line.path, got.unreadable);
           continue;
         }
         const problem = check(line, got.size, got.sha256);

@@ -4,9 +4,40 @@
  * `decodeStrings: true` yauzl stops the whole archive at the first name that escapes the root; the
  * import sources open with `decodeStrings: false` and judge each name themselves (zip.ts), so one
  * bad entry is refused and the others are still read.
+ *
+ * Every entry is checked as it is read (DESIGN.md section 8, "Zip entries are checked"). yauzl
+ * checks little of it: with `validateEntrySizes` it compares a deflated entry's output with the
+ * declared size and, when it lists a stored entry whose two sizes differ, fails the whole archive;
+ * it never checks the CRC-32 and ignores the local header. So yauzl's size check is off, and
+ * `openStream` checks, for that one entry: a stored entry's two sizes, the local header's CRC-32
+ * and sizes against the central directory (unless they are in a data descriptor), the bytes read
+ * against the declared size (stopping as soon as there are more) and their CRC-32. The last chunk
+ * is held back until the checks pass, so a reader never has the whole of a bad entry.
  */
 import yauzl, { type Entry, type ZipFile } from 'yauzl';
-import type { Readable } from 'node:stream';
+import { Transform, pipeline, type Readable, type TransformCallback } from 'node:stream';
+import { crc32 } from 'node:zlib';
+
+/** The reasons a zip entry is refused, as reports show them. */
+export const BAD_CRC = 'bad CRC-32';
+export const SIZE_DIFFERS = 'size differs from the size the zip declares';
+
+/** Sizes of 0xFFFFFFFF in a local header stand for zip64 sizes in its extra field. */
+const ZIP64_MARK = 0xffffffff;
+/** General purpose bit 3: CRC-32 and sizes follow the data, and the local header holds zeros. */
+const DATA_DESCRIPTOR = 0x8;
+
+const hex = (n: number): string => `0x${n.toString(16).padStart(8, '0')}`;
+
+/** An entry whose bytes are not what the zip declares; its message starts with the reason. */
+export class ZipEntryError extends Error {}
+
+interface LocalHeader {
+  generalPurposeBitFlag: number;
+  crc32: number;
+  compressedSize: number;
+  uncompressedSize: number;
+}
 
 export interface ZipEntry {
   name: string;
@@ -25,15 +56,18 @@ export interface ZipEntry {
   encrypted: boolean;
   /** The central directory's extra fields (the Info-ZIP Unicode Path field is 0x7075). */
   extraFields: { id: number; data: Buffer }[];
+  /** The CRC-32 the central directory declares. */
+  crc32: number;
   entry: Entry;
 }
 
 export class ZipReader {
   private constructor(private readonly zip: ZipFile, readonly path: string) {}
 
-  static open(path: string, options: { decodeStrings?: boolean; validateEntrySizes?: boolean } = {}): Promise<ZipReader> {
+  static open(path: string, options: { decodeStrings?: boolean } = {}): Promise<ZipReader> {
     return new Promise((resolve, reject) => {
-      yauzl.open(path, { lazyEntries: true, autoClose: false, decodeStrings: options.decodeStrings ?? true, validateEntrySizes: options.validateEntrySizes ?? true }, (error, zip) => {
+      // Sizes are checked per entry in openStream (see above), not by yauzl for the whole archive.
+      yauzl.open(path, { lazyEntries: true, autoClose: false, decodeStrings: options.decodeStrings ?? true, validateEntrySizes: false }, (error, zip) => {
         if (error || !zip) reject(new Error(`${path}: not a readable zip (${error?.message ?? 'unknown error'})`));
         else resolve(new ZipReader(zip, path));
       });
@@ -85,21 +119,96 @@ export class ZipReader {
         compressionMethod: entry.compressionMethod,
         encrypted: (entry.generalPurposeBitFlag & 0x1) !== 0,
         extraFields: entry.extraFields,
+        crc32: entry.crc32,
         entry,
       };
     }
   }
 
-  openStream(entry: ZipEntry): Promise<Readable> {
-    return new Promise((resolve, reject) => {
+  /**
+   * The entry's bytes, checked against what the zip declares: rejects (ZipEntryError) when the
+   * headers disagree, and the stream fails with a ZipEntryError when the bytes do.
+   */
+  async openStream(entry: ZipEntry): Promise<Readable> {
+    if (!this.zip.isOpen) throw new Error(`${this.path}: cannot read ${entry.name}: closed`, { cause: new Error('closed') });
+    const declared = await this.declaredProblem(entry);
+    if (declared) throw new ZipEntryError(declared);
+    const raw = await new Promise<Readable>((resolve, reject) => {
       this.zip.openReadStream(entry.entry, (error, stream) => {
         if (error || !stream) reject(new Error(`${this.path}: cannot read ${entry.name}: ${error?.message}`, { cause: error }));
         else resolve(stream);
+      });
+    });
+    const checked = new EntryCheck(entry.size, entry.crc32);
+    // Errors of either (a zlib error, a failed check) end both and reach the reader through `checked`.
+    return pipeline(raw, checked, () => undefined);
+  }
+
+  /** Why the headers of an entry disagree on its CRC-32 or sizes, or null. */
+  private async declaredProblem(entry: ZipEntry): Promise<string | null> {
+    if (entry.compressionMethod === 0 && entry.compressedSize !== entry.size) {
+      return `${SIZE_DIFFERS} (stored without compression, yet ${entry.compressedSize} bytes in the zip for ${entry.size} declared)`;
+    }
+    const local = await this.localHeader(entry);
+    if (local.generalPurposeBitFlag & DATA_DESCRIPTOR) return null;
+    if (local.crc32 !== entry.crc32) return `${BAD_CRC} (the local header says ${hex(local.crc32)}, the central directory ${hex(entry.crc32)})`;
+    for (const [what, inLocal, inCentral] of [['compressed', local.compressedSize, entry.compressedSize], ['uncompressed', local.uncompressedSize, entry.size]] as const) {
+      if (inLocal !== ZIP64_MARK && inLocal !== inCentral) return `${SIZE_DIFFERS} (the local header says ${inLocal} bytes ${what}, the central directory ${inCentral})`;
+    }
+    return null;
+  }
+
+  private localHeader(entry: ZipEntry): Promise<LocalHeader> {
+    // Part of yauzl's API since 3.0, missing from its type definitions.
+    const zip = this.zip as ZipFile & { readLocalFileHeader(e: Entry, o: { minimal: boolean }, cb: (err: Error | null, header: LocalHeader) => void): void };
+    return new Promise((resolve, reject) => {
+      zip.readLocalFileHeader(entry.entry, { minimal: false }, (error, header) => {
+        if (error) reject(new Error(`${this.path}: cannot read ${entry.name}: ${error.message}`, { cause: error }));
+        else resolve(header);
       });
     });
   }
 
   close(): void {
     this.zip.close();
+  }
+}
+
+/**
+ * Counts the bytes of an entry and their CRC-32 as they pass. More bytes than declared fail at
+ * once; fewer, or another CRC-32, fail at the end, before the last chunk is handed on.
+ */
+class EntryCheck extends Transform {
+  private bytes = 0;
+  private crc = 0;
+  private held: Buffer | null = null;
+
+  constructor(
+    private readonly size: number,
+    private readonly expectedCrc: number,
+  ) {
+    super();
+  }
+
+  override _transform(chunk: Buffer, _encoding: BufferEncoding, done: TransformCallback): void {
+    this.bytes += chunk.length;
+    if (this.bytes > this.size) {
+      done(new ZipEntryError(`${SIZE_DIFFERS} (more than the ${this.size} bytes declared)`));
+      return;
+    }
+    this.crc = crc32(chunk, this.crc);
+    const before = this.held;
+    this.held = chunk;
+    done(null, before ?? undefined);
+  }
+
+  override _flush(done: TransformCallback): void {
+    if (this.bytes !== this.size) {
+      done(new ZipEntryError(`${SIZE_DIFFERS} (${this.bytes} bytes read, ${this.size} declared)`));
+    } else if (this.crc !== this.expectedCrc) {
+      done(new ZipEntryError(`${BAD_CRC} (the bytes read give ${hex(this.crc)}, the zip declares ${hex(this.expectedCrc)})`));
+    } else {
+      done(null, this.held ?? undefined);
+    }
   }
 }

@@ -7,7 +7,10 @@
  *   compression methods other than stored and deflate are refused;
  * - zip bombs: an entry declaring more than `maxEntryBytes` (default 64 MB), or compressed more
  *   than 100:1 beyond 1 MB, is refused without being inflated, and reading stops where the
- *   declared size ends (yauzl validateEntrySizes);
+ *   declared size ends;
+ * - each entry's CRC-32 and sizes are checked as it is read (zip-reader.ts): one that differs
+ *   fails to read with the reason (`bad CRC-32`, `size differs from the size the zip declares`),
+ *   so the import refuses it when it checks the file, before anything is sent;
  * - directories, dotfiles, `__MACOSX/`, `Thumbs.db` and a root `manifest.jsonl` are skipped.
  * Entries come in the order of the central directory. A zip that cannot be read at all (not a zip,
  * truncated) is a fatal error naming the file.
@@ -126,8 +129,8 @@ export function zipFile(reader: ZipReader, entry: ZipEntry, where: string, field
   return { ...fields, where, size: entry.size, open, read: (maxBytes, into) => readLimited(where, entry.size, maxBytes, open, into) };
 }
 
-/** Opens a zip with the options every import source uses: raw names, sizes checked while reading. */
-export const openZipReader = (path: string): Promise<ZipReader> => ZipReader.open(path, { decodeStrings: false, validateEntrySizes: true });
+/** Opens a zip as every import source does: raw names (each entry's CRC-32 and sizes are checked as it is read). */
+export const openZipReader = (path: string): Promise<ZipReader> => ZipReader.open(path, { decodeStrings: false });
 
 export class ZipSource implements ImportSource {
   private readonly readers: ZipReader[] = [];

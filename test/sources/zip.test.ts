@@ -249,11 +249,11 @@ describe('ZipSource: zip bombs', () => {
     const got = await collect(source);
     const liar = got.files.find((f) => f.relPath === 'liar.txt')!;
     expect(liar.size).toBe(1000);
-    await expect(liar.read(5 * MB)).rejects.toThrow(new RegExp(`^${path.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}:liar.txt: too many bytes in the stream`));
+    await expect(liar.read(5 * MB)).rejects.toThrow(`${path}:liar.txt: size differs from the size the zip declares (more than the 1000 bytes declared)`);
     let streamed = 0;
     await expect((async () => {
       for await (const chunk of await liar.open()) streamed += (chunk as Buffer).length;
-    })()).rejects.toThrow('too many bytes');
+    })()).rejects.toThrow('size differs from the size the zip declares');
     expect(streamed).toBeLessThanOrEqual(1000);
     await source.close();
   });
