@@ -6,11 +6,14 @@
  * against the current listing, then register (add) or partial update (replace) requests of at most
  * 1,000 files and 250 MB of body each, base64 counted as 4/3, each member's records in source order.
  */
+import { createHash } from 'node:crypto';
 import type { WdsClient } from '../client/client.js';
 import type { ImportSource, SourceFile } from '../sources/source.js';
 import { checkAttachment, extensionProblem } from '../stages/attachment-check.js';
 import { jsonStringBytes, minimumBatches, planGroupedBatches } from '../stages/batch.js';
-import { mentionsCode, submitBatch, type SubmitStats } from '../stages/submit.js';
+import { mentionsCode, submitBatch, type RequestRecord, type SubmitStats } from '../stages/submit.js';
+import { targetOf, type ImportJournal, type JournalFile } from '../stages/journal.js';
+import { alreadyApplied, appliedSince, noteApplied, settleEarlierRequests } from '../stages/journal-settle.js';
 import { RunReport, type ItemReport } from '../stages/report.js';
 import { base64Length, MAX_ATTACHMENTS_PER_REQUEST, MAX_FILE_BYTES } from '../spec/limits.js';
 
@@ -32,6 +35,13 @@ export interface AttachmentImportOptions {
    */
   signal?: AbortSignal;
   /**
+   * Where each request is written before it is sent (DESIGN.md section 8): requests an earlier
+   * run left open are settled first, and files whose bytes the journal knows applied under their
+   * name are skipped. Without one, a lost answer is still resolved from the listing in the run.
+   * The CLI opens the company's journal (ImportJournal.open); a dry run never writes to it.
+   */
+  journal?: ImportJournal;
+  /**
    * While checking, the files checked so far; once every file is checked, `total` (= `done`) is
    * the number ready to send; while sending, the files whose request has ended, of `total`.
    */
@@ -45,6 +55,7 @@ interface ReadyFile {
   sheetId: number;
   fieldId: number;
   size: number;
+  sha256: string;
   order: number;
 }
 
@@ -53,6 +64,30 @@ export interface AttachmentImportResult {
   requests: { register: number; update: number; minimum: number; resubmitted: number };
   waitedMs: number;
   checkMs: number;
+}
+
+/** The signal's name, as the CLI's stop signal gives it as its reason. */
+const signalName = (signal: AbortSignal): 'SIGINT' | 'SIGTERM' => (signal.reason === 'SIGTERM' ? 'SIGTERM' : 'SIGINT');
+
+/** A file as the journal knows it: where it goes and its bytes. */
+const journalFile = (f: ReadyFile): Omit<JournalFile, 'before'> => ({
+  code: f.code, sha256: f.sha256, sheet_id: f.sheetId, custom_field_id: f.fieldId, file_name: f.fileName,
+});
+
+/** `updated_at` of each file of these file parts, keyed as the journal keys targets (the newest of a repeated name). */
+async function listFiles(client: WdsClient, parts: { sheet_id?: number; custom_field_id?: number }[]): Promise<Map<string, string>> {
+  const now = new Map<string, string>();
+  for (const part of new Set(parts.map((p) => `${p.sheet_id}:${p.custom_field_id}`))) {
+    const [sheetId, fieldId] = part.split(':').map(Number) as [number, number];
+    for (const m of await client.attachments.list(sheetId, fieldId)) {
+      for (const r of m.records) {
+        const target = targetOf('attachment', { code: m.code, sheet_id: sheetId, custom_field_id: fieldId, file_name: r.file_name });
+        const seen = now.get(target);
+        if (seen === undefined || r.updated_at > seen) now.set(target, r.updated_at);
+      }
+    }
+  }
+  return now;
 }
 
 const LAYOUT_PATH = /^(?:.*\/)?attachments\/(\d+)\/(\d+)\/([^/]+)\/([^/]+)$/;
@@ -106,12 +141,22 @@ function messageNamesFile(item: ReadyFile, message: string, batch: ReadyFile[]):
 }
 
 export async function runAttachmentImport(options: AttachmentImportOptions): Promise<AttachmentImportResult> {
-  const { client, source } = options;
+  const { client, source, signal } = options;
   const mode = options.mode ?? 'upsert';
+  // A dry run changes nothing: it neither settles nor skips by the journal, nor writes to it.
+  const journal = options.dryRun ? undefined : options.journal;
   const report = new RunReport(`attachments import${options.dryRun ? ' (dry run)' : ''}`);
   const waitedBefore = client.transport.counters.waitedMs;
   const reject = (file: { where: string; fileName?: string; relPath: string }, code: string, outcome: ItemReport['outcome'], reason: string): void => {
     report.add({ key: file.where, code, file_name: file.fileName ?? file.relPath, outcome, reason, path: file.where });
+  };
+  const stats: SubmitStats = { requests: 0, resubmitted: 0 };
+  const sent = { register: 0, update: 0 };
+  let minimum = 0;
+  let checkMs = 0;
+  const result = (): AttachmentImportResult => {
+    report.finish();
+    return { report, requests: { ...sent, minimum, resubmitted: stats.resubmitted }, waitedMs: client.transport.counters.waitedMs - waitedBefore, checkMs };
   };
   try {
     // 1. Layouts: which sheet fields are file parts, and which sheets hold several records.
@@ -125,7 +170,11 @@ export async function runAttachmentImport(options: AttachmentImportOptions): Pro
     const checkStarted = Date.now();
     const ready: ReadyFile[] = [];
     let order = 0;
+    // Every entry of the source is counted, checked or not: the total of an interrupted run.
+    let entries = 0;
     for await (const entry of source.entries()) {
+      entries += 1;
+      if (signal?.aborted) continue;
       if (entry.kind === 'refused') {
         reject(entry.refused, '', 'invalid', entry.refused.reason);
         continue;
@@ -158,22 +207,40 @@ export async function runAttachmentImport(options: AttachmentImportOptions): Pro
         reject(file, place.code, 'invalid', check.reason);
         continue;
       }
-      ready.push({ file, code: place.code, fileName: file.fileName, sheetId: place.sheetId, fieldId: place.fieldId, size: data.length, order: order++ });
+      const sha256 = createHash('sha256').update(data).digest('hex');
+      ready.push({ file, code: place.code, fileName: file.fileName, sheetId: place.sheetId, fieldId: place.fieldId, size: data.length, sha256, order: order++ });
       options.onProgress?.({ stage: 'check', done: order });
     }
+    checkMs = Date.now() - checkStarted;
+    // Stopped while checking: the files checked are not sent, and not in the report.
+    if (signal?.aborted) {
+      report.interrupted = { signal: signalName(signal), total: entries };
+      return result();
+    }
     options.onProgress?.({ stage: 'check', done: order, total: order });
-    const checkMs = Date.now() - checkStarted;
 
-    // 3. Against the current listing of each file part involved, and against each other.
+    // 3. What an earlier run left unsettled is settled first, so that the listings are the truth.
+    if (journal) report.notes.push(...await settleEarlierRequests(client, journal, 'attachment', (files) => listFiles(client, files)));
+
+    // 4. Against the current listing of each file part involved, and against each other; bytes applied before are skipped.
     const members = new Set((await client.members.list()).member_data.map((m) => m.code));
     const targets = [...new Set(ready.map((r) => `${r.sheetId}:${r.fieldId}`))];
     const register: ReadyFile[] = [];
     const update: ReadyFile[] = [];
+    // `updated_at` of every file of the parts involved, before anything is sent.
+    const listed = new Map<string, string>();
     for (const target of targets) {
       const [sheetId, fieldId] = target.split(':').map(Number) as [number, number];
       const multi = fileParts.get(target)!.multi;
+      const listing = await client.attachments.list(sheetId, fieldId);
       const held = new Map<string, string[]>();
-      for (const m of await client.attachments.list(sheetId, fieldId)) held.set(m.code, m.records.map((r) => r.file_name));
+      for (const m of listing) {
+        held.set(m.code, m.records.map((r) => r.file_name));
+        for (const r of m.records) {
+          const key = targetOf('attachment', { code: m.code, sheet_id: sheetId, custom_field_id: fieldId, file_name: r.file_name });
+          if (!listed.has(key) || r.updated_at > listed.get(key)!) listed.set(key, r.updated_at);
+        }
+      }
       const sourceNames = new Map<string, number>();
       const singleTaken = new Set<string>();
       for (const item of ready.filter((r) => `${r.sheetId}:${r.fieldId}` === target)) {
@@ -196,6 +263,14 @@ export async function runAttachmentImport(options: AttachmentImportOptions): Pro
           reject(item.file, item.code, 'conflict', `a second file named "${item.fileName}" for member ${item.code} in ${where}: the service refuses a repeated name (4.4 Sheets 7) and cannot tell the two apart on update (4.4 Sheets 8)`);
           continue;
         }
+        const earlier = journal && same === 1 && alreadyApplied(journal, 'attachment', journalFile(item), listed);
+        if (earlier) {
+          report.add({
+            key: item.file.where, code: item.code, file_name: item.fileName, path: item.file.where, size: item.size, sha256: item.sha256, outcome: 'skipped',
+            reason: `these bytes were applied as "${item.fileName}" of member ${item.code} in ${where} by an earlier run (${earlier.at}) and the service still holds that file; not sent again`,
+          });
+          continue;
+        }
         const wantsUpdate = mode === 'replace' || (mode === 'upsert' && same > 0);
         if (wantsUpdate) {
           if (same === 0) {
@@ -213,12 +288,12 @@ export async function runAttachmentImport(options: AttachmentImportOptions): Pro
       }
     }
 
-    // 4. Fewest requests: per file part and route, 1,000 files and 250 MB of body each.
-    const stats: SubmitStats = { requests: 0, resubmitted: 0 };
-    const sent = { register: 0, update: 0 };
-    let minimum = 0;
+    // 5. Fewest requests: per file part and route, 1,000 files and 250 MB of body each.
+    const applied: ReadyFile[] = [];
+    const before = (item: ReadyFile): JournalFile => ({ ...journalFile(item), before: listed.get(targetOf('attachment', journalFile(item))) ?? null });
     let done = 0;
     const total = register.length + update.length;
+    const plans: { sheetId: number; fieldId: number; route: 'register' | 'update'; batches: ReadyFile[][] }[] = [];
     for (const target of targets) {
       const [sheetId, fieldId] = target.split(':').map(Number) as [number, number];
       for (const [route, all] of [['register', register], ['update', update]] as const) {
@@ -227,36 +302,60 @@ export async function runAttachmentImport(options: AttachmentImportOptions): Pro
         const limits = { maxItems: MAX_ATTACHMENTS_PER_REQUEST, overheadBytes: BODY_OVERHEAD };
         minimum += minimumBatches(items, itemBytes, limits);
         // Only each member's records keep their order (4.4 Sheets 7): members may be packed in any order.
-        const batches = planGroupedBatches(items, itemBytes, (item) => item.code, limits);
-        for (const batch of batches) {
-          const before = stats.requests;
-          const outcomes = await submitBatch(
-            client,
-            batch,
-            messageNamesFile,
-            (list) => client.transport.call(route === 'register' ? 'attachments.register' : 'attachments.update', {
-              params: { sheet_id: sheetId, custom_field_id: fieldId },
-              bodyStream: () => attachmentBody(list),
-              dryRun: options.dryRun,
-            }).then((answer) => ({ taskId: (answer as { task_id: number }).task_id })),
-            stats,
-          );
-          sent[route] += stats.requests - before;
-          for (const { item, ok, reason } of outcomes) {
-            const what = route === 'register' ? 'added' : 'replaced the file of the same name';
-            report.add({
-              key: item.file.where, code: item.code, file_name: item.fileName, path: item.file.where, size: item.size,
-              outcome: ok ? 'ok' : 'failed',
-              reason: ok ? (options.dryRun ? `dry run: the service would accept it (${route})` : what) : reason,
-            });
-            done += 1;
-          }
-          options.onProgress?.({ stage: 'send', done, total });
-        }
+        plans.push({ sheetId, fieldId, route, batches: planGroupedBatches(items, itemBytes, (item) => item.code, limits) });
       }
     }
-    report.finish();
-    return { report, requests: { ...sent, minimum, resubmitted: stats.resubmitted }, waitedMs: client.transport.counters.waitedMs - waitedBefore, checkMs };
+    sending: for (const { sheetId, fieldId, route, batches } of plans) {
+      const record: RequestRecord<ReadyFile> | undefined = journal && {
+        sending: (items) => journal.sending('attachment', route, items.map(before)),
+        task: (id, taskId) => journal.task(id, taskId),
+        settled: (id, flags, how) => journal.settled(id, flags, how),
+      };
+      for (const batch of batches) {
+        // Stopped: the requests sent have ended; no new one starts.
+        if (signal?.aborted) break sending;
+        const requestsBefore = stats.requests;
+        const outcomes = await submitBatch(client, batch, {
+          names: messageNamesFile,
+          send: (list) => client.transport.call(route === 'register' ? 'attachments.register' : 'attachments.update', {
+            params: { sheet_id: sheetId, custom_field_id: fieldId },
+            bodyStream: () => attachmentBody(list),
+            dryRun: options.dryRun,
+          }).then((answer) => ({ taskId: (answer as { task_id: number }).task_id })),
+          stats,
+          record,
+          // A dry run changes nothing, so the listing cannot tell what became of it.
+          held: options.dryRun ? undefined : async (list) => {
+            const now = await listFiles(client, [{ sheet_id: sheetId, custom_field_id: fieldId }]);
+            return list.map((item) => appliedSince('attachment', before(item), now));
+          },
+          signal,
+        });
+        sent[route] += stats.requests - requestsBefore;
+        for (const { item, outcome, reason } of outcomes) {
+          if (outcome === 'ok') applied.push(item);
+          const what = route === 'register' ? 'added' : 'replaced the file of the same name';
+          const ok = options.dryRun ? `dry run: the service would accept it (${route})` : reason ? `${what}, ${reason}` : what;
+          report.add({
+            key: item.file.where, code: item.code, file_name: item.fileName, path: item.file.where, size: item.size, sha256: item.sha256,
+            outcome, reason: outcome === 'ok' ? ok : reason,
+          });
+          done += 1;
+        }
+        options.onProgress?.({ stage: 'send', done, total });
+      }
+    }
+    if (signal?.aborted) report.interrupted = { signal: signalName(signal), total: entries };
+
+    // 6. What the listings show for the files applied, so that a rerun notices a later change by someone else.
+    if (journal && applied.length) {
+      try {
+        noteApplied(journal, 'attachment', applied.map(journalFile), await listFiles(client, applied.map(journalFile)));
+      } catch {
+        // Without it, a rerun takes the files as listed then.
+      }
+    }
+    return result();
   } finally {
     await source.close();
   }

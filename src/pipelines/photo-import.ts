@@ -14,8 +14,10 @@ import type { WdsClient } from '../client/client.js';
 import type { ImportSource, SourceFile } from '../sources/source.js';
 import { MAX_PHOTO_SOURCE_BYTES, PhotoChecker, type CheckVerdict } from '../stages/photo-checker.js';
 import { planBatches, jsonStringBytes } from '../stages/batch.js';
-import { mentionsCode, submitBatch, type SubmitStats } from '../stages/submit.js';
+import { mentionsCode, submitBatch, type BatchOutcome, type RequestRecord, type SubmitStats } from '../stages/submit.js';
 import { RunReport, type ItemReport } from '../stages/report.js';
+import type { ImportJournal, JournalFile } from '../stages/journal.js';
+import { alreadyApplied, appliedSince, noteApplied, settleEarlierRequests } from '../stages/journal-settle.js';
 import { base64Length, MAX_FILE_BYTES, MAX_PHOTOS_PER_REQUEST } from '../spec/limits.js';
 
 export type PhotoImportMode = 'upsert' | 'register' | 'update';
@@ -37,6 +39,13 @@ export interface PhotoImportOptions {
    * `report.interrupted` set.
    */
   signal?: AbortSignal;
+  /**
+   * Where each request is written before it is sent (DESIGN.md section 8): requests an earlier
+   * run left open are settled first, and photos whose bytes the journal knows applied to their
+   * member are skipped. Without one, a lost answer is still resolved from the listing in the run.
+   * The CLI opens the company's journal (ImportJournal.open); a dry run never writes to it.
+   */
+  journal?: ImportJournal;
   /** Files checked and converted at once. Default 2. */
   concurrency?: number;
   /**
@@ -50,6 +59,8 @@ interface ReadyPhoto {
   code: string;
   file: SourceFile;
   size: number;
+  /** Of the file as the source holds it. */
+  sha256: string;
   converted?: string;
   /** The converted bytes, kept on disk until sent so memory stays bounded. */
   tempPath?: string;
@@ -113,15 +124,33 @@ async function* photoBody(items: ReadyPhoto[], trimming: boolean): AsyncGenerato
   yield Buffer.from(']}');
 }
 
+/** The signal's name, as the CLI's stop signal gives it as its reason. */
+const signalName = (signal: AbortSignal): 'SIGINT' | 'SIGTERM' => (signal.reason === 'SIGTERM' ? 'SIGTERM' : 'SIGINT');
+
+/** `updated_at` of every member's photo, keyed as the journal keys targets. */
+async function listPhotos(client: WdsClient): Promise<Map<string, string>> {
+  return new Map((await client.faceImages.list()).map((p) => [`photo:${p.code}`, p.updated_at]));
+}
+
 export async function runPhotoImport(options: PhotoImportOptions): Promise<PhotoImportResult> {
-  const { client, source } = options;
+  const { client, source, signal } = options;
   const mode = options.mode ?? 'upsert';
   const trimming = options.trimming ?? true;
+  // A dry run changes nothing: it neither settles nor skips by the journal, nor writes to it.
+  const journal = options.dryRun ? undefined : options.journal;
   const report = new RunReport(`photos import${options.dryRun ? ' (dry run)' : ''}`);
   const temp = await mkdtemp(join(tmpdir(), 'wds-photos-'));
   // Image work runs in a process of its own, ended before the first request (photo-checker.ts).
   const checker = new PhotoChecker();
   const waitedBefore = client.transport.counters.waitedMs;
+  const stats: SubmitStats = { requests: 0, resubmitted: 0 };
+  const sent = { register: 0, update: 0 };
+  let minimum = 0;
+  let checkMs = 0;
+  const result = (): PhotoImportResult => {
+    report.finish();
+    return { report, requests: { ...sent, minimum, resubmitted: stats.resubmitted }, waitedMs: client.transport.counters.waitedMs - waitedBefore, checkMs };
+  };
   try {
     // 1. Check and convert every file, a few at a time, before anything is sent.
     const checkStarted = Date.now();
@@ -132,10 +161,14 @@ export async function runPhotoImport(options: PhotoImportOptions): Promise<Photo
     const running = new Set<Promise<void>>();
     let checked = 0;
     let index = 0;
+    // Every entry of the source is counted, checked or not: the total of an interrupted run.
+    let entries = 0;
     const slots = Math.max(1, options.concurrency ?? 2);
     // One read buffer per file being checked, reused for the next (see READ_BUFFER_BYTES).
     const readBuffers: Buffer[] = [];
     for await (const entry of source.entries()) {
+      entries += 1;
+      if (signal?.aborted) continue;
       if (entry.kind === 'refused') {
         reject(entry.refused, '', 'invalid', entry.refused.reason);
         continue;
@@ -167,7 +200,7 @@ export async function runPhotoImport(options: PhotoImportOptions): Promise<Photo
           reject(file, code, 'invalid', result.reason);
           return;
         }
-        const item: ReadyPhoto & { order: number } = { code, file, size: result.size, order: n };
+        const item: ReadyPhoto & { order: number } = { code, file, size: result.size, sha256: result.sha256, order: n };
         if (result.converted) {
           item.converted = result.converted;
           item.tempPath = output;
@@ -183,9 +216,14 @@ export async function runPhotoImport(options: PhotoImportOptions): Promise<Photo
     }
     await Promise.all(running);
     await checker.close();
+    checkMs = Date.now() - checkStarted;
+    // Stopped while checking: the files checked are not sent, and not in the report.
+    if (signal?.aborted) {
+      report.interrupted = { signal: signalName(signal), total: entries };
+      return result();
+    }
     options.onProgress?.({ stage: 'check', done: ready.length, total: ready.length });
     ready.sort((a, b) => (a as ReadyPhoto & { order: number }).order - (b as ReadyPhoto & { order: number }).order);
-    const checkMs = Date.now() - checkStarted;
 
     // 2. One file per member: two files for one code are a conflict the user resolves.
     const byCode = new Map<string, ReadyPhoto[]>();
@@ -200,15 +238,24 @@ export async function runPhotoImport(options: PhotoImportOptions): Promise<Photo
       for (const item of items) reject(item.file, code, 'conflict', `${items.length} files are for member ${code} (${names}); keep one`);
     }
 
-    // 3. Route from one listing of members and one of current photos.
+    // 3. What an earlier run left unsettled is settled first, so that the listing is the truth.
+    if (journal) report.notes.push(...await settleEarlierRequests(client, journal, 'photo', () => listPhotos(client)));
+
+    // 4. Route from one listing of members and one of current photos; bytes applied before are skipped.
     const members = new Set((await client.members.list()).member_data.map((m) => m.code));
-    const withPhoto = new Set((await client.faceImages.list()).map((p) => p.code));
+    const photos = await listPhotos(client);
     const register: ReadyPhoto[] = [];
     const update: ReadyPhoto[] = [];
     for (const item of single) {
+      const earlier = journal && alreadyApplied(journal, 'photo', item, photos);
       if (!members.has(item.code)) {
         reject(item.file, item.code, 'invalid', `no member has the code ${item.code} (taken from ${item.file.code ? 'the source' : 'the file name'})`);
-      } else if (withPhoto.has(item.code)) {
+      } else if (earlier) {
+        report.add({
+          key: item.file.where, code: item.code, file_name: item.file.fileName, path: item.file.where, size: item.size, sha256: item.sha256, outcome: 'skipped',
+          reason: `these bytes were applied to member ${item.code} by an earlier run (${earlier.at}) and the service still holds that photo; not sent again`,
+        });
+      } else if (photos.has(`photo:${item.code}`)) {
         if (mode === 'register') reject(item.file, item.code, 'conflict', `member ${item.code} already has a photo; register is for members without one (use --mode update or upsert)`);
         else update.push(item);
       } else if (mode === 'update') {
@@ -218,50 +265,72 @@ export async function runPhotoImport(options: PhotoImportOptions): Promise<Photo
       }
     }
 
-    // 4. Fewest requests per route: 100 photos and 250 MB each.
-    const stats: SubmitStats = { requests: 0, resubmitted: 0 };
-    const sent = { register: 0, update: 0 };
+    // 5. Fewest requests per route: 100 photos and 250 MB each.
+    const applied: ReadyPhoto[] = [];
     let done = 0;
     const total = register.length + update.length;
-    for (const [route, items] of [['register', register], ['update', update]] as const) {
-      const batches = planBatches(items, photoItemBytes, { maxItems: MAX_PHOTOS_PER_REQUEST, overheadBytes: PHOTO_BODY_OVERHEAD });
+    const plans = ([['register', register], ['update', update]] as const).map(([route, items]) => ({
+      route, batches: planBatches(items, photoItemBytes, { maxItems: MAX_PHOTOS_PER_REQUEST, overheadBytes: PHOTO_BODY_OVERHEAD }),
+    }));
+    minimum = Math.ceil(register.length / MAX_PHOTOS_PER_REQUEST) + Math.ceil(update.length / MAX_PHOTOS_PER_REQUEST);
+    const before = (item: ReadyPhoto): JournalFile => ({ code: item.code, sha256: item.sha256, before: photos.get(`photo:${item.code}`) ?? null });
+    sending: for (const { route, batches } of plans) {
+      const record: RequestRecord<ReadyPhoto> | undefined = journal && {
+        sending: (items) => journal.sending('photo', route, items.map(before)),
+        task: (id, taskId) => journal.task(id, taskId),
+        settled: (id, flags, how) => journal.settled(id, flags, how),
+      };
       for (const batch of batches) {
-        const before = stats.requests;
-        const outcomes = await submitBatch(
-          client,
-          batch,
-          (item, message) => mentionsCode(item.code, message),
-          (items) => client.transport.call(route === 'register' ? 'faceImages.register' : 'faceImages.update', {
+        // Stopped: the requests sent have ended; no new one starts.
+        if (signal?.aborted) break sending;
+        const requestsBefore = stats.requests;
+        const outcomes = await submitBatch(client, batch, {
+          names: (item, message) => mentionsCode(item.code, message),
+          send: (items) => client.transport.call(route === 'register' ? 'faceImages.register' : 'faceImages.update', {
             bodyStream: () => photoBody(items, trimming),
             dryRun: options.dryRun,
           }).then((answer) => ({ taskId: (answer as { task_id: number }).task_id })),
           stats,
-        );
-        sent[route] += stats.requests - before;
-        for (const { item, ok, reason } of outcomes) {
-          const what = route === 'register' ? 'registered' : 'updated (the earlier photo was replaced)';
-          const doneReason = options.dryRun ? `dry run: the service would accept it (${route})` : what;
-          report.add({
-            key: item.file.where, code: item.code, file_name: item.file.fileName, path: item.file.where, size: item.size,
-            outcome: ok ? (item.converted ? 'converted' : 'ok') : 'failed',
-            reason: ok ? (item.converted ? `${item.converted}; ${doneReason}` : doneReason) : reason,
-          });
+          record,
+          // A dry run changes nothing, so the listing cannot tell what became of it.
+          held: options.dryRun ? undefined : async (items) => {
+            const now = await listPhotos(client);
+            return items.map((item) => appliedSince('photo', before(item), now));
+          },
+          signal,
+        });
+        sent[route] += stats.requests - requestsBefore;
+        for (const outcome of outcomes) {
+          if (outcome.outcome === 'ok') applied.push(outcome.item);
+          report.add(photoItem(outcome, route, options.dryRun ?? false));
           done += 1;
         }
         options.onProgress?.({ stage: 'send', done, total });
       }
     }
-    report.finish();
-    const minimum = Math.ceil(register.length / MAX_PHOTOS_PER_REQUEST) + Math.ceil(update.length / MAX_PHOTOS_PER_REQUEST);
-    return {
-      report,
-      requests: { ...sent, minimum, resubmitted: stats.resubmitted },
-      waitedMs: client.transport.counters.waitedMs - waitedBefore,
-      checkMs,
-    };
+    if (signal?.aborted) report.interrupted = { signal: signalName(signal), total: entries };
+
+    // 6. What the listing shows for the photos applied, so that a rerun notices a later change by someone else.
+    if (journal && applied.length) {
+      try {
+        noteApplied(journal, 'photo', applied, await listPhotos(client));
+      } catch {
+        // Without it, a rerun takes the photo as listed then.
+      }
+    }
+    return result();
   } finally {
     await checker.close();
     await rm(temp, { recursive: true, force: true });
     await source.close();
   }
+}
+
+function photoItem(outcome: BatchOutcome<ReadyPhoto>, route: 'register' | 'update', dryRun: boolean): ItemReport {
+  const { item } = outcome;
+  const base = { key: item.file.where, code: item.code, file_name: item.file.fileName, path: item.file.where, size: item.size, sha256: item.sha256 };
+  if (outcome.outcome !== 'ok') return { ...base, outcome: outcome.outcome, reason: outcome.reason };
+  const what = route === 'register' ? 'registered' : 'updated (the earlier photo was replaced)';
+  const done = dryRun ? `dry run: the service would accept it (${route})` : outcome.reason ? `${what}, ${outcome.reason}` : what;
+  return { ...base, outcome: item.converted ? 'converted' : 'ok', reason: item.converted ? `${item.converted}; ${done}` : done };
 }

@@ -3,6 +3,7 @@
  * photo it is sent (bytes, or a file on disk that it reads) and answers with the verdict. A converted JPEG goes to the file the request
  * names; the bytes to send never come back (the import reads them from disk when it sends).
  */
+import { createHash } from 'node:crypto';
 import { tuneMemory } from '../util/runtime.js';
 import { readDiskFile } from '../sources/folder.js';
 import { checkPhoto } from './photo-check.js';
@@ -30,7 +31,7 @@ async function check(message: CheckRequest): Promise<CheckVerdict> {
   const result = await checkPhoto(data, { normalize: message.normalize, output: message.output });
   if (!result.ok) return result;
   const { data: _bytes, ...verdict } = result;
-  return verdict;
+  return { ...verdict, sha256: createHash('sha256').update(data).digest('hex') };
 }
 
 process.on('message', (message: CheckRequest) => {
@@ -41,4 +42,8 @@ process.on('message', (message: CheckRequest) => {
 });
 // The import closes the channel when it is done with the checker: nothing else keeps it alive.
 process.on('disconnect', () => process.exit(0));
+// A terminal's Ctrl-C reaches the whole process group, this process too. The import decides when
+// checking stops: the file in hand is finished and answered, and the closed channel ends this
+// process (also when the import itself was killed).
+for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => undefined);
 send({ ready: true });

@@ -22,8 +22,11 @@ import type { PhotoCheck } from './photo-check.js';
 /** Larger files are not even read: no phone photo comes near it. */
 export const MAX_PHOTO_SOURCE_BYTES = 64 * 1024 * 1024;
 
-/** What the checker answers: the check, without the bytes (they stay on disk). */
-export type CheckVerdict = Omit<Extract<PhotoCheck, { ok: true }>, 'data'> | Extract<PhotoCheck, { ok: false }>;
+/**
+ * What the checker answers: the check, without the bytes (they stay on disk), and the sha256 of
+ * the file as the source holds it (the import journal knows files by it).
+ */
+export type CheckVerdict = (Omit<Extract<PhotoCheck, { ok: true }>, 'data'> & { sha256: string }) | Extract<PhotoCheck, { ok: false }>;
 
 /** A photo to check: its bytes, or a file on disk that the checker reads itself. */
 export type CheckInput = Uint8Array | { path: string; size: number };

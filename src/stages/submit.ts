@@ -1,18 +1,20 @@
 /**
- * Submits a batch as one update request and follows its task to the end (DESIGN.md section 5):
- * `OK` settles every item; `NG` attaches each message to the items it names (by member code) and
- * sends the items it does not name once more in a request of their own, because an NG task changes
- * nothing and they were refused only for their neighbours; `ERROR` and a lost answer fail the
- * batch, which is never sent again blind.
+ * Submits a batch as one update request and follows its task to the end (DESIGN.md sections 5
+ * and 8): `OK` settles every item; `NG` attaches each message to the items it names (by member
+ * code) and sends the items it does not name once more in a request of their own, because an NG
+ * task changes nothing and they were refused only for their neighbours; `ERROR` fails the batch.
+ * A lost answer, or a task whose end cannot be read, is never sent again blind: what the service
+ * holds is read from a fresh listing and each item is reported by it.
  */
 import type { WdsClient } from '../client/client.js';
-import { isUpdateOutcomeUnknownError, isWdsError } from '../client/errors.js';
+import { isWdsError, type FinalTask } from '../client/errors.js';
 import type { TaskRef } from '../client/resources/common.js';
+import { sleep } from '../client/retry.js';
 
 export interface BatchOutcome<T> {
   item: T;
-  ok: boolean;
-  /** Why it failed; for an OK item, nothing. */
+  outcome: 'ok' | 'failed' | 'unknown';
+  /** Why it failed or is unknown; for an ok item, how it is known when that is not the task. */
   reason?: string;
 }
 
@@ -21,53 +23,142 @@ export interface SubmitStats {
   resubmitted: number;
 }
 
+/** Where each request is written down before it is sent, and what became of it (the journal). */
+export interface RequestRecord<T> {
+  sending(items: T[]): string;
+  task(id: string, taskId: number): void;
+  /** Which items the service applied; `how` says how that is known. */
+  settled(id: string, applied: boolean[], how: string): void;
+}
+
+/** Whether the service holds each item now (true), does not (false), or cannot tell (null). */
+export type HeldCheck<T> = (items: T[]) => Promise<(boolean | null)[]>;
+
+export interface SubmitOptions<T> {
+  /** Whether a task message is about this item (by its member code, and its file name if need be). */
+  names: (item: T, message: string, batch: T[]) => boolean;
+  send: (items: T[]) => Promise<TaskRef>;
+  stats: SubmitStats;
+  /** Read from a fresh listing when an answer is lost; without it, such items are unknown. */
+  held?: HeldCheck<T>;
+  record?: RequestRecord<T>;
+  /** Aborting it cuts short only the wait for a lost answer's effect in the listing. */
+  signal?: AbortSignal;
+  /** Seconds between listings while a lost request's effect is awaited (its task may still be queued). */
+  listingDelaysMs?: number[];
+}
+
+/** About half a minute in all: tasks of the service usually end within seconds. */
+const LISTING_DELAYS_MS = [250, 500, 1000, 2000, 4000, 8000, 16000];
+
 /** Whether a message names `code` as a whole word. */
 export function mentionsCode(code: string, message: string): boolean {
   const escaped = code.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
   return new RegExp(`(^|[^A-Za-z0-9_-])${escaped}($|[^A-Za-z0-9_-])`).test(message);
 }
 
-export async function submitBatch<T>(
-  client: WdsClient,
-  items: T[],
-  /** Whether a task message is about this item (by its member code, and its file name if need be). */
-  names: (item: T, message: string, batch: T[]) => boolean,
-  send: (items: T[]) => Promise<TaskRef>,
-  stats: SubmitStats,
-  retryUnnamed = true,
-): Promise<BatchOutcome<T>[]> {
+export async function submitBatch<T>(client: WdsClient, items: T[], options: SubmitOptions<T>, retryUnnamed = true): Promise<BatchOutcome<T>[]> {
+  const { record, stats } = options;
+  const id = record?.sending(items);
   let ref: TaskRef;
   try {
     stats.requests += 1;
-    ref = await send(items);
+    ref = await options.send(items);
   } catch (error) {
     if (!isWdsError(error)) throw error;
-    const message = error.message;
-    const reason = isUpdateOutcomeUnknownError(error)
-      ? `${message} (the request held ${items.length} files)`
-      : `the request was refused: ${message}`;
+    if (error.code === 'UPDATE_OUTCOME_UNKNOWN') {
+      const cause = error.cause instanceof Error ? ` (${error.cause.message})` : error.status ? ` (the service answered ${error.status})` : '';
+      return resolveLost(items, options, id, `the answer to the request was lost${cause}`);
+    }
+    // Refused: the service did nothing with it.
+    if (id !== undefined) record!.settled(id, items.map(() => false), `refused: ${error.message}`);
     // Credentials or permissions refused are fatal for the run, not for these files.
     if (error.code === 'AUTHENTICATION' || error.code === 'FORBIDDEN') throw error;
-    return items.map((item) => ({ item, ok: false, reason }));
+    return items.map((item) => ({ item, outcome: 'failed', reason: `the request was refused: ${error.message}` }));
   }
-  const task = await client.tasks.wait(ref.taskId);
-  if (task.status === 'OK') return items.map((item) => ({ item, ok: true }));
+  if (id !== undefined) record!.task(id, ref.taskId);
+  const task = await followTask(client, ref.taskId);
+  if (typeof task === 'string') return resolveLost(items, options, id, `the end of task ${ref.taskId} could not be read (${task})`, ref.taskId);
+  if (id !== undefined) record!.settled(id, items.map(() => task.status === 'OK'), `task ${task.id} ended ${task.status}`);
+  if (task.status === 'OK') return items.map((item) => ({ item, outcome: 'ok' }));
   if (task.status === 'ERROR') {
     const said = task.messages.join('; ') || 'no message';
-    return items.map((item) => ({ item, ok: false, reason: `task ${task.id} ended ERROR: ${said}` }));
+    return items.map((item) => ({ item, outcome: 'failed', reason: `task ${task.id} ended ERROR: ${said}` }));
   }
   const named: BatchOutcome<T>[] = [];
   const unnamed: T[] = [];
   for (const item of items) {
-    const own = task.messages.filter((m) => names(item, m, items));
-    if (own.length) named.push({ item, ok: false, reason: own.join('; ') });
+    const own = task.messages.filter((m) => options.names(item, m, items));
+    if (own.length) named.push({ item, outcome: 'failed', reason: own.join('; ') });
     else unnamed.push(item);
   }
   if (!unnamed.length) return named;
-  if (!retryUnnamed || named.length === 0) {
+  if (!retryUnnamed || named.length === 0 || options.signal?.aborted) {
     const said = task.messages.join('; ') || 'no message';
-    return [...named, ...unnamed.map((item) => ({ item, ok: false, reason: `task ${task.id} ended NG: ${said}` }))];
+    return [...named, ...unnamed.map((item) => ({ item, outcome: 'failed' as const, reason: `task ${task.id} ended NG: ${said}` }))];
   }
   stats.resubmitted += unnamed.length;
-  return [...named, ...(await submitBatch(client, unnamed, names, send, stats, false))];
+  return [...named, ...(await submitBatch(client, unnamed, options, false))];
+}
+
+/**
+ * The task followed to its end, or why its end could not be read. Reading it is tried three
+ * times (each read is retried by the client too) before the listing has to tell instead.
+ */
+async function followTask(client: WdsClient, taskId: number): Promise<FinalTask | string> {
+  let why = '';
+  for (let attempt = 0; attempt < 3; attempt += 1) {
+    try {
+      return await client.tasks.wait(taskId);
+    } catch (error) {
+      if (!isWdsError(error)) throw error;
+      if (error.code === 'AUTHENTICATION' || error.code === 'FORBIDDEN') throw error;
+      why = error.message;
+      if (error.code === 'NOT_FOUND') break;
+      await sleep(1000 * (attempt + 1));
+    }
+  }
+  return why;
+}
+
+/**
+ * A request whose effect is unknown: the listing is read until it shows every item applied, or
+ * about half a minute has passed (the task may still be queued). Items the listing shows are ok,
+ * and the others failed when it shows some of them (the task ran, and applies all or nothing of
+ * what it names); when it shows none, nothing tells whether the task is still queued, so they
+ * are unknown and the journal keeps the request open for the next run to resolve.
+ */
+async function resolveLost<T>(items: T[], options: SubmitOptions<T>, id: string | undefined, what: string, taskId?: number): Promise<BatchOutcome<T>[]> {
+  const task = taskId === undefined ? '' : ` (task ${taskId})`;
+  if (!options.held) {
+    return items.map((item) => ({ item, outcome: 'unknown', reason: `${what}; check these files in the service before sending them again${task}` }));
+  }
+  const held = await awaitListing(items, options.held, options.listingDelaysMs ?? LISTING_DELAYS_MS, options.signal);
+  const some = held.some((h) => h === true);
+  if (!some) {
+    const reason = `${what}, and the listing does not show the file yet; the service may still be working on it${task}: ` +
+      'run the import again later, and it checks before it sends anything again';
+    return items.map((item) => ({ item, outcome: 'unknown', reason }));
+  }
+  const applied = held.map((h) => h === true);
+  if (id !== undefined) options.record!.settled(id, applied, `confirmed by the listing after ${what}`);
+  return items.map((item, i) => applied[i]
+    ? { item, outcome: 'ok', reason: `confirmed by the listing after ${what}` }
+    : { item, outcome: 'failed', reason: `not applied: ${what}, and the listing shows the others of its request but not this file${task}` });
+}
+
+async function awaitListing<T>(items: T[], held: HeldCheck<T>, delays: number[], signal?: AbortSignal): Promise<(boolean | null)[]> {
+  let last: (boolean | null)[] = items.map(() => null);
+  for (const delay of delays) {
+    if (signal?.aborted) break;
+    await sleep(delay, signal).catch(() => undefined);
+    try {
+      last = await held(items);
+    } catch {
+      // The listing failed too: try again after the next pause.
+      continue;
+    }
+    if (last.every((h) => h === true)) break;
+  }
+  return last;
 }

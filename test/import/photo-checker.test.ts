@@ -11,7 +11,7 @@ import sharp from 'sharp';
 import { afterEach, beforeAll, expect, it } from 'vitest';
 import { PhotoChecker } from '../../src/stages/photo-checker.js';
 import { tempDir } from '../helpers/export.js';
-import { noisyJpeg } from './photo-helpers.js';
+import { noisyJpeg, sha256 } from './photo-helpers.js';
 
 let dir: string;
 let bigWebp: Buffer;
@@ -73,7 +73,7 @@ it('a photo that ends two checkers is refused with that reason, and the next pho
   process.kill(first, 'SIGSEGV');
   process.kill(await nextPid(checker, first), 'SIGSEGV');
   expect(await verdict).toEqual({ ok: false, reason: 'checking it ended the image checker 2 times (signal SIGSEGV): the image library cannot read it safely' });
-  expect(await checker.check(smallJpeg, { normalize: true, output: join(dir, 'next.jpg') })).toEqual({ ok: true, type: 'jpg', size: smallJpeg.length });
+  expect(await checker.check(smallJpeg, { normalize: true, output: join(dir, 'next.jpg') })).toEqual({ ok: true, type: 'jpg', size: smallJpeg.length, sha256: sha256(smallJpeg) });
 });
 
 it('a file on disk is read by the checker with the folder rules: a link is refused, a real file is checked', async () => {
@@ -82,7 +82,7 @@ it('a file on disk is read by the checker with the folder rules: a link is refus
   await writeFile(real, smallJpeg);
   const link = join(dir, 'A0002.jpg');
   await symlink(real, link);
-  expect(await checker.check({ path: real, size: smallJpeg.length }, { normalize: true, output: join(dir, 'r.jpg') })).toEqual({ ok: true, type: 'jpg', size: smallJpeg.length });
+  expect(await checker.check({ path: real, size: smallJpeg.length }, { normalize: true, output: join(dir, 'r.jpg') })).toEqual({ ok: true, type: 'jpg', size: smallJpeg.length, sha256: sha256(smallJpeg) });
   expect(await checker.check({ path: link, size: smallJpeg.length }, { normalize: true, output: join(dir, 'l.jpg') }))
     .toEqual({ ok: false, reason: `${link}: is a link; links are not followed` });
   const gone = join(dir, 'A0003.jpg');
@@ -98,4 +98,18 @@ it('closing the checker ends its process (its memory is not held while the impor
   await checker.close();
   expect(alive(pid)).toBe(false);
   await expect(checker.check(smallJpeg, { normalize: true, output: join(dir, 'd.jpg') })).rejects.toThrow('the photo checker is closed');
+});
+
+it('Ctrl-C reaching the checker (the whole process group gets it) does not end it: the photo in hand is converted there, and the closed channel ends it', async () => {
+  const checker = newChecker();
+  const output = join(dir, 'interrupted.jpg');
+  const verdict = checker.check(bigWebp, { normalize: true, output });
+  const pid = await checker.running();
+  process.kill(pid, 'SIGINT');
+  process.kill(pid, 'SIGTERM');
+  expect(await verdict).toMatchObject({ ok: true, converted: expect.stringContaining('converted WEBP to JPEG') });
+  expect(await checker.running()).toBe(pid);
+  expect(await sharp(await readFile(output)).metadata()).toMatchObject({ format: 'jpeg', width: 3000, height: 2000 });
+  await checker.close();
+  expect(alive(pid)).toBe(false);
 });

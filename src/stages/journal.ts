@@ -1,0 +1,189 @@
+/**
+ * The import journal (DESIGN.md section 8): one file per company under the user's state folder,
+ * `$XDG_STATE_HOME/wds-files/journal-<hash of the consumer key>.jsonl`. Every update request is
+ * written there before it is sent (each file's member, sha256, route and what the listing showed
+ * for it before), then its task id and, once known, which of its files the service applied. Lines
+ * are appended and flushed to disk one by one, so a run killed at any moment leaves a journal that
+ * the next run reads: requests left open are resolved first, and bytes already applied to a
+ * member are not sent again.
+ */
+import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, writeSync } from 'node:fs';
+import { createHash, randomUUID } from 'node:crypto';
+import { homedir, hostname } from 'node:os';
+import { join } from 'node:path';
+
+export type JournalKind = 'photo' | 'attachment';
+export type JournalRoute = 'register' | 'update';
+
+/** One file of a request, as the journal keeps it. */
+export interface JournalFile {
+  code: string;
+  sha256: string;
+  /** Attachments: where the file goes and its name. */
+  sheet_id?: number;
+  custom_field_id?: number;
+  file_name?: string;
+  /** `updated_at` of the member's photo (or of the file of that name) in the listing before the send; null for none. */
+  before: string | null;
+}
+
+export interface JournalRequest {
+  id: string;
+  kind: JournalKind;
+  route: JournalRoute;
+  /** Local time of the send (ISO 8601), for messages. */
+  at: string;
+  pid: number;
+  host: string;
+  files: JournalFile[];
+  task_id?: number;
+}
+
+/** What the journal knows of a file applied by some run. */
+export interface AppliedFile {
+  sha256: string;
+  at: string;
+  /** `updated_at` the listing showed once it was applied, when a run saw it. */
+  updated_at?: string;
+}
+
+type Line =
+  | ({ t: 'send' } & Omit<JournalRequest, 'task_id'>)
+  | { t: 'task'; id: string; task_id: number }
+  | { t: 'end'; id: string; applied: boolean[]; how: string }
+  | { t: 'seen'; target: string; sha256: string; updated_at: string };
+
+/** The journal's key for where a file lands: the member's photo, or a file name in a file part. */
+export function targetOf(kind: JournalKind, file: Pick<JournalFile, 'code' | 'sheet_id' | 'custom_field_id' | 'file_name'>): string {
+  return kind === 'photo' ? `photo:${file.code}` : `attachment:${file.sheet_id}:${file.custom_field_id}:${file.code}:${file.file_name}`;
+}
+
+/** `$XDG_STATE_HOME/wds-files` (default `~/.local/state/wds-files`). */
+export function stateFolder(): string {
+  return join(process.env.XDG_STATE_HOME || join(homedir(), '.local', 'state'), 'wds-files');
+}
+
+/** Whether a process of this host with that id is running (a request it has open is its own business). */
+function alive(pid: number): boolean {
+  if (pid === process.pid) return true;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+export class ImportJournal {
+  readonly #run = randomUUID().slice(0, 8);
+  #next = 0;
+  readonly #requests = new Map<string, JournalRequest>();
+  readonly #open = new Set<string>();
+  readonly #applied = new Map<string, AppliedFile>();
+
+  private constructor(readonly path: string) {
+    mkdirSync(join(path, '..'), { recursive: true, mode: 0o700 });
+    this.#load();
+  }
+
+  /** The journal of the company that this consumer key names (the key is hashed; no secret is involved). */
+  static open(consumerKey: string, folder = stateFolder()): ImportJournal {
+    const id = createHash('sha256').update(consumerKey).digest('hex').slice(0, 16);
+    return new ImportJournal(join(folder, `journal-${id}.jsonl`));
+  }
+
+  #load(): void {
+    let text: string;
+    try {
+      text = readFileSync(this.path, 'utf8');
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return;
+      throw new Error(`cannot read the import journal ${this.path}: ${(error as Error).message}`);
+    }
+    for (const raw of text.split('\n')) {
+      if (!raw.trim()) continue;
+      let line: Line;
+      try {
+        line = JSON.parse(raw) as Line;
+      } catch {
+        // A line cut by a crash or a full disk: what it would have said is resolved from the service.
+        continue;
+      }
+      this.#take(line);
+    }
+  }
+
+  #take(line: Line): void {
+    if (line.t === 'send') {
+      const { t: _t, ...request } = line;
+      this.#requests.set(line.id, request);
+      this.#open.add(line.id);
+    } else if (line.t === 'task') {
+      const request = this.#requests.get(line.id);
+      if (request) request.task_id = line.task_id;
+    } else if (line.t === 'end') {
+      const request = this.#requests.get(line.id);
+      if (!request) return;
+      this.#open.delete(line.id);
+      request.files.forEach((file, i) => {
+        if (line.applied[i]) this.#applied.set(targetOf(request.kind, file), { sha256: file.sha256, at: request.at });
+      });
+      // Settled requests are not needed again: only what they applied is kept.
+      this.#requests.delete(line.id);
+    } else if (line.t === 'seen') {
+      const applied = this.#applied.get(line.target);
+      if (applied && applied.sha256 === line.sha256) applied.updated_at = line.updated_at;
+    }
+  }
+
+  /** Opened for each line (a run writes a few per request), so no handle outlives a run. */
+  #write(line: Line): void {
+    const fd = openSync(this.path, 'a', 0o600);
+    try {
+      writeSync(fd, `${JSON.stringify(line)}\n`);
+      fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+    this.#take(line);
+  }
+
+  /** Written before the request is sent; answers the request's id in the journal. */
+  sending(kind: JournalKind, route: JournalRoute, files: JournalFile[]): string {
+    const id = `${this.#run}-${this.#next++}`;
+    this.#write({ t: 'send', id, kind, route, at: new Date().toISOString(), pid: process.pid, host: hostname(), files });
+    return id;
+  }
+
+  task(id: string, taskId: number): void {
+    this.#write({ t: 'task', id, task_id: taskId });
+  }
+
+  /** Which of the request's files the service applied (in the order they were sent); `how` says how it is known. */
+  settled(id: string, applied: boolean[], how: string): void {
+    this.#write({ t: 'end', id, applied, how });
+  }
+
+  /** The `updated_at` a listing showed for a file this journal knows as applied. */
+  seen(target: string, sha256: string, updatedAt: string): void {
+    const known = this.#applied.get(target);
+    if (!known || known.sha256 !== sha256 || known.updated_at === updatedAt) return;
+    this.#write({ t: 'seen', target, sha256, updated_at: updatedAt });
+  }
+
+  /**
+   * Requests of this kind that an earlier run sent without learning what became of them, leaving
+   * out those of a run still going on this host.
+   */
+  unsettled(kind: JournalKind): JournalRequest[] {
+    const host = hostname();
+    return [...this.#open]
+      .map((id) => this.#requests.get(id)!)
+      .filter((r) => r.kind === kind && !(r.host === host && alive(r.pid)));
+  }
+
+  /** The last file applied at this target by any run, if the journal knows one. */
+  applied(target: string): AppliedFile | undefined {
+    return this.#applied.get(target);
+  }
+}
