@@ -7,6 +7,7 @@ import type { Argv, CommandModule } from 'yargs';
 import { resolve } from 'node:path';
 import { connect, withConnection, type ConnectionArgs } from '../connection.js';
 import { stopSignal } from '../stop-signal.js';
+import { ImportJournal } from '../../stages/journal.js';
 import { finishRun, type OutputArgs } from '../output.js';
 import type { PhotoImportMode } from '../../pipelines/photo-import.js';
 import { openSource } from '../../sources/open-source.js';
@@ -46,6 +47,8 @@ export const photosImportCommand: CommandModule<object, PhotoImportArgs> = {
         normalize: argv.normalize,
         dryRun: argv['dry-run'],
         signal: stopSignal(),
+        // The company's import journal; the embedded emulator is a new company each run, so it has none.
+        journal: connection.embedded ? undefined : ImportJournal.open(connection.client.options.consumerKey),
         onProgress: (p) => {
           if (Date.now() - lastNote < 5000 && !(p.total !== undefined && p.done === p.total)) return;
           lastNote = Date.now();
