@@ -15,6 +15,7 @@ import { mentionsCode, submitBatch, type RequestRecord, type SubmitStats } from 
 import { targetOf, type ImportJournal, type JournalFile } from '../stages/journal.js';
 import { alreadyApplied, appliedSince, noteApplied, settleEarlierRequests } from '../stages/journal-settle.js';
 import { RunReport, type ItemReport } from '../stages/report.js';
+import { HeldFiles } from '../stages/held-files.js';
 import { base64Length, MAX_ATTACHMENTS_PER_REQUEST, MAX_FILE_BYTES } from '../spec/limits.js';
 
 export type AttachmentImportMode = 'upsert' | 'add' | 'replace';
@@ -234,6 +235,7 @@ export async function runAttachmentImport(options: AttachmentImportOptions): Pro
       const multi = fileParts.get(target)!.multi;
       const listing = await client.attachments.list(sheetId, fieldId);
       const held = new Map<string, string[]>();
+      const heldFiles = new HeldFiles(new Map(listing.map((m) => [m.code, m.records])), signal);
       for (const m of listing) {
         held.set(m.code, m.records.map((r) => r.file_name));
         for (const r of m.records) {
@@ -259,6 +261,16 @@ export async function runAttachmentImport(options: AttachmentImportOptions): Pro
           continue;
         }
         if (!multi) singleTaken.add(item.code);
+        // Where the service cannot take this name (several records hold it, it comes twice, or
+        // add mode), a file whose bytes it already holds under the name needs no request.
+        const blocked = same > 1 || repeats > 1 || (same > 0 && mode === 'add');
+        if (blocked && same > 0 && (await heldFiles.holdsSame(item.code, item.fileName, item.sha256))) {
+          report.add({
+            key: item.file.where, code: item.code, file_name: item.fileName, path: item.file.where, size: item.size, sha256: item.sha256, outcome: 'skipped',
+            reason: `member ${item.code} already holds these bytes as "${item.fileName}" in ${where}; nothing to send`,
+          });
+          continue;
+        }
         if (repeats > 1) {
           reject(item.file, item.code, 'conflict', `a second file named "${item.fileName}" for member ${item.code} in ${where}: the service refuses a repeated name (4.4 Sheets 7) and cannot tell the two apart on update (4.4 Sheets 8)`);
           continue;
