@@ -1,8 +1,9 @@
 /**
- * Secrets never appear in logs, errors or reports (the brief's standards). Every secret the
- * process learns (consumer secret, access tokens, webhook secret tokens) is registered here, and
- * `redact` replaces each with a marker; header-shaped text is masked even for secrets not
- * registered.
+ * Secrets never appear in logs, errors or reports (the brief's standards; DESIGN.md section 8,
+ * "Secrets in answers"). Every secret the process learns (consumer secret, access tokens, webhook
+ * secret tokens, passwords) is registered here, and `redact` replaces each with a marker;
+ * header-shaped text and secret fields (`secret_token`, `password`) are masked even when not
+ * registered. `redactValue` masks a JSON-like value: reports, summaries and printed answers.
  */
 const secrets = new Set<string>();
 
@@ -18,10 +19,17 @@ export function forgetSecret(value: string): void {
 const HEADER_PATTERNS: RegExp[] = [
   /(service-token["']?\s*[:=]\s*["']?)[^\s"',}]+/gi,
   /(authorization["']?\s*[:=]\s*["']?(?:basic|bearer)\s+)[^\s"',}]+/gi,
-  /(access_token["']?\s*[:=]\s*["']?)[^\s"',}]+/gi,
-  /(consumer_secret["']?\s*[:=]\s*["']?)[^\s"',}]+/gi,
-  /(secret_token["']?\s*[:=]\s*["']?)[^\s"',}]+/gi,
 ];
+
+/**
+ * Secret fields written as `key: value`, `"key": "value"` or `key=value`: the service's answers
+ * carry `secret_token` (webhooks) and `password` (users), requests and tokens the others. A quoted
+ * value is masked whole, spaces and escaped quotes included, also inside a JSON string (a body
+ * quoted in a message); null, true and false are left as they are (no secret is set).
+ */
+const SECRET_FIELD = /((?:secret_token|password|access_token|consumer_secret)(?:\\?["'])?\s*[:=]\s*)(?!(?:null|true|false)\b)(\\"(?:[^"\\]|\\\\\\"|\\\\\\\\|\\\\[^"\\])*\\"|"(?:[^"\\]|\\.)*"?|'[^']*'?|[^\s"',}&\\]+)/gi;
+/** The same fields as keys of an answer. */
+const SECRET_FIELD_KEY = /^(?:secret_token|password|access_token|consumer_secret)$/i;
 
 export const REDACTED = '[REDACTED]';
 
@@ -31,19 +39,37 @@ export function redact(text: string): string {
     if (out.includes(secret)) out = out.split(secret).join(REDACTED);
   }
   for (const pattern of HEADER_PATTERNS) out = out.replace(pattern, `$1${REDACTED}`);
-  return out;
+  return out.replace(SECRET_FIELD, (_, key: string, value: string) => {
+    const quote = value.startsWith('\\"') ? '\\"' : value[0] === '"' || value[0] === "'" ? value[0] : '';
+    return `${key}${quote}${REDACTED}${quote}`;
+  });
 }
 
-/** Redacts every string inside a JSON-like value (for reports and error details). */
+/** Keys whose string values are secrets wherever they appear. */
+const SECRET_KEY = /secret|token|password|authorization/i;
+
+/** Redacts every string inside a JSON-like value (for reports, answers and error details). */
 export function redactValue<T>(value: T): T {
   if (typeof value === 'string') return redact(value) as T;
   if (Array.isArray(value)) return value.map((v) => redactValue(v)) as T;
   if (value && typeof value === 'object') {
     const out: Record<string, unknown> = {};
     for (const [k, v] of Object.entries(value)) {
-      out[k] = /secret|token|password|authorization/i.test(k) && typeof v === 'string' ? REDACTED : redactValue(v);
+      out[k] = SECRET_KEY.test(k) && typeof v === 'string' ? REDACTED : redactValue(v);
     }
     return out as T;
   }
   return value;
+}
+
+/** Registers every secret-named string inside a value (an answer of the service), so later log lines mask it too. */
+export function registerSecretsIn(value: unknown): void {
+  if (Array.isArray(value)) {
+    for (const v of value) registerSecretsIn(v);
+  } else if (value && typeof value === 'object') {
+    for (const [k, v] of Object.entries(value)) {
+      if (SECRET_FIELD_KEY.test(k) && typeof v === 'string') registerSecret(v);
+      else registerSecretsIn(v);
+    }
+  }
 }
