@@ -9,6 +9,7 @@ import { LinkCheck, MANIFEST_NAME, parseManifest, type ManifestLine } from '../s
 import { hashFile } from '../util/hash-file.js';
 import { ZipReader } from '../sources/zip-reader.js';
 import { isZipTarget } from './export.js';
+import { isLockFileName } from '../util/target-lock.js';
 
 export interface VerifyProblem {
   path: string;
@@ -128,7 +129,8 @@ export async function verifyExport(target: string): Promise<VerifyResult> {
   // As in a zip, a file the manifest does not name is reported (a leftover, or something added).
   const named = new Set([...manifest.lines.values()].map((line) => line.path));
   for (const path of await filesUnder(target)) {
-    if (path !== MANIFEST_NAME && !named.has(path)) fail(path, 'not in the manifest');
+    // The lock of a run writing the folder (or one a killed run left) is not an export file.
+    if (path !== MANIFEST_NAME && !isLockFileName(path) && !named.has(path)) fail(path, 'not in the manifest');
   }
   return result;
 }

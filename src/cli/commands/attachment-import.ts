@@ -9,6 +9,7 @@ import { connect, say, withConnection, UsageError, type ConnectionArgs } from '.
 import { stopSignal } from '../stop-signal.js';
 import { ImportJournal } from '../../stages/journal.js';
 import { finishRun, type OutputArgs } from '../output.js';
+import { Preflight } from '../preflight.js';
 import type { AttachmentImportMode } from '../../pipelines/attachment-import.js';
 import { openSource } from '../../sources/open-source.js';
 
@@ -37,34 +38,42 @@ export const attachmentsImportCommand: CommandModule<object, AttachmentImportArg
       }) as unknown as Argv<AttachmentImportArgs>,
   handler: async (argv) => {
     const { runAttachmentImport } = await import('../../pipelines/attachment-import.js');
-    const source = await openSource(resolve(argv.source));
-    const connection = await connect(argv);
+    // The report is checked before the first request: a report that cannot be written is found
+    // before anything is sent, not after.
+    const preflight = new Preflight(argv);
     try {
-      let lastNote = 0;
-      const result = await runAttachmentImport({
-        client: connection.client,
-        source,
-        sheet: argv.sheet,
-        field: argv.field,
-        mode: argv.mode,
-        dryRun: argv['dry-run'],
-        signal: stopSignal(),
-        // The company's import journal; the embedded emulator is a new company each run, so it has none.
-        journal: connection.embedded ? undefined : ImportJournal.open(connection.client.options.consumerKey),
-        onProgress: (p) => {
-          if (Date.now() - lastNote < 5000 && !(p.total !== undefined && p.done === p.total)) return;
-          lastNote = Date.now();
-          say(argv, p.stage === 'check' ? (p.total === undefined ? `checked ${p.done} file${p.done === 1 ? '' : 's'}` : `checked every file: ${p.done} to send`) : `sent ${p.done} of ${p.total} files`);
-        },
-      });
-      const r = result.requests;
-      const n = r.register + r.update;
-      await finishRun(argv, result.report, { requests: r, waited_ms: result.waitedMs, check_ms: result.checkMs }, [
-        `${n} update request${n === 1 ? '' : 's'} (${r.register} register, ${r.update} update; the fewest possible: ${r.minimum})${r.resubmitted ? `; ${r.resubmitted} files sent again after their request ended NG for others` : ''}`,
-        `waited ${(result.waitedMs / 1000).toFixed(1)} s on the service's limits`,
-      ]);
+      await preflight.report(argv.report);
+      const source = await openSource(resolve(argv.source));
+      const connection = await connect(argv);
+      try {
+        let lastNote = 0;
+        const result = await runAttachmentImport({
+          client: connection.client,
+          source,
+          sheet: argv.sheet,
+          field: argv.field,
+          mode: argv.mode,
+          dryRun: argv['dry-run'],
+          signal: stopSignal(),
+          // The company's import journal; the embedded emulator is a new company each run, so it has none.
+          journal: connection.embedded ? undefined : ImportJournal.open(connection.client.options.consumerKey),
+          onProgress: (p) => {
+            if (Date.now() - lastNote < 5000 && !(p.total !== undefined && p.done === p.total)) return;
+            lastNote = Date.now();
+            say(argv, p.stage === 'check' ? (p.total === undefined ? `checked ${p.done} file${p.done === 1 ? '' : 's'}` : `checked every file: ${p.done} to send`) : `sent ${p.done} of ${p.total} files`);
+          },
+        });
+        const r = result.requests;
+        const n = r.register + r.update;
+        await finishRun(argv, result.report, { requests: r, waited_ms: result.waitedMs, check_ms: result.checkMs }, [
+          `${n} update request${n === 1 ? '' : 's'} (${r.register} register, ${r.update} update; the fewest possible: ${r.minimum})${r.resubmitted ? `; ${r.resubmitted} files sent again after their request ended NG for others` : ''}`,
+          `waited ${(result.waitedMs / 1000).toFixed(1)} s on the service's limits`,
+        ]);
+      } finally {
+        await connection.close();
+      }
     } finally {
-      await connection.close();
+      await preflight.end();
     }
   },
 };

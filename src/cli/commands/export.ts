@@ -8,11 +8,12 @@ import { connect, withConnection, UsageError, type ConnectionArgs } from '../con
 import { createProgress } from '../progress.js';
 import { stopSignal } from '../stop-signal.js';
 import { finishRun, type OutputArgs } from '../output.js';
-import { runExport, DEFAULT_EXPORT_CONCURRENCY, PHOTO_EXPORT_CONCURRENCY } from '../../pipelines/export.js';
+import { Preflight, withTargetOptions, type TargetArgs } from '../preflight.js';
+import { runExport, isZipTarget, DEFAULT_EXPORT_CONCURRENCY, PHOTO_EXPORT_CONCURRENCY } from '../../pipelines/export.js';
 import { isValidDate } from '../../spec/time.js';
 import { UnknownTargetError } from '../../stages/list-urls.js';
 
-interface ExportArgs extends ConnectionArgs, OutputArgs {
+interface ExportArgs extends ConnectionArgs, OutputArgs, TargetArgs {
   out: string;
   since?: string;
   concurrency?: number;
@@ -21,7 +22,7 @@ interface ExportArgs extends ConnectionArgs, OutputArgs {
 }
 
 function exportOptions<T>(yargs: Argv<T>, attachments: boolean): Argv<ExportArgs> {
-  let y = withConnection(yargs)
+  let y = withTargetOptions(withConnection(yargs))
     .option('out', { type: 'string', demandOption: true, describe: 'A folder, or a file ending in .zip' })
     .option('since', { type: 'string', describe: 'Only files updated on or after YYYY-MM-DD' })
     .option('concurrency', {
@@ -47,6 +48,18 @@ function exportOptions<T>(yargs: Argv<T>, attachments: boolean): Argv<ExportArgs
 }
 
 async function handle(what: 'photos' | 'attachments', argv: ExportArgs): Promise<void> {
+  // The report, the target and its lock, before the first request.
+  const preflight = new Preflight(argv);
+  try {
+    await preflight.report(argv.report);
+    await preflight.exportTarget(argv.out, { zip: isZipTarget(argv.out), force: argv.force ?? false, waitLock: argv['wait-lock'] });
+    await exportWith(what, argv);
+  } finally {
+    await preflight.end();
+  }
+}
+
+async function exportWith(what: 'photos' | 'attachments', argv: ExportArgs): Promise<void> {
   const connection = await connect(argv);
   const progress = createProgress(`${what} export`, argv);
   try {

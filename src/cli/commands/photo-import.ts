@@ -9,6 +9,7 @@ import { connect, withConnection, type ConnectionArgs } from '../connection.js';
 import { stopSignal } from '../stop-signal.js';
 import { ImportJournal } from '../../stages/journal.js';
 import { finishRun, type OutputArgs } from '../output.js';
+import { Preflight } from '../preflight.js';
 import type { PhotoImportMode } from '../../pipelines/photo-import.js';
 import { openSource } from '../../sources/open-source.js';
 import { say } from '../connection.js';
@@ -35,33 +36,41 @@ export const photosImportCommand: CommandModule<object, PhotoImportArgs> = {
   handler: async (argv) => {
     // Loaded here, not at start: sharp and heic-decode weigh some 50 MB that other commands never need.
     const { runPhotoImport } = await import('../../pipelines/photo-import.js');
-    const source = await openSource(resolve(argv.source));
-    const connection = await connect(argv);
+    // The report is checked before the first request: a report that cannot be written is found
+    // before anything is sent, not after.
+    const preflight = new Preflight(argv);
     try {
-      let lastNote = 0;
-      const result = await runPhotoImport({
-        client: connection.client,
-        source,
-        mode: argv.mode,
-        trimming: argv.trim,
-        normalize: argv.normalize,
-        dryRun: argv['dry-run'],
-        signal: stopSignal(),
-        // The company's import journal; the embedded emulator is a new company each run, so it has none.
-        journal: connection.embedded ? undefined : ImportJournal.open(connection.client.options.consumerKey),
-        onProgress: (p) => {
-          if (Date.now() - lastNote < 5000 && !(p.total !== undefined && p.done === p.total)) return;
-          lastNote = Date.now();
-          say(argv, p.stage === 'check' ? (p.total === undefined ? `checked ${p.done} file${p.done === 1 ? '' : 's'}` : `checked every file: ${p.done} to send`) : `sent ${p.done} of ${p.total} photos`);
-        },
-      });
-      const r = result.requests;
-      await finishRun(argv, result.report, { requests: r, waited_ms: result.waitedMs, check_ms: result.checkMs }, [
-        `${r.register + r.update} update request${r.register + r.update === 1 ? '' : 's'} (${r.register} register, ${r.update} update; the fewest possible: ${r.minimum})${r.resubmitted ? `; ${r.resubmitted} files sent again after their request ended NG for others` : ''}`,
-        `waited ${(result.waitedMs / 1000).toFixed(1)} s on the service's limits`,
-      ]);
+      await preflight.report(argv.report);
+      const source = await openSource(resolve(argv.source));
+      const connection = await connect(argv);
+      try {
+        let lastNote = 0;
+        const result = await runPhotoImport({
+          client: connection.client,
+          source,
+          mode: argv.mode,
+          trimming: argv.trim,
+          normalize: argv.normalize,
+          dryRun: argv['dry-run'],
+          signal: stopSignal(),
+          // The company's import journal; the embedded emulator is a new company each run, so it has none.
+          journal: connection.embedded ? undefined : ImportJournal.open(connection.client.options.consumerKey),
+          onProgress: (p) => {
+            if (Date.now() - lastNote < 5000 && !(p.total !== undefined && p.done === p.total)) return;
+            lastNote = Date.now();
+            say(argv, p.stage === 'check' ? (p.total === undefined ? `checked ${p.done} file${p.done === 1 ? '' : 's'}` : `checked every file: ${p.done} to send`) : `sent ${p.done} of ${p.total} photos`);
+          },
+        });
+        const r = result.requests;
+        await finishRun(argv, result.report, { requests: r, waited_ms: result.waitedMs, check_ms: result.checkMs }, [
+          `${r.register + r.update} update request${r.register + r.update === 1 ? '' : 's'} (${r.register} register, ${r.update} update; the fewest possible: ${r.minimum})${r.resubmitted ? `; ${r.resubmitted} files sent again after their request ended NG for others` : ''}`,
+          `waited ${(result.waitedMs / 1000).toFixed(1)} s on the service's limits`,
+        ]);
+      } finally {
+        await connection.close();
+      }
     } finally {
-      await connection.close();
+      await preflight.end();
     }
   },
 };

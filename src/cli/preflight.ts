@@ -1,0 +1,196 @@
+/**
+ * Checked before the first request (DESIGN.md section 8): the report file, the export's target and
+ * its lock, so that a run that could not keep its results finds out before it downloads or sends
+ * anything. Missing folders are made, and removed again at the end if the run left them empty.
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdir, open, stat, unlink } from 'node:fs/promises';
+import { dirname, join, resolve } from 'node:path';
+import type { Argv } from 'yargs';
+import { UsageError, say } from './connection.js';
+import { exitCodeOf, stopSignal, stoppedBy } from './stop-signal.js';
+import { removeEmptyDirs } from '../sinks/sink.js';
+import { formatDuration, parseDuration } from '../util/duration.js';
+import { REDACTED, redact } from '../util/redact.js';
+import { TargetLockedError, acquireTargetLock, lockFileOf, type TargetLock } from '../util/target-lock.js';
+
+export interface TargetArgs {
+  force?: boolean;
+  'wait-lock'?: string;
+}
+
+/** `--force` and `--wait-lock` of the commands that write a folder or a zip. */
+export function withTargetOptions<T>(yargs: Argv<T>): Argv<T & TargetArgs> {
+  return yargs
+    .option('force', { type: 'boolean', default: false, describe: 'Replace an existing file named *.zip that is not a zip archive' })
+    .option('wait-lock', { type: 'string', describe: 'If another run is writing the same target, wait for it up to DURATION (30s, 5m, 1h) instead of refusing' })
+    .check((argv) => {
+      const wait = argv['wait-lock'];
+      if (wait !== undefined && parseDuration(String(wait)) === null) throw new UsageError(`--wait-lock must be a duration such as 30s, 5m or 1h, got "${wait}"`);
+      return true;
+    }) as unknown as Argv<T & TargetArgs>;
+}
+
+/** The command line as the lock shows it to other runs: the consumer secret masked. */
+export function commandLine(argv: string[] = process.argv.slice(2)): string {
+  const shown: string[] = [];
+  for (let i = 0; i < argv.length; i += 1) {
+    const arg = argv[i]!;
+    if (/^--consumer[-_]?secret$/i.test(arg)) {
+      shown.push(arg, REDACTED);
+      i += 1;
+    } else if (/^--consumer[-_]?secret=/i.test(arg)) shown.push(`${arg.slice(0, arg.indexOf('='))}=${REDACTED}`);
+    else shown.push(/\s/.test(arg) ? JSON.stringify(arg) : arg);
+  }
+  return redact(['wds-files', ...shown].join(' '));
+}
+
+const why = (error: unknown): string => {
+  const code = (error as NodeJS.ErrnoException).code;
+  if (code === 'EACCES' || code === 'EPERM') return 'permission denied';
+  if (code === 'EROFS') return 'read-only file system';
+  if (code === 'ENOSPC') return 'no space left on the device';
+  return (error as Error).message;
+};
+
+/** stat, or null when nothing is there (also when a folder on the way is a file: `ensureDir` names it). */
+async function statOrNull(path: string): Promise<import('node:fs').Stats | null> {
+  try {
+    return await stat(path);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT' || code === 'ENOTDIR') return null;
+    throw error;
+  }
+}
+
+/** A zip starts with a local file header, or is an empty archive's end record; an empty file holds nothing to lose. */
+async function isZipOrEmpty(path: string): Promise<boolean> {
+  const handle = await open(path, 'r');
+  try {
+    const head = Buffer.alloc(4);
+    const { bytesRead } = await handle.read(head, 0, 4, 0);
+    if (bytesRead === 0) return true;
+    const magic = head.subarray(0, bytesRead).toString('latin1');
+    return magic === 'PK\x03\x04' || magic === 'PK\x05\x06';
+  } finally {
+    await handle.close();
+  }
+}
+
+export class Preflight {
+  /** Folders made for this run: `dir`, made from `from` (its first missing ancestor) down. */
+  private readonly made: { dir: string; from: string }[] = [];
+  private lock: TargetLock | null = null;
+
+  constructor(private readonly args: { quiet?: boolean }) {}
+
+  /** `--report FILE`: a file that can be written, in a folder made if missing. */
+  async report(path: string | undefined): Promise<void> {
+    if (path === undefined) return;
+    const label = `--report ${path}`;
+    const abs = resolve(path);
+    const info = await statOrNull(abs);
+    if (info?.isDirectory()) throw new UsageError(`${label}: is a folder; name a file for the report`);
+    if (info) {
+      // Opened for writing without emptying it: an earlier report stays until this run's replaces it.
+      await open(abs, 'r+').then((h) => h.close(), (error: unknown) => {
+        throw new UsageError(`${label}: the file cannot be written (${why(error)})`);
+      });
+      return;
+    }
+    await this.ensureDir(dirname(abs), label);
+    await this.probe(dirname(abs), label);
+  }
+
+  /**
+   * `--out` of an export, then its lock: a folder (made if missing), or a zip file whose folder is
+   * made if missing and which, if it is there, is a zip (or `force` is set).
+   */
+  async exportTarget(out: string, options: { zip: boolean; force: boolean; waitLock?: string }): Promise<void> {
+    const label = `--out ${out}`;
+    const abs = resolve(out);
+    const info = await statOrNull(abs);
+    if (options.zip) {
+      if (info?.isDirectory()) throw new UsageError(`${label}: is a folder; a zip export needs a file (or name the folder without .zip)`);
+      if (info && !options.force && !(await isZipOrEmpty(abs))) {
+        throw new UsageError(`${label}: is a file that is not a zip archive, and the export would replace it; name another file, or add --force to replace it`);
+      }
+      await this.ensureDir(dirname(abs), label);
+    } else {
+      if (info && !info.isDirectory()) throw new UsageError(`${label}: is a file; a folder export needs a folder (or a file name ending in .zip)`);
+      await this.ensureDir(abs, label);
+    }
+    await this.takeLock(out, lockFileOf(abs, options.zip ? 'file' : 'folder'), options.waitLock);
+  }
+
+  private async takeLock(out: string, lockFile: string, waitLock: string | undefined): Promise<void> {
+    const waitMs = waitLock === undefined ? 0 : parseDuration(waitLock) ?? 0;
+    const signal = waitMs > 0 ? stopSignal() : undefined;
+    try {
+      this.lock = await acquireTargetLock(lockFile, {
+        command: commandLine(),
+        waitMs,
+        signal,
+        onWait: (holder) => say(this.args, `${out} is being written by ${holder ? `pid ${holder.pid} on ${holder.host}` : 'another run'}: waiting for it, up to ${formatDuration(waitMs)}`),
+      });
+    } catch (error) {
+      const stopped = stoppedBy(signal);
+      if (stopped) {
+        await this.end();
+        process.stderr.write(`wds-files: stopped by ${stopped} while waiting for ${out}; nothing was done\n`);
+        process.exit(exitCodeOf(stopped));
+      }
+      if (error instanceof TargetLockedError) throw new Error(busyMessage(out, error, waitMs));
+      throw new UsageError(`--out ${out}: cannot write in ${dirname(lockFile)} (${why(error)})`);
+    }
+    if (this.lock.tookOver) say(this.args, `${out}: took over the lock of an earlier run (${this.lock.tookOver})`);
+  }
+
+  /** Releases the lock, and removes the folders made for this run that it left empty. */
+  async end(): Promise<void> {
+    await this.lock?.release();
+    this.lock = null;
+    for (const { dir, from } of this.made.splice(0).reverse()) await removeEmptyDirs(dir, from);
+  }
+
+  private async ensureDir(dir: string, label: string): Promise<void> {
+    try {
+      const from = await mkdir(dir, { recursive: true });
+      if (from !== undefined) this.made.push({ dir, from });
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code === 'ENOTDIR' || code === 'EEXIST') throw new UsageError(`${label}: ${await fileOnTheWay(dir)} is a file, not a folder`);
+      throw new UsageError(`${label}: the folder ${dir} cannot be made (${why(error)})`);
+    }
+  }
+
+  /** Writes and removes a file in `dir`: the only sure test of writing (permissions, read-only mounts, ACLs). */
+  private async probe(dir: string, label: string): Promise<void> {
+    const file = join(dir, `.wds-probe-${randomBytes(6).toString('hex')}`);
+    try {
+      await (await open(file, 'wx')).close();
+    } catch (error) {
+      throw new UsageError(`${label}: cannot write in ${dir} (${why(error)})`);
+    }
+    await unlink(file).catch(() => undefined);
+  }
+}
+
+/** The nearest ancestor of `dir` (or itself) that exists and is not a folder. */
+async function fileOnTheWay(dir: string): Promise<string> {
+  for (let current = dir; ; current = dirname(current)) {
+    const info = await stat(current).catch(() => null);
+    if (info && !info.isDirectory()) return current;
+    if (dirname(current) === current) return dir;
+  }
+}
+
+function busyMessage(out: string, error: TargetLockedError, waitedMs: number): string {
+  const h = error.holder;
+  const who = h
+    ? `pid ${h.pid} on ${h.host} (${h.command}), running since ${h.started_at.replace('T', ' ').replace(/\.\d+Z$/, ' UTC')}`
+    : 'another run (its details are not readable)';
+  const waited = waitedMs > 0 ? ` Waited ${formatDuration(waitedMs)} for it.` : '';
+  return `${out} is being written by another run: ${who}; lock file ${error.lockFile}.${waited} Run again when that run has ended, or add --wait-lock DURATION to wait for it.`;
+}

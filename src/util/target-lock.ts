@@ -1,0 +1,275 @@
+/**
+ * One writer per target (DESIGN.md section 8): a lock file made with exclusive create, holding who
+ * writes (pid, host, command, start time). Its modification time is the heartbeat, touched every
+ * 10 s while the run goes on. A lock is stale when its pid is gone on this host, or when its
+ * heartbeat is older than 2 minutes; a stale lock is taken over, by one run only even when several
+ * find it stale at once (see `breakStale`). Knows nothing of commands: the CLI, and later the
+ * snapshot archive, say what the target is and what to tell the user.
+ */
+import { randomBytes } from 'node:crypto';
+import { readFileSync, unlinkSync } from 'node:fs';
+import { link, open, readFile, readdir, rename, rm, stat, unlink, utimes } from 'node:fs/promises';
+import { hostname } from 'node:os';
+import { basename, dirname, join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+
+/** The lock of a folder target, inside it; dot-named so that imports of the folder skip it. */
+export const FOLDER_LOCK_NAME = '.wds-lock';
+export const HEARTBEAT_MS = 10_000;
+export const STALE_AFTER_MS = 120_000;
+/** A takeover takes milliseconds: a claim older than this was left by a run that died meanwhile. */
+const CLAIM_STALE_MS = 10_000;
+/** How long a lock whose details are not readable yet (just made, not written) counts as busy at least. */
+const UNREADABLE_GRACE_MS = 1_000;
+
+/** The lock file of a target: `<folder>/.wds-lock`, or `<file>.lock` beside a file. */
+export const lockFileOf = (target: string, kind: 'folder' | 'file'): string =>
+  kind === 'folder' ? join(target, FOLDER_LOCK_NAME) : `${target}.lock`;
+
+/** Whether a name in a folder target belongs to its lock (the lock, or a takeover's claim). */
+export const isLockFileName = (name: string): boolean => name === FOLDER_LOCK_NAME || name.startsWith(`${FOLDER_LOCK_NAME}.`);
+
+export interface LockHolder {
+  pid: number;
+  host: string;
+  command: string;
+  /** ISO time the run took the lock. */
+  started_at: string;
+  /** Random for each holding: tells it apart from a later holding of the same file. */
+  token: string;
+}
+
+/** A lock file as read: its holder (null while not yet written, or unreadable) and its heartbeat. */
+interface Seen {
+  holder: LockHolder | null;
+  heartbeatMs: number;
+  /** Who the holding is, for a takeover: the token, or the file's identity if it has none. */
+  identity: string;
+}
+
+export class TargetLockedError extends Error {
+  override readonly name = 'TargetLockedError';
+  constructor(readonly lockFile: string, readonly holder: LockHolder | null, readonly heartbeatAgeMs: number) {
+    super(holder
+      ? `${lockFile} is held by pid ${holder.pid} on ${holder.host} (${holder.command}), since ${holder.started_at}`
+      : `${lockFile} is held by another run whose details are not readable`);
+  }
+}
+
+export interface AcquireOptions {
+  /** Who we are, as the holder's `command`; must hold no secret. */
+  command: string;
+  /** How long to wait for a busy lock; 0 (the default) refuses at once. */
+  waitMs?: number;
+  /** How often a busy lock is looked at again while waiting. Default 250 ms. */
+  pollMs?: number;
+  /** Called once, when the lock is busy and the wait begins. */
+  onWait?: (holder: LockHolder | null) => void;
+  /** Stops the wait: the promise rejects with the signal's reason. */
+  signal?: AbortSignal;
+}
+
+export interface TargetLock {
+  readonly file: string;
+  readonly holder: LockHolder;
+  /** Why the lock found there was taken over (its pid had ended, or its heartbeat was old); null if there was none. */
+  readonly tookOver: string | null;
+  /** Removes the lock file if it is still ours. Safe to call twice. */
+  release(): Promise<void>;
+}
+
+export async function acquireTargetLock(file: string, options: AcquireOptions): Promise<TargetLock> {
+  const holder: LockHolder = {
+    pid: process.pid,
+    host: hostname(),
+    command: options.command,
+    started_at: new Date().toISOString(),
+    token: randomBytes(12).toString('hex'),
+  };
+  const started = Date.now();
+  const deadline = started + (options.waitMs ?? 0);
+  let tookOver: string | null = null;
+  let waiting = false;
+  for (;;) {
+    options.signal?.throwIfAborted();
+    if (await tryCreate(file, holder)) return new HeldLock(file, holder, tookOver);
+    const seen = await look(file);
+    if (!seen) continue; // released between the create and the look: try again at once
+    const stale = staleReason(seen);
+    if (stale) {
+      if (await breakStale(file, seen)) tookOver = stale;
+      else await sleep(20);
+      continue;
+    }
+    const now = Date.now();
+    const graceEnd = seen.holder ? 0 : started + UNREADABLE_GRACE_MS;
+    if (now >= Math.max(deadline, graceEnd)) throw new TargetLockedError(file, seen.holder, now - seen.heartbeatMs);
+    if (!waiting && seen.holder && now < deadline) {
+      waiting = true;
+      options.onWait?.(seen.holder);
+    }
+    await sleep(Math.min(options.pollMs ?? 250, Math.max(1, Math.max(deadline, graceEnd) - now)), undefined, { signal: options.signal }).catch(() => undefined);
+  }
+}
+
+/** Exclusive create, then the holder written; a write that fails removes the file again. */
+async function tryCreate(file: string, holder: LockHolder): Promise<boolean> {
+  let handle;
+  try {
+    handle = await open(file, 'wx');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'EEXIST') return false;
+    throw error;
+  }
+  try {
+    await handle.writeFile(`${JSON.stringify(holder)}\n`);
+    await handle.close();
+  } catch (error) {
+    await handle.close().catch(() => undefined);
+    await unlink(file).catch(() => undefined);
+    throw error;
+  }
+  return true;
+}
+
+/** The lock file as it is now; null when there is none. */
+async function look(file: string): Promise<Seen | null> {
+  try {
+    const [text, info] = await Promise.all([readFile(file, 'utf8'), stat(file)]);
+    const holder = parseHolder(text);
+    return { holder, heartbeatMs: info.mtimeMs, identity: holder?.token ?? `${info.ino}-${info.mtimeMs}` };
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    throw error;
+  }
+}
+
+function parseHolder(text: string): LockHolder | null {
+  try {
+    const value = JSON.parse(text) as Partial<LockHolder>;
+    if (typeof value.pid !== 'number' || typeof value.host !== 'string' || typeof value.token !== 'string') return null;
+    return { pid: value.pid, host: value.host, command: String(value.command ?? ''), started_at: String(value.started_at ?? ''), token: value.token };
+  } catch {
+    return null;
+  }
+}
+
+function staleReason(seen: Seen): string | null {
+  const age = Date.now() - seen.heartbeatMs;
+  const who = seen.holder ? `pid ${seen.holder.pid} on ${seen.holder.host}` : 'a run whose details were not readable';
+  if (age > STALE_AFTER_MS) return `${who} had not renewed it for ${Math.round(age / 1000)} s`;
+  const h = seen.holder;
+  if (h && h.host === hostname() && h.pid !== process.pid && !processExists(h.pid)) return `${who} had ended`;
+  return null;
+}
+
+function processExists(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    // EPERM: it exists, under another user.
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * Removes a stale lock, as one run only. The runs that find it stale race for a claim named by
+ * that holding (exclusive create); the winner checks under its claim that the lock is still that
+ * holding, moves it aside, and checks the moved file once more before deleting it: had a fresh lock
+ * replaced it meanwhile, that lock is put back. The others wait and look again, and find either
+ * no lock or the winner's fresh one. Answers whether the stale lock is gone.
+ */
+async function breakStale(file: string, seen: Seen): Promise<boolean> {
+  const claimBase = `${file}.takeover-${seen.identity}`;
+  const passed: string[] = [];
+  let claim: string | null = null;
+  for (let n = 0; n < 100 && !claim; n += 1) {
+    const candidate = `${claimBase}.${n}`;
+    if (await tryCreate(candidate, { pid: process.pid, host: hostname(), command: 'takeover', started_at: new Date().toISOString(), token: seen.identity })) {
+      claim = candidate;
+      break;
+    }
+    const info = await stat(candidate).catch(() => null);
+    if (info && Date.now() - info.mtimeMs < CLAIM_STALE_MS) return false; // another run is taking it over
+    passed.push(candidate);
+  }
+  if (!claim) return false;
+  try {
+    const now = await look(file);
+    if (!now) return true;
+    if (now.identity !== seen.identity) return false;
+    const aside = `${file}.stale-${randomBytes(6).toString('hex')}`;
+    try {
+      await rename(file, aside);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return true;
+      throw error;
+    }
+    const moved = await look(aside);
+    if (moved && moved.identity !== seen.identity) {
+      await link(aside, file).catch(() => undefined);
+      await unlink(aside).catch(() => undefined);
+      return false;
+    }
+    await unlink(aside).catch(() => undefined);
+    return true;
+  } finally {
+    await rm(claim, { force: true });
+    for (const old of passed) await rm(old, { force: true });
+  }
+}
+
+class HeldLock implements TargetLock {
+  private readonly heartbeat: NodeJS.Timeout;
+  private released = false;
+  /** A run that ends by process.exit (a second Ctrl-C, a fatal error) still removes its lock. */
+  private readonly onExit = (): void => {
+    try {
+      if (parseHolder(readFileSync(this.file, 'utf8'))?.token === this.holder.token) unlinkSync(this.file);
+    } catch {
+      // Gone already, or unreadable: nothing of ours to remove.
+    }
+  };
+
+  constructor(readonly file: string, readonly holder: LockHolder, readonly tookOver: string | null) {
+    this.heartbeat = setInterval(() => void this.beat(), HEARTBEAT_MS);
+    this.heartbeat.unref();
+    process.on('exit', this.onExit);
+  }
+
+  private async beat(): Promise<void> {
+    try {
+      const seen = await look(this.file);
+      // Taken over (this process was stopped past the stale age): the lock is another run's now.
+      if (seen?.holder?.token !== this.holder.token) return clearInterval(this.heartbeat);
+      const now = new Date();
+      await utimes(this.file, now, now);
+    } catch {
+      // A heartbeat missed is made up by the next one.
+    }
+  }
+
+  async release(): Promise<void> {
+    if (this.released) return;
+    this.released = true;
+    clearInterval(this.heartbeat);
+    process.off('exit', this.onExit);
+    const seen = await look(this.file).catch(() => null);
+    if (seen?.holder?.token === this.holder.token) await unlink(this.file).catch(() => undefined);
+    await sweepClaims(this.file);
+  }
+}
+
+/** Claims and moved-aside files that runs killed during a takeover left beside the lock. */
+async function sweepClaims(file: string): Promise<void> {
+  const dir = dirname(file);
+  const prefix = `${basename(file)}.`;
+  const names = await readdir(dir).catch(() => [] as string[]);
+  for (const name of names) {
+    if (!name.startsWith(`${prefix}takeover-`) && !name.startsWith(`${prefix}stale-`)) continue;
+    const path = join(dir, name);
+    const info = await stat(path).catch(() => null);
+    if (info && Date.now() - info.mtimeMs > CLAIM_STALE_MS) await rm(path, { force: true });
+  }
+}
