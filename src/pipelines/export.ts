@@ -2,6 +2,7 @@
  * The export pipelines (issue 4): list URLs, plan paths (skipping files an earlier run left
  * intact), download with bounded concurrency into a folder or a zip, write the manifest, report.
  */
+import { setMaxListeners } from 'node:events';
 import type { WdsClient } from '../client/client.js';
 import { UrlLister, attachmentTargets, type ListTarget, type RemoteFile } from '../stages/list-urls.js';
 import { ConnectionLanes, LargeFilePace, LatencyWindow, SinkError, Slots, allOf, downloadFile, pool, type DownloadJob, type DownloadResult, type StartGate } from '../stages/download.js';
@@ -152,6 +153,20 @@ function plan(listing: RemoteFile[], intact: Map<string, ManifestLine>): { jobs:
 /** Which signal stopped a run (the CLI gives its name as the abort reason). */
 const stoppedBy = (signal: AbortSignal): 'SIGINT' | 'SIGTERM' => (signal.reason === 'SIGTERM' ? 'SIGTERM' : 'SIGINT');
 
+/**
+ * A signal of the run's own, aborted with the caller's (and its reason): every download under way
+ * listens to it, more than the 10 listeners past which Node warns of a leak on the caller's signal.
+ */
+function runSignal(outer: AbortSignal | undefined, listeners: number): { signal: AbortSignal | undefined; dispose: () => void } {
+  if (!outer) return { signal: undefined, dispose: () => undefined };
+  const inner = new AbortController();
+  setMaxListeners(listeners, inner.signal);
+  const onAbort = (): void => inner.abort(outer.reason);
+  if (outer.aborted) onAbort();
+  else outer.addEventListener('abort', onAbort, { once: true });
+  return { signal: inner.signal, dispose: () => outer.removeEventListener('abort', onAbort) };
+}
+
 /** A sink's error (the disk's) becomes a TargetError naming the export; others stay as they are. */
 function asTargetError(out: string, error: unknown): unknown {
   return error instanceof SinkError ? new TargetError(out, error.cause, error.path) : error;
@@ -199,14 +214,15 @@ export async function runExport(options: ExportOptions): Promise<ExportResult> {
   }
   const lister = new UrlLister(client, targets, options.since);
   let listing: RemoteFile[] | null = await lister.listAll();
-  const { signal } = options;
-  if (signal?.aborted) {
+  if (options.signal?.aborted) {
     // Stopped while the service listed the files: nothing on disk is touched.
-    report.interrupted = { signal: stoppedBy(signal), total: listing.length };
+    report.interrupted = { signal: stoppedBy(options.signal), total: listing.length };
     report.finish();
     return { report, relists: lister.relists, changed: 0, out: options.out };
   }
   const { sink, intact } = await openSink(options.out, zipModule);
+  // Downloads under way (twice the concurrency, see `pool`) and the sink's copying listen to it.
+  const { signal, dispose } = runSignal(options.signal, 2 * concurrency + 8);
   // The token is never sent to storage: downloads go through connections of their own, with no
   // auth at all.
   const lanes = new ConnectionLanes(concurrency, { keepAliveTimeout: 30_000 });
@@ -242,7 +258,7 @@ export async function runExport(options: ExportOptions): Promise<ExportResult> {
     const pace = sink.starts ? undefined : new LargeFilePace(LARGE_FILE_CONNECTIONS);
     const window = new LatencyWindow(START_CONNECTIONS, concurrency);
     const download = (job: DownloadJob, release: () => void, lane: number): Promise<DownloadResult> =>
-      downloadFile(job, { dispatcher: lanes.lane(lane), lister, sink, retry, signal: options.signal, onReceived: release, largeBodies, pace, window });
+      downloadFile(job, { dispatcher: lanes.lane(lane), lister, sink, retry, signal, onReceived: release, largeBodies, pace, window });
     await pool(jobs, concurrency, download, async (result: DownloadResult) => {
       const { file, job } = result;
       if (result.outcome === 'stopped') return;
@@ -276,6 +292,7 @@ export async function runExport(options: ExportOptions): Promise<ExportResult> {
     await sink.abort().catch(() => undefined);
     throw asTargetError(options.out, error);
   } finally {
+    dispose();
     await lanes.close();
   }
   report.finish();
