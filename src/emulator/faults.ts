@@ -18,6 +18,11 @@ export const faultSetSchema = z.strictObject({
   error_statuses: z.array(z.union([z.literal(500), z.literal(502), z.literal(503), z.literal(504), z.literal(429)])).min(1).optional(),
   reset_rate: z.number().min(0).max(1).optional(),
   truncate_rate: z.number().min(0).max(1).optional(),
+  /**
+   * Connection cut while the request's body is still arriving, before the service read it whole:
+   * the request did nothing, as when a gateway dies mid-upload (API only).
+   */
+  upload_reset_rate: z.number().min(0).max(1).optional(),
   /** Only requests whose path contains this string are affected. */
   path_contains: z.string().optional(),
   /** Only requests of this method are affected. */
@@ -37,7 +42,8 @@ export type FaultDecision =
   | { kind: 'none' }
   | { kind: 'error'; status: number }
   | { kind: 'reset' }
-  | { kind: 'truncate' };
+  | { kind: 'truncate' }
+  | { kind: 'upload-reset' };
 
 /** A small seeded generator (mulberry32): same seed, same sequence. */
 function seeded(seed: number): () => number {
@@ -99,6 +105,8 @@ export class Faults {
       decision = { kind: 'reset' };
     } else if (roll(this.set.truncate_rate)) {
       decision = { kind: 'truncate' };
+    } else if (roll(this.set.upload_reset_rate)) {
+      decision = { kind: 'upload-reset' };
     }
     if (decision.kind !== 'none') this.injected += 1;
     return decision;

@@ -239,6 +239,7 @@ export class Emulator {
       drain(req);
       return this.answer(res, fault.status, { errors: [`server error ${fault.status} (injected)`] }, {}, company);
     }
+    if (fault.kind === 'upload-reset') return void req.socket.resetAndDestroy();
     this.countRequest(company, op);
 
     // Resets, truncations and bandwidth apply to what the service answers, success or not.
