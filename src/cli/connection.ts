@@ -6,6 +6,7 @@
 import type { Argv } from 'yargs';
 import { WdsClient } from '../client/client.js';
 import type { WaitEvent } from '../client/limiter.js';
+import { parseLimitsSetting, type LimitsSetting } from '../client/limits-setting.js';
 import type { RunningEmulator } from '../emulator/index.js';
 import { SAMPLE_COMPANY_DIR } from './paths.js';
 import { redact } from '../util/redact.js';
@@ -61,6 +62,7 @@ export async function connect(args: ConnectionArgs, extra: { onWait?: (e: WaitEv
     consumerKey: consumerKey!,
     consumerSecret: consumerSecret!,
     dryRun: args['dry-run'] ?? false,
+    ...clientLimits(),
     // The embedded emulator is a fresh company each run: its windows are not shared with others.
     ...(embedded ? { stateFile: false as const } : {}),
     onWait: (event) => {
@@ -76,6 +78,17 @@ export async function connect(args: ConnectionArgs, extra: { onWait?: (e: WaitEv
       await embedded?.close();
     },
   };
+}
+
+/** WDS_CLIENT_LIMITS: the client's own limit windows, or `off` (see src/client/limits-setting.ts). */
+function clientLimits(): { limits?: LimitsSetting } {
+  const text = process.env.WDS_CLIENT_LIMITS;
+  if (!text) return {};
+  try {
+    return { limits: parseLimitsSetting(text) };
+  } catch (error) {
+    throw new UsageError((error as Error).message);
+  }
 }
 
 /** A mistake in how the command was called: exit code 2. */

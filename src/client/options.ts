@@ -28,8 +28,12 @@ const optionsSchema = z.strictObject({
   /** Sends `Dry-Run: 1` on every registration and update operation. Default false. */
   dryRun: z.boolean().default(false),
   /**
-   * The service's limits as the client keeps them; `false` switches the limiter off (the service's
-   * 429 answers are still waited out). Defaults: api-v2.md 8.
+   * The service's limits as the client keeps them, in windows shared through `stateFile` by every
+   * run with the same consumer key. Defaults: 5 update requests a minute, 3,000 requests and 1,000
+   * tokens an hour (api-v2.md 8). `false` switches the client's own windows off: requests go out
+   * at once, and the service's 429 answers are waited out as their Retry-After says and sent again.
+   * The CLI takes this from the environment variable `WDS_CLIENT_LIMITS` (`off`, or a list such
+   * as `update=5/1m,request=3000/1h`; see limits-setting.ts).
    */
   limits: z
     .union([
