@@ -4,20 +4,23 @@
  * flipped byte (what `unzip -t` calls a bad CRC), a deflated entry whose declared size is smaller
  * than its data, and one whose declared size is larger. Imported with the real CLI through a proxy
  * that records every file sent: each bad entry is refused with its reason, the good ones go in, and
- * not one byte of a bad one reaches the service. `verify` names a bad entry of an export zip.
+ * not one byte of a bad one reaches the service. An entry that goes bad between its check and its
+ * request cuts that request, which the service then does not apply. `verify` names a bad entry of
+ * an export zip.
  */
-import { createWriteStream } from 'node:fs';
+import { closeSync, createWriteStream, openSync, writeSync } from 'node:fs';
 import { readFile, writeFile } from 'node:fs/promises';
 import { once } from 'node:events';
 import { join } from 'node:path';
 import { ZipArchive } from 'archiver';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KEY, SECRET, useEmulator } from '../helpers/emulator.js';
-import { useClient } from '../helpers/client.js';
+import { clientFor, useClient } from '../helpers/client.js';
 import { readZipExport, state, tempDir } from '../helpers/export.js';
 import { runCli, type CliRun } from '../helpers/cli-process.js';
 import { openSource } from '../../src/sources/open-source.js';
 import { runExport } from '../../src/pipelines/export.js';
+import { runPhotoImport } from '../../src/pipelines/photo-import.js';
 import { verifyExport } from '../../src/pipelines/verify.js';
 import { collect } from './helpers.js';
 import { plain, sha256, startCapturingProxy, type CapturingProxy } from '../import/photo-helpers.js';
@@ -178,6 +181,45 @@ describe('photos import of a zip with a bad CRC-32 and a lying size', () => {
     expect(after.get('A0002')).toBe(sha256(photos['A0002.jpg']));
     expect(after.get('A0003')).toBe(before.get('A0003'));
     expect(after.get('A0004')).toBe(before.get('A0004'));
+  }, 60_000);
+});
+
+describe('an entry that goes bad after its check', () => {
+  it('fails the request it is streamed into: the request is cut, and the service holds nothing of it', async () => {
+    const path = join(tempDir('wds-zipcheck-'), 'photos.zip');
+    const photos = { 'A0005.jpg': await plain(48, 36, 51).jpeg().toBuffer(), 'A0006.jpg': await plain(48, 36, 61).jpeg().toBuffer() };
+    const zip = await zipOf(path, Object.entries(photos).map(([name, data]) => ({ name, data, store: true })));
+    const { data, compressedSize } = locate(zip, 'A0006.jpg');
+    const at = data + Math.floor(compressedSize / 2);
+    const before = await state(emu());
+    await emu().control('POST', '/stats/reset');
+    const importer = clientFor(emu(), { limits: { update: { limit: 10000, windowMs: 60_000 } } });
+    try {
+      const result = await runPhotoImport({
+        client: importer,
+        source: await openSource(path),
+        trimming: false,
+        // Every photo is checked: the byte changes on disk (the reader holds the zip open) before the first request.
+        onProgress: (progress) => {
+          if (progress.stage !== 'check' || progress.total === undefined) return;
+          const fd = openSync(path, 'r+');
+          writeSync(fd, Buffer.from([zip[at]! ^ 0xff]), 0, 1, at);
+          closeSync(fd);
+        },
+      });
+      const a0006 = result.report.items.find((i) => i.code === 'A0006')!;
+      expect(a0006.outcome).not.toBe('ok');
+      expect(a0006.reason).toContain('bad CRC-32');
+    } finally {
+      await importer.close();
+    }
+    // The request was started and then cut: the service applied no part of it.
+    const stats = await emu().control('GET', '/stats');
+    expect(stats.requests['PATCH /members/face_image'] ?? 0).toBeGreaterThan(0);
+    const after = await state(emu());
+    for (const code of ['A0005', 'A0006']) {
+      expect(after.members.find((m) => m.code === code)!.photo?.sha256, code).toBe(before.members.find((m) => m.code === code)!.photo?.sha256);
+    }
   }, 60_000);
 });
 
