@@ -219,5 +219,10 @@ describe('tokens, URLs, masters, departments', () => {
     expect(tree.find((d) => d.code === '1210')!.memo).toBeNull();
     expect(tree.find((d) => d.code === '1100')!.memo).toBe('');
     expect(tree.find((d) => d.code === '1000')!.memo).toBe('東京都千代田区');
+    // Sent back with the two forms swapped, each is answered as sent.
+    const swapped = tree.map((d) => (d.code === '1210' ? { ...d, memo: '' } : d.code === '1100' ? { ...d, memo: null } : d));
+    const put = await emu().api('PUT', '/departments', { department_data: swapped });
+    expect((await emu().waitTask(put.body.task_id)).status).toBe('OK');
+    expect((await get('/departments')).department_data).toEqual(swapped);
   });
 });
