@@ -206,7 +206,10 @@ export async function runPhotoImport(options: PhotoImportOptions): Promise<Photo
           item.tempPath = output;
         }
         ready.push(item);
-      })().finally(() => {
+      })().catch((error: unknown) => {
+        // A checker that failed once the run was stopped leaves this file unreached, not the run failed.
+        if (!signal?.aborted) throw error;
+      }).finally(() => {
         running.delete(job);
         checked += 1;
         options.onProgress?.({ stage: 'check', done: checked });

@@ -3,6 +3,7 @@
  * photo it is sent (bytes, or a file on disk that it reads) and answers with the verdict. A converted JPEG goes to the file the request
  * names; the bytes to send never come back (the import reads them from disk when it sends).
  */
+import './photo-check-signals.js';
 import { createHash } from 'node:crypto';
 import { tuneMemory } from '../util/runtime.js';
 import { readDiskFile } from '../sources/folder.js';
@@ -42,8 +43,6 @@ process.on('message', (message: CheckRequest) => {
 });
 // The import closes the channel when it is done with the checker: nothing else keeps it alive.
 process.on('disconnect', () => process.exit(0));
-// A terminal's Ctrl-C reaches the whole process group, this process too. The import decides when
-// checking stops: the file in hand is finished and answered, and the closed channel ends this
-// process (also when the import itself was killed).
-for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => undefined);
+// An import killed while this process was starting closed the channel before anyone listened.
+if (!process.connected) process.exit(0);
 send({ ready: true });

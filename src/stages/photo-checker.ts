@@ -153,6 +153,9 @@ export class PhotoChecker {
       ...(cwd ? { cwd } : {}),
       serialization: 'advanced',
       stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
+      // A process group of its own: a terminal's Ctrl-C goes to the import, which finishes the
+      // photos in hand and then closes the checker, instead of killing it in the middle of one.
+      detached: true,
     });
     let ready!: (pid: number) => void;
     let fail!: (error: Error) => void;
