@@ -99,6 +99,8 @@ describe('manifest paths from an untrusted manifest', () => {
 
     const run = await runCli(['verify', folder]);
     expect(run.code, run.stderr).toBe(3);
+    expect(run.stdout).toContain(`${total - 4} of ${total - 2} files match the manifest`);
+    expect(run.stdout).toContain(`; ${result.problems.length} problems:`);
     expect(run.stdout).toContain(`line ${lineOf.up}: the path "../victim-up.jpg"`);
     expect(run.stdout).toContain(`line ${lineOf.linkedFolder}: leads through a link (old)`);
     expect(run.stderr).not.toContain('    at ');

@@ -20,7 +20,10 @@ export const verifyCommand: CommandModule<object, VerifyArgs> = {
     const result = await verifyExport(resolve(argv.target));
     if (argv.json) console.log(JSON.stringify(result));
     else {
-      console.log(`verify ${result.target}: ${result.ok} of ${result.files} files match the manifest (${formatBytes(result.bytes)})`);
+      const problems = result.problems.length;
+      // Refused manifest lines are not among the files counted, so the count of problems is said too.
+      const tail = problems ? `; ${problems} problem${problems === 1 ? '' : 's'}:` : '';
+      console.log(`verify ${result.target}: ${result.ok} of ${result.files} files match the manifest (${formatBytes(result.bytes)})${tail}`);
       for (const p of result.problems) console.log(`  ${p.path}: ${p.problem}`);
     }
     if (result.problems.length) process.exitCode = EXIT.partial;
