@@ -235,7 +235,7 @@ export async function runAttachmentImport(options: AttachmentImportOptions): Pro
       const multi = fileParts.get(target)!.multi;
       const listing = await client.attachments.list(sheetId, fieldId);
       const held = new Map<string, string[]>();
-      const heldFiles = new HeldFiles(new Map(listing.map((m) => [m.code, m.records])), signal);
+      const heldFiles = new HeldFiles(new Map(listing.map((m) => [m.code, m.records])));
       for (const m of listing) {
         held.set(m.code, m.records.map((r) => r.file_name));
         for (const r of m.records) {

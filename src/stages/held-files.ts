@@ -16,10 +16,7 @@ export class HeldFiles {
   /** Held files already matched to a source file: two source files never match the same one. */
   private readonly matched = new Set<string>();
 
-  constructor(
-    private readonly byCode: ReadonlyMap<string, readonly HeldFile[]>,
-    private readonly signal?: AbortSignal,
-  ) {}
+  constructor(private readonly byCode: ReadonlyMap<string, readonly HeldFile[]>) {}
 
   /**
    * Whether member `code` holds a file named `fileName` with the sha256 `digest` that no other
@@ -38,8 +35,9 @@ export class HeldFiles {
   private hashOf(url: string): Promise<string | null> {
     let pending = this.hashes.get(url);
     if (!pending) {
-      // A pre-signed storage URL: it takes no Service-Token.
-      pending = fetch(url, { signal: this.signal })
+      // A pre-signed storage URL: it takes no Service-Token. Not tied to the run's stop signal:
+      // these are few files of at most 5 MB, and a download cut short would read as a conflict.
+      pending = fetch(url)
         .then(async (res) => (res.ok ? createHash('sha256').update(Buffer.from(await res.arrayBuffer())).digest('hex') : null))
         .catch(() => null);
       this.hashes.set(url, pending);
