@@ -1,0 +1,81 @@
+/**
+ * The import journal for attachments (DESIGN.md section 8): the real CLI against the emulator,
+ * whose fault cuts the answer to the register request after it was carried out. The files the
+ * service holds are reported ok, confirmed by the listing, and the rerun with the same journal
+ * sends no attachment request: each file is skipped, saying its bytes were applied by a run
+ * before. A file whose bytes changed since is sent again.
+ */
+import { readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { useEmulator } from '../helpers/emulator.js';
+import { connectionArgs, runCli } from '../helpers/cli-process.js';
+import { tempDir } from '../helpers/export.js';
+import { resetStats, sha256, writeFiles } from './photo-helpers.js';
+import { QUALIFICATIONS, attachmentFacts, attachmentRequests, pdf } from './attachment-helpers.js';
+import { generatedCodes, runPlace } from './journal-helpers.js';
+
+const MEMBERS = 12;
+const emu = useEmulator({
+  generate: { members: MEMBERS, photo_ratio: 0, attachments_per_member: [0, 0] },
+  limits: { updatesPerMinute: 10_000 },
+});
+const where = ['--sheet', String(QUALIFICATIONS.sheet), '--field', String(QUALIFICATIONS.field)];
+
+interface Report {
+  counts: Record<string, number>;
+  items: { code: string; file_name: string; outcome: string; reason: string }[];
+}
+
+beforeEach(async () => {
+  await emu().control('POST', '/reset');
+  await emu().control('DELETE', '/faults');
+  await resetStats(emu());
+});
+
+describe('attachments import with the journal', () => {
+  it('a lost answer to the register request: the files are ok by the listing, exit 0; the rerun sends nothing, then only a changed file', { timeout: 120_000 }, async () => {
+    const files: Record<string, Buffer> = {};
+    for (const [i, code] of generatedCodes(MEMBERS).entries()) {
+      files[`${code}/licence.pdf`] = pdf(3_000 + i);
+      files[`${code}/course.pdf`] = pdf(4_000 + i);
+    }
+    const dir = await writeFiles(tempDir('wds-journal-files-'), files);
+    const place = runPlace();
+    const report = join(tempDir(), 'report.json');
+    await emu().control('POST', '/faults', { api: { reset_rate: 1, path_contains: '/file', method: 'POST', max_faults: 1 } });
+
+    const run = await runCli(['attachments', 'import', dir, ...where, '--report', report, ...connectionArgs(emu())], place.env);
+    expect(run.code, run.stdout + run.stderr).toBe(0);
+    const written = JSON.parse(await readFile(report, 'utf8')) as Report;
+    expect(written.counts).toMatchObject({ ok: 2 * MEMBERS, failed: 0, unknown: 0 });
+    for (const item of written.items) expect(item.reason).toMatch(/^added, confirmed by the listing after the answer to the request was lost/);
+    expect(await attachmentRequests(emu())).toMatchObject({ register: 1, update: 0 });
+    const held = await attachmentFacts(emu());
+    expect(held).toHaveLength(2 * MEMBERS);
+    for (const f of held) expect(f.sha256, `${f.code}/${f.file_name}`).toBe(sha256(files[`${f.code}/${f.file_name}`]!));
+
+    await resetStats(emu());
+    const rerunReport = join(tempDir(), 'rerun.json');
+    const rerun = await runCli(['attachments', 'import', dir, ...where, '--report', rerunReport, ...connectionArgs(emu())], place.env);
+    expect(rerun.code, rerun.stdout + rerun.stderr).toBe(0);
+    expect(await attachmentRequests(emu())).toMatchObject({ register: 0, update: 0 });
+    const again = JSON.parse(await readFile(rerunReport, 'utf8')) as Report;
+    expect(again.counts).toMatchObject({ ok: 0, skipped: 2 * MEMBERS });
+    expect(again.items[0]!.reason).toMatch(/^these bytes were applied as "(licence|course)\.pdf" of member G\d+ in sheet 2 field 1306 by an earlier run \(.+\) and the service still holds that file; not sent again$/);
+
+    // New bytes under one name: only that file goes, replacing the one of the same name.
+    const changed = pdf(5_555);
+    await writeFile(join(dir, 'G000003/course.pdf'), changed);
+    await resetStats(emu());
+    const third = join(tempDir(), 'third.json');
+    const once = await runCli(['attachments', 'import', dir, ...where, '--report', third, ...connectionArgs(emu())], place.env);
+    expect(once.code, once.stdout + once.stderr).toBe(0);
+    expect(await attachmentRequests(emu())).toMatchObject({ register: 0, update: 1 });
+    const last = JSON.parse(await readFile(third, 'utf8')) as Report;
+    expect(last.counts).toMatchObject({ ok: 1, skipped: 2 * MEMBERS - 1 });
+    expect(last.items.find((i) => i.outcome === 'ok')).toMatchObject({ code: 'G000003', file_name: 'course.pdf' });
+    const course = (await attachmentFacts(emu())).filter((f) => f.code === 'G000003' && f.file_name === 'course.pdf');
+    expect(course.map((f) => f.sha256)).toEqual([sha256(changed)]);
+  });
+});
