@@ -97,8 +97,10 @@ export async function acquireTargetLock(file: string, options: AcquireOptions): 
     if (!seen) continue; // released between the create and the look: try again at once
     const stale = staleReason(seen);
     if (stale) {
-      if (await breakStale(file, seen)) tookOver = stale;
-      else await sleep(20);
+      // Noted whoever removes it: of runs that find it stale at once, one removes it and another
+      // may be the one to take the lock.
+      tookOver = stale;
+      if (!(await breakStale(file, seen))) await sleep(20);
       continue;
     }
     const now = Date.now();

@@ -1,0 +1,69 @@
+/**
+ * The lock module under a real race: several processes that start at the same instant take one
+ * lock, free or left stale by a run that ended (dead pid) or hung (old heartbeat). Exactly one
+ * holds it each time; the others are refused naming that one; and nothing of the takeover (claims,
+ * moved-aside files) is left beside the lock once it is released.
+ */
+import { spawn, spawnSync } from 'node:child_process';
+import { readdirSync, utimesSync, writeFileSync } from 'node:fs';
+import { hostname } from 'node:os';
+import { join } from 'node:path';
+import { expect, it } from 'vitest';
+import { tempDir } from '../helpers/export.js';
+import { ROOT } from '../helpers/cli-process.js';
+
+const CONTENDERS = 6;
+
+/** Each contender waits for `at`, takes the lock, holds it 1.5 s and prints what happened. */
+const contender = `
+import { acquireTargetLock } from './src/util/target-lock.ts';
+const [file, at] = process.argv.slice(1);
+await new Promise((r) => setTimeout(r, Number(at) - Date.now()));
+try {
+  const lock = await acquireTargetLock(file, { command: 'contender' });
+  console.log(JSON.stringify({ won: process.pid, tookOver: lock.tookOver }));
+  await new Promise((r) => setTimeout(r, 1500));
+  await lock.release();
+} catch (error) {
+  console.log(JSON.stringify({ refused: error.message }));
+}`;
+
+function race(file: string): Promise<Array<{ won?: number; tookOver?: string | null; refused?: string }>> {
+  const at = Date.now() + 2_500;
+  return Promise.all(Array.from({ length: CONTENDERS }, () => new Promise<{ won?: number; refused?: string }>((done, fail) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', contender, file, String(at)], { cwd: ROOT });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+    child.stderr.on('data', (c: Buffer) => (err += c.toString()));
+    child.on('error', fail);
+    child.on('close', () => (out.trim() ? done(JSON.parse(out)) : fail(new Error(err))));
+  })));
+}
+
+function leftBy(holder: { pid: number; host: string }, file: string, ageMs = 0): void {
+  writeFileSync(file, JSON.stringify({ ...holder, command: 'an earlier run', started_at: new Date().toISOString(), token: 'earlier' }));
+  const at = new Date(Date.now() - ageMs);
+  utimesSync(file, at, at);
+}
+
+const deadPid = (): number => Number(spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))'], { encoding: 'utf8' }).stdout);
+
+it.each([
+  ['free', (_file: string) => undefined, null],
+  ['left by a run that ended', (file: string) => leftBy({ pid: deadPid(), host: hostname() }, file), /had ended/],
+  ['left by a run that hung', (file: string) => leftBy({ pid: process.pid, host: hostname() }, file, 150_000), /had not renewed it for 15\d s/],
+] as const)('%s: of six contenders at once, exactly one holds the lock', async (_name, prepare, takeover) => {
+  const dir = tempDir();
+  const file = join(dir, 'target.zip.lock');
+  prepare(file);
+  const results = await race(file);
+  const winners = results.filter((r) => r.won !== undefined);
+  expect(winners, JSON.stringify(results)).toHaveLength(1);
+  const winner = winners[0]!;
+  // The winner may have come after another contender removed the stale lock: then it saw none.
+  if (takeover && winner.tookOver !== null) expect(winner.tookOver).toMatch(takeover);
+  if (!takeover) expect(winner.tookOver).toBeNull();
+  for (const r of results.filter((x) => x !== winner)) expect(r.refused).toContain(`is held by pid ${winner.won} on ${hostname()} (contender)`);
+  expect(readdirSync(dir)).toEqual([]);
+}, 30_000);

@@ -1,0 +1,119 @@
+/**
+ * Checked before the first request (DESIGN.md section 8), with real CLI children: a report or an
+ * output that cannot be written, a file where a folder is needed (or the reverse), and an existing
+ * file named x.zip that is not a zip are usage errors (exit 2) naming the path and the problem,
+ * found before any request but at most the token, and leaving everything as it was. `--force`
+ * replaces the non-zip x.zip; missing folders are made.
+ */
+import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { expect, it } from 'vitest';
+import { useEmulator, type TestEmulator } from '../helpers/emulator.js';
+import { tempDir } from '../helpers/export.js';
+import { connectionArgs, runCli, type CliRun } from '../helpers/cli-process.js';
+import { verifyExport } from '../../src/pipelines/verify.js';
+
+const MEMBERS = 12;
+const emu = useEmulator({ generate: { members: MEMBERS, photo_ratio: 1, photo_bytes: [8_192, 10_000], attachments_per_member: [1, 1], attachment_bytes: [2_048, 4_000] } });
+
+type Stats = { requests: Record<string, number>; storage_downloads: number };
+
+/** Runs the CLI; answers what it did and which API requests it made meanwhile, the token set apart. */
+async function counted(e: TestEmulator, args: string[]): Promise<CliRun & { requests: Record<string, number>; downloads: number }> {
+  const before = (await e.control('GET', '/stats')) as Stats;
+  const run = await runCli([...args, ...connectionArgs(e)]);
+  const after = (await e.control('GET', '/stats')) as Stats;
+  const requests: Record<string, number> = {};
+  for (const [route, n] of Object.entries(after.requests)) {
+    const made = n - (before.requests[route] ?? 0);
+    if (made > 0 && route !== 'POST /token') requests[route] = made;
+  }
+  return { ...run, requests, downloads: after.storage_downloads - before.storage_downloads };
+}
+
+function expectRefusedBeforeAnyRequest(run: Awaited<ReturnType<typeof counted>>, ...mentions: string[]): void {
+  expect(run.code, run.stderr).toBe(2);
+  for (const text of mentions) expect(run.stderr).toContain(text);
+  expect(run.stderr).not.toMatch(/\n\s+at /);
+  expect(run.requests).toEqual({});
+  expect(run.downloads).toBe(0);
+}
+
+it('a --report under a regular file: exit 2 before any request, for an export and both imports', async () => {
+  const dir = tempDir();
+  const notAFolder = join(dir, 'notes.txt');
+  writeFileSync(notAFolder, 'a file, not a folder');
+  const report = join(notAFolder, 'report.json');
+  const out = join(dir, 'photos');
+  const exported = await counted(emu(), ['photos', 'export', '--out', out, '--report', report]);
+  expectRefusedBeforeAnyRequest(exported, `--report ${report}: ${notAFolder} is a file, not a folder`);
+  expect(existsSync(out)).toBe(false);
+
+  const source = join(dir, 'to-import');
+  mkdirSync(source);
+  writeFileSync(join(source, 'E0001.jpg'), readFileSync(join(import.meta.dirname, '../../samples/company/photos', readdirSync(join(import.meta.dirname, '../../samples/company/photos'))[0]!)));
+  const photos = await counted(emu(), ['photos', 'import', source, '--report', report]);
+  expectRefusedBeforeAnyRequest(photos, `--report ${report}: ${notAFolder} is a file, not a folder`);
+  const attachments = await counted(emu(), ['attachments', 'import', source, '--sheet', '1', '--field', '1', '--report', report]);
+  expectRefusedBeforeAnyRequest(attachments, `--report ${report}: ${notAFolder} is a file, not a folder`);
+  expect(readFileSync(notAFolder, 'utf8')).toBe('a file, not a folder');
+});
+
+it('a --report that is a folder: exit 2 before any request', async () => {
+  const dir = tempDir();
+  const run = await counted(emu(), ['photos', 'export', '--out', join(dir, 'photos.zip'), '--report', dir]);
+  expectRefusedBeforeAnyRequest(run, `--report ${dir}: is a folder`);
+  expect(readdirSync(dir)).toEqual([]);
+});
+
+it('an --out under a file, or a file where the folder export needs a folder: exit 2 before any request', async () => {
+  const dir = tempDir();
+  const file = join(dir, 'taken');
+  writeFileSync(file, 'kept');
+  const under = await counted(emu(), ['photos', 'export', '--out', join(file, 'photos')]);
+  expectRefusedBeforeAnyRequest(under, `--out ${join(file, 'photos')}: ${file} is a file, not a folder`);
+  const zipUnder = await counted(emu(), ['attachments', 'export', '--out', join(file, 'deeper', 'a.zip')]);
+  expectRefusedBeforeAnyRequest(zipUnder, `${file} is a file, not a folder`);
+  const onFile = await counted(emu(), ['photos', 'export', '--out', file]);
+  expectRefusedBeforeAnyRequest(onFile, `--out ${file}: is a file; a folder export needs a folder`);
+  const zipFolder = join(dir, 'folder.zip');
+  mkdirSync(zipFolder);
+  const onFolder = await counted(emu(), ['photos', 'export', '--out', zipFolder]);
+  expectRefusedBeforeAnyRequest(onFolder, `--out ${zipFolder}: is a folder; a zip export needs a file`);
+  expect(readFileSync(file, 'utf8')).toBe('kept');
+  expect(readdirSync(dir).sort()).toEqual(['folder.zip', 'taken']);
+});
+
+it('an existing file named x.zip that is not a zip is left byte for byte (exit 2); --force replaces it', async () => {
+  const dir = tempDir();
+  const zip = join(dir, 'x.zip');
+  const bytes = Buffer.from('quarterly numbers, not a zip at all\n');
+  writeFileSync(zip, bytes);
+  const run = await counted(emu(), ['photos', 'export', '--out', zip]);
+  expectRefusedBeforeAnyRequest(run, `--out ${zip}: is a file that is not a zip archive`, '--force');
+  expect(readFileSync(zip).equals(bytes)).toBe(true);
+  expect(readdirSync(dir)).toEqual(['x.zip']);
+
+  const forced = await counted(emu(), ['photos', 'export', '--out', zip, '--force']);
+  expect(forced.code, forced.stderr).toBe(0);
+  const check = await verifyExport(zip);
+  expect(check.problems).toEqual([]);
+  expect(check.files).toBe(MEMBERS);
+  // A zip there already (this one) is an earlier export: replaced without --force.
+  const again = await counted(emu(), ['photos', 'export', '--out', zip]);
+  expect(again.code, again.stderr).toBe(0);
+  expect(readdirSync(dir)).toEqual(['x.zip']);
+});
+
+it('missing folders of --out and --report are made; --wait-lock takes only a duration', async () => {
+  const dir = tempDir();
+  const zip = join(dir, 'a', 'b', 'attachments.zip');
+  const report = join(dir, 'reports', 'nightly', 'report.json');
+  const run = await counted(emu(), ['attachments', 'export', '--out', zip, '--report', report]);
+  expect(run.code, run.stderr).toBe(0);
+  expect((await verifyExport(zip)).problems).toEqual([]);
+  expect(JSON.parse(readFileSync(report, 'utf8')).items).toHaveLength(MEMBERS);
+
+  const bad = await counted(emu(), ['photos', 'export', '--out', join(dir, 'p'), '--wait-lock', 'a while']);
+  expectRefusedBeforeAnyRequest(bad, '--wait-lock must be a duration such as 30s, 5m or 1h, got "a while"');
+});
