@@ -5,10 +5,10 @@
  * a rerun with the same journal sends no face image request for them. A task whose end cannot be
  * read is resolved the same way, and the message names the task.
  */
-import { readFile } from 'node:fs/promises';
+import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { useEmulator } from '../helpers/emulator.js';
+import { KEY, SECRET, useEmulator } from '../helpers/emulator.js';
 import { connectionArgs, runCli } from '../helpers/cli-process.js';
 import { tempDir } from '../helpers/export.js';
 import { photoHashes, photoRequests, resetStats, sha256 } from './photo-helpers.js';
@@ -93,6 +93,29 @@ describe('a lost answer to a photo register request', () => {
     const held = await photoHashes(emu());
     expect(held.get('G000001')).toBe(sha256(changed.get('G000001')!));
     expect(held.get('G000002')).toBe(sha256(files.get('G000002')!));
+  });
+
+  it('a dry run writes nothing to the journal and counts as nothing applied; the journal holds neither the key nor the secret', { timeout: 120_000 }, async () => {
+    const codes = generatedCodes(4);
+    const { dir, files } = await photoFolder(codes, 6);
+    const place = runPlace();
+    const dry = await runCli(['photos', 'import', dir, '--no-trim', '--dry-run', ...connectionArgs(emu())], place.env);
+    expect(dry.code, dry.stdout + dry.stderr).toBe(0);
+    expect(journalLines(place.stateHome)).toEqual([]);
+
+    const report = join(tempDir(), 'report.json');
+    const run = await runCli(['photos', 'import', dir, '--no-trim', '--report', report, ...connectionArgs(emu())], place.env);
+    expect(run.code, run.stdout + run.stderr).toBe(0);
+    expect((await readReport(report)).counts).toMatchObject({ ok: 4, skipped: 0 });
+    const held = await photoHashes(emu());
+    for (const code of codes) expect(held.get(code), code).toBe(sha256(files.get(code)!));
+    const folder = join(place.stateHome, 'wds-files');
+    const names = await readdir(folder);
+    expect(names).toEqual([expect.stringMatching(/^journal-[0-9a-f]{16}\.jsonl$/)]);
+    const text = await readFile(join(folder, names[0]!), 'utf8');
+    expect(text).not.toContain(SECRET);
+    expect(text).not.toContain(KEY);
+    expect(journalLines(place.stateHome).map((l) => l.t)).toEqual(['send', 'task', 'end', 'seen', 'seen', 'seen', 'seen']);
   });
 
   it('a task whose end cannot be read: the listing tells, and the message names the task', { timeout: 120_000 }, async () => {
