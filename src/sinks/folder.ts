@@ -151,6 +151,9 @@ export class FolderSink implements ExportSink {
         const digest = small ?? (await hashFile(temp));
         const dir = dirname(final);
         if (!this.madeDirs.has(dir)) {
+          // A folder on the way that is a link (an export folder from elsewhere) could lead outside it.
+          const link = await new LinkCheck(this.target).linkIn(dirname(path));
+          if (link) throw new Error(`${join(this.target, link)} is a link; an export does not write through links`);
           await mkdir(dir, { recursive: true });
           this.madeDirs.add(dir);
         }

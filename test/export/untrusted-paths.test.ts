@@ -6,7 +6,7 @@
  * claims, so only the path rule can tell them apart.
  */
 import { createHash } from 'node:crypto';
-import { lstat, mkdir, readFile, rm, stat, symlink, utimes, writeFile } from 'node:fs/promises';
+import { lstat, mkdir, readFile, readdir, rename, rm, stat, symlink, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { useEmulator } from '../helpers/emulator.js';
@@ -139,4 +139,30 @@ describe('manifest paths from an untrusted manifest', () => {
     expect(manifest).not.toContain('"old/');
     expect((await lstat(join(folder, 'old'))).isSymbolicLink()).toBe(true);
   });
+
+  it('a rerun into a folder whose photos folder is a link stops naming the link, and writes nothing through it', async () => {
+    const dir = tempDir();
+    const out = join(dir, 'export');
+    await runExport({ client: client(), what: 'photos', out, concurrency: 2 });
+    // The photos folder moves outside and a link takes its place; the manifest is left as it was.
+    const outside = join(dir, 'elsewhere');
+    await rename(join(out, 'photos'), outside);
+    await symlink(outside, join(out, 'photos'));
+    const kept = new Map<string, Victim>();
+    for (const name of await readdir(outside)) kept.set(name, await victim(join(outside, name), Buffer.from(`not the service's bytes of ${name}`)));
+
+    const verified = await runCli(['verify', out]);
+    expect(verified.code, verified.stderr).toBe(3);
+    expect(verified.stdout).toMatch(/manifest\.jsonl line 1: leads through a link \(photos\)/);
+
+    const run = await runCli(['photos', 'export', '--out', out, ...connectionArgs(emu())]);
+    expect(run.code, run.stdout).not.toBe(0);
+    expect(run.stderr).toContain(`${join(out, 'photos')} is a link; an export does not write through links`);
+    expect(run.stderr).not.toContain('    at ');
+    expect([...(await readdir(outside))].sort()).toEqual([...kept.keys()].sort());
+    for (const [name, v] of kept) {
+      expect((await readFile(v.path)).equals(v.bytes), name).toBe(true);
+      expect((await stat(v.path)).mtimeMs, name).toBe(v.mtimeMs);
+    }
+  }, 60_000);
 });
