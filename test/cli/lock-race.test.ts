@@ -49,11 +49,13 @@ function leftBy(holder: { pid: number; host: string }, file: string, ageMs = 0):
 
 const deadPid = (): number => Number(spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))'], { encoding: 'utf8' }).stdout);
 
-it.each([
-  ['free', (_file: string) => undefined, null],
-  ['left by a run that ended', (file: string) => leftBy({ pid: deadPid(), host: hostname() }, file), /had ended/],
-  ['left by a run that hung', (file: string) => leftBy({ pid: process.pid, host: hostname() }, file, 150_000), /had not renewed it for 15\d s/],
-] as const)('%s: of six contenders at once, exactly one holds the lock', async (_name, prepare, takeover) => {
+const cases: Array<[string, (file: string) => void, RegExp | null]> = [
+  ['free', () => undefined, null],
+  ['left by a run that ended', (file) => leftBy({ pid: deadPid(), host: hostname() }, file), /had ended/],
+  ['left by a run that hung', (file) => leftBy({ pid: process.pid, host: hostname() }, file, 150_000), /had not renewed it for 15\d s/],
+];
+
+it.each(cases)('%s: of six contenders at once, exactly one holds the lock', async (_name, prepare, takeover) => {
   const dir = tempDir();
   const file = join(dir, 'target.zip.lock');
   prepare(file);
