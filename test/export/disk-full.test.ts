@@ -45,7 +45,7 @@ const exportArgs = (out: string): string[] => ['photos', 'export', '--out', out,
 /** The stderr of a run that filled the disk: the export named, the cause said, no leaked handles. */
 function expectDiskFullError(stderr: string, out: string): void {
   expect(stderr).toContain(`cannot write the export ${out}: the disk is full (ENOSPC`);
-  expect(stderr).not.toMatch(/closing file descriptor|Warning|    at /);
+  expect(stderr).not.toMatch(/closing file descriptor|Warning| {4}at /);
 }
 
 async function expectRerunCompletes(out: string): Promise<void> {
