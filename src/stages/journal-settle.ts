@@ -14,7 +14,11 @@ import { targetOf, type ImportJournal, type JournalFile, type JournalKind } from
 /** `updated_at` of each target the listing shows now (targetOf keys); only the targets asked for need be there. */
 export type Listing = (files: JournalFile[]) => Promise<Map<string, string>>;
 
-/** Whether the listing shows the file changed since the listing taken before its request was sent. */
+/**
+ * Whether the listing shows the file changed since the listing taken before its request was sent.
+ * Timestamps have whole seconds: a replacement within the second of the file it replaced reads as
+ * not applied.
+ */
 export function appliedSince(kind: JournalKind, file: JournalFile, now: Map<string, string>): boolean {
   const current = now.get(targetOf(kind, file));
   return current !== undefined && current !== file.before;

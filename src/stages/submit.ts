@@ -2,7 +2,8 @@
  * Submits a batch as one update request and follows its task to the end (DESIGN.md sections 5
  * and 8): `OK` settles every item; `NG` attaches each message to the items it names (by member
  * code) and sends the items it does not name once more in a request of their own, because an NG
- * task changes nothing and they were refused only for their neighbours; `ERROR` fails the batch.
+ * task changes nothing and they were refused only for their neighbours; `ERROR` fails the items a
+ * fresh listing does not show held.
  * A lost answer, or a task whose end cannot be read, is never sent again blind: what the service
  * holds is read from a fresh listing and each item is reported by it.
  */
@@ -44,7 +45,7 @@ export interface SubmitOptions<T> {
   record?: RequestRecord<T>;
   /** Aborting it cuts short only the wait for a lost answer's effect in the listing. */
   signal?: AbortSignal;
-  /** Seconds between listings while a lost request's effect is awaited (its task may still be queued). */
+  /** Pauses (ms) before each listing while a lost request's effect is awaited (its task may still be queued). */
   listingDelaysMs?: number[];
 }
 
@@ -79,12 +80,9 @@ export async function submitBatch<T>(client: WdsClient, items: T[], options: Sub
   if (id !== undefined) record!.task(id, ref.taskId);
   const task = await followTask(client, ref.taskId);
   if (typeof task === 'string') return resolveLost(items, options, id, `the end of task ${ref.taskId} could not be read (${task})`, ref.taskId);
+  if (task.status === 'ERROR') return afterError(items, options, id, task);
   if (id !== undefined) record!.settled(id, items.map(() => task.status === 'OK'), `task ${task.id} ended ${task.status}`);
   if (task.status === 'OK') return items.map((item) => ({ item, outcome: 'ok' }));
-  if (task.status === 'ERROR') {
-    const said = task.messages.join('; ') || 'no message';
-    return items.map((item) => ({ item, outcome: 'failed', reason: `task ${task.id} ended ERROR: ${said}` }));
-  }
   const named: BatchOutcome<T>[] = [];
   const unnamed: T[] = [];
   for (const item of items) {
@@ -119,6 +117,26 @@ async function followTask(client: WdsClient, taskId: number): Promise<FinalTask 
     }
   }
   return why;
+}
+
+/**
+ * A task that ended ERROR, an unexpected failure whose effect the specification leaves open: one
+ * listing says which files the service holds all the same (ok), the others failed.
+ */
+async function afterError<T>(items: T[], options: SubmitOptions<T>, id: string | undefined, task: FinalTask): Promise<BatchOutcome<T>[]> {
+  const reason = `task ${task.id} ended ERROR: ${task.messages.join('; ') || 'no message'}`;
+  let held: (boolean | null)[] = items.map(() => false);
+  if (options.held) {
+    try {
+      held = await options.held(items);
+    } catch {
+      // Nothing to tell them apart: as an ERROR task usually does, it is taken to have done nothing.
+    }
+  }
+  if (id !== undefined) options.record!.settled(id, held.map((h) => h === true), reason);
+  return items.map((item, i) => held[i] === true
+    ? { item, outcome: 'ok', reason: `confirmed by the listing after ${reason}` }
+    : { item, outcome: 'failed', reason });
 }
 
 /**
