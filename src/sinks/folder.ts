@@ -27,10 +27,14 @@ export class FolderSink implements ExportSink {
   private manifestSize = 0;
   private counter = 0;
   private readonly madeDirs = new Set<string>();
+  /** Folders on the way to the files, checked for links once each. */
+  private readonly links: LinkCheck;
   /** The first folder `create` made for the target, if it was not there. */
   private createdFrom: string | undefined;
 
-  private constructor(readonly target: string) {}
+  private constructor(readonly target: string) {
+    this.links = new LinkCheck(target);
+  }
 
   /** Opens (creates) the folder and sweeps temporary files a killed run left behind. */
   static async create(dir: string): Promise<FolderSink> {
@@ -152,7 +156,7 @@ export class FolderSink implements ExportSink {
         const dir = dirname(final);
         if (!this.madeDirs.has(dir)) {
           // A folder on the way that is a link (an export folder from elsewhere) could lead outside it.
-          const link = await new LinkCheck(this.target).linkIn(dirname(path));
+          const link = await this.links.linkIn(dirname(path));
           if (link) throw new Error(`${join(this.target, link)} is a link; an export does not write through links`);
           await mkdir(dir, { recursive: true });
           this.madeDirs.add(dir);
