@@ -3,17 +3,19 @@
  * whose fault cuts the answer to the register request after it was carried out. The files the
  * service holds are reported ok, confirmed by the listing, and the rerun with the same journal
  * sends no attachment request: each file is skipped, saying its bytes were applied by a run
- * before. A file whose bytes changed since is sent again.
+ * before. A file whose bytes changed since is sent again. A run stopped by SIGINT while its first
+ * request is in flight lets that request and its task end, sends nothing more, and the rerun
+ * sends only the files of the other request.
  */
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { useEmulator } from '../helpers/emulator.js';
-import { connectionArgs, runCli } from '../helpers/cli-process.js';
+import { connectionArgs, finished, runCli, spawnCli } from '../helpers/cli-process.js';
 import { tempDir } from '../helpers/export.js';
 import { resetStats, sha256, writeFiles } from './photo-helpers.js';
-import { QUALIFICATIONS, attachmentFacts, attachmentRequests, pdf } from './attachment-helpers.js';
-import { generatedCodes, runPlace } from './journal-helpers.js';
+import { CONTRACT, QUALIFICATIONS, attachmentFacts, attachmentRequests, pdf } from './attachment-helpers.js';
+import { generatedCodes, pause, runPlace } from './journal-helpers.js';
 
 const MEMBERS = 12;
 const emu = useEmulator({
@@ -77,5 +79,42 @@ describe('attachments import with the journal', () => {
     expect(last.items.find((i) => i.outcome === 'ok')).toMatchObject({ code: 'G000003', file_name: 'course.pdf' });
     const course = (await attachmentFacts(emu())).filter((f) => f.code === 'G000003' && f.file_name === 'course.pdf');
     expect(course.map((f) => f.sha256)).toEqual([sha256(changed)]);
+  });
+
+  it('SIGINT while the first request is in flight: it ends and is reported, nothing more is sent, exit 130; the rerun sends only the rest', { timeout: 120_000 }, async () => {
+    // An export layout with two file parts: one register request each.
+    const files: Record<string, Buffer> = {};
+    for (const [i, code] of generatedCodes(MEMBERS).entries()) {
+      files[`attachments/${CONTRACT.sheet}/${CONTRACT.field}/${code}/contract.pdf`] = pdf(3_000 + i);
+      files[`attachments/${QUALIFICATIONS.sheet}/${QUALIFICATIONS.field}/${code}/licence.pdf`] = pdf(4_000 + i);
+    }
+    const dir = await writeFiles(tempDir('wds-journal-export-'), files);
+    const place = runPlace();
+    const report = join(tempDir(), 'report.json');
+    await emu().control('POST', '/faults', { api: { latency_ms: 1500, path_contains: '/file', method: 'POST' } });
+    const child = spawnCli(['attachments', 'import', dir, '--report', report, ...connectionArgs(emu())], place.env);
+    const done = finished(child);
+    while ((await attachmentRequests(emu())).register < 1) await pause(10);
+    child.kill('SIGINT');
+    const run = await done;
+    await emu().control('DELETE', '/faults');
+
+    expect(run.code, run.stdout + run.stderr).toBe(130);
+    expect(run.stdout).toContain(`interrupted: ${MEMBERS} of ${2 * MEMBERS} done; run it again to continue (stopped by SIGINT)`);
+    expect(await attachmentRequests(emu())).toMatchObject({ register: 1 });
+    const written = JSON.parse(await readFile(report, 'utf8')) as Report & { interrupted: unknown };
+    expect(written.interrupted).toEqual({ signal: 'SIGINT', total: 2 * MEMBERS });
+    expect(written.counts).toMatchObject({ ok: MEMBERS, failed: 0, unknown: 0 });
+    const held = await attachmentFacts(emu());
+    expect(held.map((f) => `${f.code}/${f.file_name}`).sort()).toEqual(written.items.map((i) => `${i.code}/${i.file_name}`).sort());
+
+    const rerunReport = join(tempDir(), 'rerun.json');
+    const rerun = await runCli(['attachments', 'import', dir, '--report', rerunReport, ...connectionArgs(emu())], place.env);
+    expect(rerun.code, rerun.stdout + rerun.stderr).toBe(0);
+    expect(await attachmentRequests(emu())).toMatchObject({ register: 2, update: 0 });
+    expect((JSON.parse(await readFile(rerunReport, 'utf8')) as Report).counts).toMatchObject({ ok: MEMBERS, skipped: MEMBERS });
+    const all = await attachmentFacts(emu());
+    expect(all).toHaveLength(2 * MEMBERS);
+    for (const f of all) expect(f.sha256, `${f.code}/${f.file_name}`).toBe(sha256(files[`attachments/${f.sheet_id}/${f.custom_field_id}/${f.code}/${f.file_name}`]!));
   });
 });
