@@ -23,4 +23,4 @@ it('two exports into one zip, 20 tries: one succeeds, the other refuses naming i
     await Promise.all(tries.slice(i, i + 5).map((zip) => expectOneWriter(emu(), zip, `${zip}.lock`)));
   }
   for (const zip of tries) expect(readdirSync(dirname(zip))).toEqual(['photos.zip']);
-}, 120_000);
+}, 180_000);
