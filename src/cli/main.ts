@@ -3,6 +3,8 @@
  * `wds-files`: the command line (DESIGN.md section 3). Commands are thin: each one parses its
  * options here and hands them to a pipeline, the client or the emulator.
  */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
 import { emulatorCommand } from './commands/emulator.js';
@@ -16,6 +18,7 @@ import { isWdsError } from '../client/errors.js';
 import { redact } from '../util/redact.js';
 import { EXIT } from './exit-codes.js';
 import { tuneMemory } from '../util/runtime.js';
+import { PACKAGE_ROOT } from './paths.js';
 
 tuneMemory();
 
@@ -36,6 +39,8 @@ quietWhenReaderLeaves(process.stderr);
 export async function main(argv: string[]): Promise<void> {
   await yargs(argv)
     .scriptName('wds-files')
+    // yargs would read the package.json nearest the working directory: another project's, once installed.
+    .version((JSON.parse(readFileSync(join(PACKAGE_ROOT, 'package.json'), 'utf8')) as { version: string }).version)
     .command(emulatorCommand)
     .command(apiCommand)
     .command('photos', 'Face photos: export and import', (y) => y.command(photosExportCommand).command(photosImportCommand).demandCommand(1, 'name a photos command'))
