@@ -165,8 +165,12 @@ export class Transport {
     const windows: WindowName[] = op.kind === 'task' ? ['request', 'update'] : ['request'];
     const mutating = op.method !== 'GET';
     let renewed = false;
+    // The token first: a slot's stamp is taken when the limiter lets the request go, and issuing a
+    // token between that and the send would make the request arrive later than the stamp says.
+    let first: string | undefined = await this.tokens().get();
     const answer = await this.withRetries(op.method, path, windows, mutating, async () => {
-      const token = await this.tokens().get();
+      const token = first ?? (await this.tokens().get());
+      first = undefined;
       const headers: Record<string, string> = { 'Service-Token': token, 'User-Agent': this.options.userAgent };
       if (body !== undefined || call.bodyStream) headers['Content-Type'] = 'application/json';
       if (dryRun) headers['Dry-Run'] = '1';
