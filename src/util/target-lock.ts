@@ -67,6 +67,8 @@ export interface AcquireOptions {
   onWait?: (holder: LockHolder | null) => void;
   /** Stops the wait: the promise rejects with the signal's reason. */
   signal?: AbortSignal;
+  /** How often the holder renews the heartbeat. Default 10 s (HEARTBEAT_MS). */
+  heartbeatMs?: number;
 }
 
 export interface TargetLock {
@@ -92,7 +94,7 @@ export async function acquireTargetLock(file: string, options: AcquireOptions): 
   let waiting = false;
   for (;;) {
     options.signal?.throwIfAborted();
-    if (await tryCreate(file, holder)) return new HeldLock(file, holder, tookOver);
+    if (await tryCreate(file, holder)) return new HeldLock(file, holder, tookOver, options.heartbeatMs ?? HEARTBEAT_MS);
     const seen = await look(file);
     if (!seen) continue; // released between the create and the look: try again at once
     const stale = staleReason(seen);
@@ -234,8 +236,8 @@ class HeldLock implements TargetLock {
     }
   };
 
-  constructor(readonly file: string, readonly holder: LockHolder, readonly tookOver: string | null) {
-    this.heartbeat = setInterval(() => void this.beat(), HEARTBEAT_MS);
+  constructor(readonly file: string, readonly holder: LockHolder, readonly tookOver: string | null, heartbeatMs: number) {
+    this.heartbeat = setInterval(() => void this.beat(), heartbeatMs);
     this.heartbeat.unref();
     process.on('exit', this.onExit);
   }
