@@ -150,7 +150,9 @@ export class ZipReader {
       return `${SIZE_DIFFERS} (stored without compression, yet ${entry.compressedSize} bytes in the zip for ${entry.size} declared)`;
     }
     const local = await this.localHeader(entry);
+    // Sizes in a data descriptor leave zeros here; some writers leave zeros without saying so.
     if (local.generalPurposeBitFlag & DATA_DESCRIPTOR) return null;
+    if (local.crc32 === 0 && local.compressedSize === 0 && local.uncompressedSize === 0) return null;
     if (local.crc32 !== entry.crc32) return `${BAD_CRC} (the local header says ${hex(local.crc32)}, the central directory ${hex(entry.crc32)})`;
     for (const [what, inLocal, inCentral] of [['compressed', local.compressedSize, entry.compressedSize], ['uncompressed', local.uncompressedSize, entry.size]] as const) {
       if (inLocal !== ZIP64_MARK && inLocal !== inCentral) return `${SIZE_DIFFERS} (the local header says ${inLocal} bytes ${what}, the central directory ${inCentral})`;

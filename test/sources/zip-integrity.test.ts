@@ -22,7 +22,7 @@ import { openSource } from '../../src/sources/open-source.js';
 import { runExport } from '../../src/pipelines/export.js';
 import { runPhotoImport } from '../../src/pipelines/photo-import.js';
 import { verifyExport } from '../../src/pipelines/verify.js';
-import { collect } from './helpers.js';
+import { buildZip, collect, stored } from './helpers.js';
 import { plain, sha256, startCapturingProxy, type CapturingProxy } from '../import/photo-helpers.js';
 import { QUALIFICATIONS, pdf, recordsOf, sentNames, startAttachmentProxy, type AttachmentProxy } from '../import/attachment-helpers.js';
 
@@ -240,6 +240,33 @@ describe('the source and verify', () => {
     })()).rejects.toThrow('bad CRC-32');
     expect(streamed).toBeGreaterThan(0);
     expect(streamed).toBeLessThan(data.length);
+    await source.close();
+  });
+
+  it('headers that disagree refuse that entry alone, before a byte of it is read', async () => {
+    const content = (n: number): Buffer => Buffer.alloc(2000, n);
+    const zip = buildZip([
+      stored('A0001.jpg', content(1)),
+      stored('A0002.jpg', content(2)),
+      stored('A0003.jpg', content(3)),
+      // Stored, yet 1,000 bytes in the zip for 2,000 declared: yauzl's own check stops the whole archive here.
+      stored('A0004.jpg', content(4).subarray(0, 1000), { size: 2000, crc: 0x1234 }),
+      stored('A0005.jpg', content(5)),
+    ]);
+    // The local headers of A0002 and A0003 (written in order, 30 bytes + 9 of name + 2,000 each) disagree with the directory.
+    const localOf = (n: number): number => (n - 1) * (30 + 9 + 2000);
+    zip.writeUInt32LE(0xdeadbeef, localOf(2) + 14);
+    zip.writeUInt32LE(1999, localOf(3) + 22);
+    const path = join(tempDir('wds-zipcheck-'), 'headers.zip');
+    await writeFile(path, zip);
+    const source = await openSource(path);
+    const files = new Map((await collect(source)).files.map((f) => [f.relPath, f]));
+    expect([...files.keys()]).toEqual(['A0001.jpg', 'A0002.jpg', 'A0003.jpg', 'A0004.jpg', 'A0005.jpg']);
+    expect((await files.get('A0001.jpg')!.read(10_000)).equals(content(1))).toBe(true);
+    await expect(files.get('A0002.jpg')!.read(10_000)).rejects.toThrow(`${path}:A0002.jpg: bad CRC-32 (the local header says 0xdeadbeef`);
+    await expect(files.get('A0003.jpg')!.read(10_000)).rejects.toThrow(`${path}:A0003.jpg: size differs from the size the zip declares (the local header says 1999 bytes uncompressed`);
+    await expect(files.get('A0004.jpg')!.open()).rejects.toThrow(`${path}:A0004.jpg: size differs from the size the zip declares (stored without compression, yet 1000 bytes in the zip for 2000 declared)`);
+    expect((await files.get('A0005.jpg')!.read(10_000)).equals(content(5))).toBe(true);
     await source.close();
   });
 
