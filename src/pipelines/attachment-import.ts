@@ -221,7 +221,7 @@ export async function runAttachmentImport(options: AttachmentImportOptions): Pro
     options.onProgress?.({ stage: 'check', done: order, total: order });
 
     // 3. What an earlier run left unsettled is settled first, so that the listings are the truth.
-    if (journal) report.notes.push(...await settleEarlierRequests(client, journal, 'attachment', (files) => listFiles(client, files)));
+    if (journal) report.notes.push(...await settleEarlierRequests(client, journal, 'attachment', (files) => listFiles(client, files), signal));
 
     // 4. Against the current listing of each file part involved, and against each other; bytes applied before are skipped.
     const members = new Set((await client.members.list()).member_data.map((m) => m.code));

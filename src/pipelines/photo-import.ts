@@ -242,7 +242,7 @@ export async function runPhotoImport(options: PhotoImportOptions): Promise<Photo
     }
 
     // 3. What an earlier run left unsettled is settled first, so that the listing is the truth.
-    if (journal) report.notes.push(...await settleEarlierRequests(client, journal, 'photo', () => listPhotos(client)));
+    if (journal) report.notes.push(...await settleEarlierRequests(client, journal, 'photo', () => listPhotos(client), signal));
 
     // 4. Route from one listing of members and one of current photos; bytes applied before are skipped.
     const members = new Set((await client.members.list()).member_data.map((m) => m.code));

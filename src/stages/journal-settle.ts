@@ -10,6 +10,13 @@
 import type { WdsClient } from '../client/client.js';
 import { isWdsError } from '../client/errors.js';
 import { targetOf, type ImportJournal, type JournalFile, type JournalKind } from './journal.js';
+import { awaitListing, LISTING_DELAYS_MS } from './submit.js';
+
+/**
+ * A request sent this recently may still wait in the service's queue: its effect is awaited in
+ * the listing as in the run that sent it, instead of read once.
+ */
+const RECENT_MS = 15 * 60_000;
 
 /** `updated_at` of each target the listing shows now (targetOf keys); only the targets asked for need be there. */
 export type Listing = (files: JournalFile[]) => Promise<Map<string, string>>;
@@ -26,10 +33,11 @@ export function appliedSince(kind: JournalKind, file: JournalFile, now: Map<stri
 
 /**
  * Settles every request an earlier run left open: its task when it has one (waited for if still
- * queued), else one fresh listing. Answers notes for the report; a request that cannot be settled
- * now (the service does not answer) stays open for the next run.
+ * queued), else the listing (awaited a while for a recent request, whose task may still be
+ * queued). Answers notes for the report; a request that cannot be settled now (the service does
+ * not answer, or the run is stopped meanwhile) stays open for the next run.
  */
-export async function settleEarlierRequests(client: WdsClient, journal: ImportJournal, kind: JournalKind, listing: Listing): Promise<string[]> {
+export async function settleEarlierRequests(client: WdsClient, journal: ImportJournal, kind: JournalKind, listing: Listing, signal?: AbortSignal): Promise<string[]> {
   const notes: string[] = [];
   for (const request of journal.unsettled(kind)) {
     const what = `a request of ${request.files.length} file${request.files.length === 1 ? '' : 's'} sent by an earlier run at ${request.at}`;
@@ -44,14 +52,17 @@ export async function settleEarlierRequests(client: WdsClient, journal: ImportJo
         // The task is gone or unreadable: the listing tells instead.
       }
     }
-    let now: Map<string, string>;
-    try {
-      now = await listing(request.files);
-    } catch (error) {
-      notes.push(`${what} is still unsettled: the listing could not be read (${(error as Error).message})`);
+    const held = async (files: JournalFile[]): Promise<boolean[]> => {
+      const now = await listing(files);
+      return files.map((file) => appliedSince(kind, file, now));
+    };
+    const recent = Date.now() - Date.parse(request.at) < RECENT_MS;
+    const seen = await awaitListing(request.files, held, recent ? LISTING_DELAYS_MS : [0], signal);
+    if (signal?.aborted || seen.some((h) => h === null)) {
+      notes.push(`${what} is still unsettled: the listing could not be read`);
       continue;
     }
-    const applied = request.files.map((file) => appliedSince(kind, file, now));
+    const applied = seen.map((h) => h === true);
     const count = applied.filter(Boolean).length;
     journal.settled(request.id, applied, 'by the listing, read by a later run');
     notes.push(`${what}${request.task_id !== undefined ? ` (task ${request.task_id})` : ''}: the listing shows ${count} of them applied`);

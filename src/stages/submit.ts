@@ -50,7 +50,7 @@ export interface SubmitOptions<T> {
 }
 
 /** About half a minute in all: tasks of the service usually end within seconds. */
-const LISTING_DELAYS_MS = [250, 500, 1000, 2000, 4000, 8000, 16000];
+export const LISTING_DELAYS_MS = [250, 500, 1000, 2000, 4000, 8000, 16000];
 
 /** Whether a message names `code` as a whole word. */
 export function mentionsCode(code: string, message: string): boolean {
@@ -165,7 +165,11 @@ async function resolveLost<T>(items: T[], options: SubmitOptions<T>, id: string 
     : { item, outcome: 'failed', reason: `not applied: ${what}, and the listing shows the others of its request but not this file${task}` });
 }
 
-async function awaitListing<T>(items: T[], held: HeldCheck<T>, delays: number[], signal?: AbortSignal): Promise<(boolean | null)[]> {
+/**
+ * Reads the listing after each pause until it shows every item held, and answers the last reading
+ * (null for each item when no listing could be read, or the wait was cut short before the first).
+ */
+export async function awaitListing<T>(items: T[], held: HeldCheck<T>, delays: number[], signal?: AbortSignal): Promise<(boolean | null)[]> {
   let last: (boolean | null)[] = items.map(() => null);
   for (const delay of delays) {
     if (signal?.aborted) break;

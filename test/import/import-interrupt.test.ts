@@ -8,7 +8,9 @@
  * journal, completes and sends no photo that the stopped run applied.
  *
  * Then a run SIGKILLed while its task waits in the service's queue: the rerun reads that task's
- * end from the journal and reports every photo right, with no "already has a face image".
+ * end from the journal and reports every photo right, with no "already has a face image". The
+ * same when the answer naming the task was lost and the run was killed while it awaited the
+ * request's effect in the listing: the rerun awaits it in turn instead of sending the photos again.
  */
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -176,6 +178,41 @@ describe('a photo import SIGKILLed while its task waits in the queue', () => {
       const firstRequest = journalLines(place.stateHome).find((l) => l.t === 'send') as unknown as { files: { code: string }[] };
       expect(written.counts.skipped).toBe(firstRequest.files.length);
       expect(written.counts.ok).toBe(MEMBERS - firstRequest.files.length);
+      const held = await photoHashes(queued);
+      for (const code of codes) expect(held.get(code), code).toBe(sha256(folder.files.get(code)!));
+    } finally {
+      await queued.close();
+    }
+  });
+
+  it('killed while awaiting a lost answer\'s effect: the rerun awaits it in the listing and sends none of those photos again', { timeout: 180_000 }, async () => {
+    const queued = await launch({
+      limits: { updatesPerMinute: 10_000 }, taskTiming: { waitMs: 5000, runMs: 100, perItemMs: 0 },
+      generate: { members: MEMBERS, photo_ratio: 0.5, photo_bytes: [9_000, 10_000], attachments_per_member: [0, 0] },
+    });
+    const place = runPlace();
+    const report = join(tempDir(), 'report.json');
+    try {
+      await queued.control('POST', '/faults', { api: { reset_rate: 1, path_contains: 'face_image', method: 'POST', max_faults: 1 } });
+      const args = ['photos', 'import', folder.dir, '--no-trim', '--report', report, ...connectionArgs(queued)];
+      const child = spawnCli(args, place.env);
+      const done = finished(child);
+      // The routing listing, then the first listing that looks for the lost request's photos.
+      const listings = async (): Promise<number> => ((await queued.control('GET', '/stats')).requests['GET /members/face_image'] ?? 0) as number;
+      while ((await listings()) < 2) await pause(10);
+      child.kill('SIGKILL');
+      expect((await done).signal).toBe('SIGKILL');
+      const lines = journalLines(place.stateHome);
+      expect(lines.map((l) => l.t)).toEqual(['send']);
+      await queued.control('DELETE', '/faults');
+
+      const rerun = await runCli(args, place.env);
+      expect(rerun.code, rerun.stdout + rerun.stderr).toBe(0);
+      const written = JSON.parse(await readFile(report, 'utf8')) as Report;
+      expect(written.items.filter((i) => /already has a face image/.test(i.reason))).toEqual([]);
+      const lost = (lines[0] as unknown as { files: { code: string }[] }).files.map((f) => f.code);
+      expect(written.items.filter((i) => i.outcome === 'skipped').map((i) => i.code).sort()).toEqual(lost.sort());
+      expect(written.counts).toMatchObject({ ok: MEMBERS - lost.length, failed: 0, unknown: 0 });
       const held = await photoHashes(queued);
       for (const code of codes) expect(held.get(code), code).toBe(sha256(folder.files.get(code)!));
     } finally {
