@@ -1,13 +1,56 @@
-/** The public SDK of wds-files. */
+/**
+ * wds-files: a typed client of the Workforce Data Service's API v2, and the pipelines that move
+ * photos and attachments in and out of it (the same ones the `wds-files` command runs).
+ *
+ * The service's limits and file rules, as constants, are in `wds-files/spec`.
+ *
+ * @packageDocumentation
+ */
+
+// The client.
 export { WdsClient } from './client/client.js';
-export type { WdsClientOptions, Logger } from './client/options.js';
+export type { WdsClientOptions, WdsClientLimits, WdsClientRetry, Logger, WindowOption } from './client/options.js';
 export type { CallOptions } from './client/transport.js';
 export type { WaitEvent, WaitReason } from './client/limiter.js';
-export type { WaitOptions } from './client/tasks.js';
+export type { RetryPolicy } from './client/retry.js';
+export type { Tasks, WaitOptions } from './client/tasks.js';
 export type { TaskRef, UpdateOptions } from './client/resources/common.js';
-export type { FaceImageItem, FaceImageWriteOptions } from './client/resources/face-images.js';
-export type { AttachmentMemberInput } from './client/resources/attachments.js';
-export type { SheetMemberInput } from './client/resources/sheets.js';
-export type { UserInput, WebhookInput } from './client/resources/organisation.js';
-export * from './client/errors.js';
-export * as spec from './spec/index.js';
+export type { Members } from './client/resources/members.js';
+export type { FaceImages, FaceImageItem, FaceImageWriteOptions, ListOptions } from './client/resources/face-images.js';
+export type { Sheets, SheetMemberInput } from './client/resources/sheets.js';
+export type { Attachments, AttachmentMemberInput } from './client/resources/attachments.js';
+export type {
+  AdvancedPermission, AdvancedPermissions, Department, Departments, EnumOptions, Role, Roles,
+  UserInput, Users, WebhookInput, Webhooks,
+} from './client/resources/organisation.js';
+export type {
+  AttachmentListEntry, EnumOptionField, FaceImageListEntry, LayoutField, Member, MemberInput, SheetAnswer,
+  SheetLayout, Task, User, Webhook,
+} from './spec/schemas.js';
+export type { OperationId, AdvancedType } from './spec/operations.js';
+export type { TaskStatus, WebhookEvent } from './spec/events.js';
+
+// Errors.
+export {
+  WdsError, OptionsError, ApiError, BadRequestError, AuthenticationError, ForbiddenError, NotFoundError,
+  MethodNotAllowedError, PayloadTooLargeError, RateLimitError, ServerError, MaintenanceError, NetworkError,
+  TimeoutError, UpdateOutcomeUnknownError, ResponseShapeError, TaskFailedError,
+  isWdsError, isApiError, isRateLimitError, isTaskFailedError, isUpdateOutcomeUnknownError,
+} from './client/errors.js';
+export type { WdsErrorCode, ErrorDetails, FinalTask } from './client/errors.js';
+
+// The pipelines.
+export { runExport, defaultConcurrency } from './pipelines/export.js';
+export type { ExportOptions, ExportProgress, ExportResult } from './pipelines/export.js';
+export { runPhotoImport } from './pipelines/photo-import.js';
+export type { PhotoImportMode, PhotoImportOptions, PhotoImportResult } from './pipelines/photo-import.js';
+export { runAttachmentImport } from './pipelines/attachment-import.js';
+export type { AttachmentImportMode, AttachmentImportOptions, AttachmentImportResult } from './pipelines/attachment-import.js';
+export { verifyExport } from './pipelines/verify.js';
+export type { VerifyProblem, VerifyResult } from './pipelines/verify.js';
+export { openSource } from './sources/open-source.js';
+export type { OpenSourceOptions } from './sources/open-source.js';
+export type { ImportSource, RefusedFile, SourceEntry, SourceFile } from './sources/source.js';
+export { ImportJournal } from './stages/journal.js';
+export { RunReport } from './stages/report.js';
+export type { ItemReport, Outcome } from './stages/report.js';

@@ -17,23 +17,50 @@ import { AdvancedPermissions, Departments, EnumOptions, Roles, Users, Webhooks }
 import type { OperationId } from '../spec/operations.js';
 import type { z } from 'zod';
 
+/**
+ * A client of the service's API v2: every operation, with tokens, the service's limits, retries
+ * and dry-run handled for you. Updates answer a task; follow it with `tasks.wait`.
+ *
+ * @example
+ * ```ts
+ * const client = new WdsClient({ baseUrl: 'https://example.com', consumerKey, consumerSecret });
+ * const photos = await client.faceImages.list();
+ * await client.close();
+ * ```
+ */
 export class WdsClient {
+  /** @internal The options with their defaults. */
   readonly options: ResolvedOptions;
+  /** @internal */
   readonly limiter: Limiter | null;
+  /** @internal */
   readonly tokens: TokenManager;
+  /** @internal */
   readonly transport: Transport;
+  /** Members. */
   readonly members: Members;
+  /** Members' face photos. */
   readonly faceImages: FaceImages;
+  /** Sheets and their values. */
   readonly sheets: Sheets;
+  /** Files in the file parts of sheets. */
   readonly attachments: Attachments;
+  /** Departments. */
   readonly departments: Departments;
+  /** User accounts. */
   readonly users: Users;
+  /** Roles of user accounts. */
   readonly roles: Roles;
+  /** Extended access settings. */
   readonly advancedPermissions: AdvancedPermissions;
+  /** Masters: the choices of choice fields. */
   readonly enumOptions: EnumOptions;
+  /** Webhook settings. */
   readonly webhooks: Webhooks;
+  /** Tasks, and waiting for one to end. */
   readonly tasks: Tasks;
 
+  /** Checks the options (an invalid one throws OptionsError naming it); nothing is sent until the first call. */
   constructor(options: WdsClientOptions) {
     this.options = resolveOptions(options);
     const o = this.options;
@@ -66,12 +93,15 @@ export class WdsClient {
     this.tasks = new Tasks(this.transport);
   }
 
-  /** One raw operation with auth, limits and retries (the `wds-files api` command uses it). */
+  /**
+   * One operation by its id (such as `members.list`), with tokens, limits and retries; the answer
+   * is parsed with `schema` when one is given (the `wds-files api` command uses it).
+   */
   call<T = unknown>(id: OperationId, call: CallOptions = {}, schema?: z.ZodType<T>): Promise<T> {
     return this.transport.call(id, call, schema);
   }
 
-  /** Closes the client's connections. */
+  /** Closes the client's connections (those of a `dispatcher` you gave stay open). */
   close(): Promise<void> {
     return this.transport.close();
   }

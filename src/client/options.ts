@@ -1,6 +1,7 @@
 /**
  * Options of `new WdsClient(...)`, validated once with messages that name the option and the bad
- * value (p-queue's habit).
+ * value (p-queue's habit). The interfaces carry the docs; the zod schema below does the checking,
+ * and a compile-time check keeps the two the same.
  */
 import { z } from 'zod';
 import type { Dispatcher } from 'undici';
@@ -9,10 +10,101 @@ import type { WaitEvent } from './limiter.js';
 import { DEFAULT_RETRY } from './retry.js';
 import { REQUESTS_PER_HOUR, TOKENS_PER_HOUR, UPDATE_REQUESTS_PER_MINUTE } from '../spec/limits.js';
 
+/** Where the client writes what it does; each line is already free of secrets. */
 export interface Logger {
   debug(message: string): void;
   info(message: string): void;
   warn(message: string): void;
+}
+
+/** One of the client's own limits: at most `limit` requests in any `windowMs` milliseconds. */
+export interface WindowOption {
+  /** Requests allowed in the window; a positive integer. */
+  limit: number;
+  /** The window's length in milliseconds. */
+  windowMs: number;
+}
+
+/** The service's limits as the client keeps them (see {@link WdsClientOptions.limits}). */
+export interface WdsClientLimits {
+  /** Update requests (those that answer a task). Default 5 a minute, as the service allows. */
+  update?: WindowOption;
+  /** All requests. Default 3,000 an hour, as the service allows. */
+  request?: WindowOption;
+  /** Token issuance. Default 1,000 an hour, as the service allows. */
+  token?: WindowOption;
+  /**
+   * How much longer than the service each window is held, as a share of the window (0 to 1),
+   * because the service counts a request when it arrives, a little after the client does.
+   * Default 0.05 (at least 50 ms).
+   */
+  marginRatio?: number;
+}
+
+/** When and how often a failed request is sent again. */
+export interface WdsClientRetry {
+  /** Attempts for reads and for the retryable failures of updates, the first one included. Default 6. */
+  maxAttempts?: number;
+  /** First backoff delay in milliseconds; it doubles with each attempt, with jitter. Default 300. */
+  baseDelayMs?: number;
+  /** Longest backoff delay in milliseconds. Default 20,000. */
+  maxDelayMs?: number;
+  /**
+   * Longest single wait the service may ask for with Retry-After (on 429 and 503) before the
+   * request fails instead, in milliseconds. Default 2,400,000 (40 minutes).
+   */
+  maxRetryAfterMs?: number;
+}
+
+/** Options of {@link WdsClient}: the service's address and credentials, and how the client behaves. */
+export interface WdsClientOptions {
+  /**
+   * The service's address, such as `https://example.com`: http or https, without `/api/v2.0`.
+   * A trailing `/` is dropped.
+   */
+  baseUrl: string;
+  /** The API consumer key of the company. */
+  consumerKey: string;
+  /** The consumer secret that goes with the key. It never appears in logs, errors or reports. */
+  consumerSecret: string;
+  /**
+   * Send `Dry-Run: 1` on every registration and update: the service checks the request and
+   * changes nothing. Each update method can override it. Default false.
+   */
+  dryRun?: boolean;
+  /**
+   * The service's limits as the client keeps them, in windows shared through `stateFile` by every
+   * run with the same consumer key: a request that would be refused waits instead, and the wait
+   * is announced through `onWait`. Defaults: 5 update requests a minute, 3,000 requests and 1,000
+   * tokens an hour. `false` switches the client's own windows off: requests go out at once, and
+   * the service's 429 answers are waited out as their Retry-After says and sent again. The CLI
+   * takes this from the environment variable `WDS_CLIENT_LIMITS` (`off`, or a list such as
+   * `update=5/1m,request=3000/1h`).
+   */
+  limits?: false | WdsClientLimits;
+  /**
+   * The file where the windows are kept, shared by every process with the same consumer key;
+   * `false` keeps them in this client's memory only. Default
+   * `$XDG_CACHE_HOME/wds-files/limits-<hash of the consumer key>.json` (`~/.cache` when
+   * XDG_CACHE_HOME is not set).
+   */
+  stateFile?: string | false;
+  /** When and how often a failed request is sent again (each field has its default). */
+  retry?: WdsClientRetry;
+  /** Time allowed for one request's answer, in milliseconds. Default 120,000 (a 250 MB upload takes a while). */
+  timeoutMs?: number;
+  /** Renew the access token this many milliseconds before it expires. Default 60,000. */
+  tokenRenewBeforeMs?: number;
+  /** Connections to the API host. Default 8. */
+  connections?: number;
+  /** Called each time a request waits: for a limit's window, a Retry-After, or a backoff before a retry. */
+  onWait?: (event: WaitEvent) => void;
+  /** Receives the client's waits and retries as lines. Default: none. */
+  logger?: Logger;
+  /** An undici Dispatcher for every request (a proxy agent, say). Default: the client's own connection pools. */
+  dispatcher?: Dispatcher;
+  /** The User-Agent header. Default `wds-files`. */
+  userAgent?: string;
 }
 
 const windowSchema = z.strictObject({
@@ -21,20 +113,10 @@ const windowSchema = z.strictObject({
 });
 
 const optionsSchema = z.strictObject({
-  /** The service's base URL, without `/api/v2.0`. */
   baseUrl: z.url({ protocol: /^https?$/, error: 'baseUrl must be an http(s) URL such as https://example.com' }),
   consumerKey: z.string().min(1, 'consumerKey must not be empty'),
   consumerSecret: z.string().min(1, 'consumerSecret must not be empty'),
-  /** Sends `Dry-Run: 1` on every registration and update operation. Default false. */
   dryRun: z.boolean().default(false),
-  /**
-   * The service's limits as the client keeps them, in windows shared through `stateFile` by every
-   * run with the same consumer key. Defaults: 5 update requests a minute, 3,000 requests and 1,000
-   * tokens an hour (api-v2.md 8). `false` switches the client's own windows off: requests go out
-   * at once, and the service's 429 answers are waited out as their Retry-After says and sent again.
-   * The CLI takes this from the environment variable `WDS_CLIENT_LIMITS` (`off`, or a list such
-   * as `update=5/1m,request=3000/1h`; see limits-setting.ts).
-   */
   limits: z
     .union([
       z.literal(false),
@@ -46,7 +128,6 @@ const optionsSchema = z.strictObject({
       }),
     ])
     .prefault({}),
-  /** Where the windows are kept across processes; `false` keeps them in memory only. */
   stateFile: z.union([z.string().min(1), z.literal(false)]).optional(),
   retry: z
     .strictObject({
@@ -56,11 +137,8 @@ const optionsSchema = z.strictObject({
       maxRetryAfterMs: z.number().min(0).default(DEFAULT_RETRY.maxRetryAfterMs),
     })
     .prefault({}),
-  /** Time allowed for one request's answer. Default 120 s (a 250 MB upload takes a while). */
   timeoutMs: z.number().positive().default(120_000),
-  /** Renew the token this long before it expires. Default 60 s. */
   tokenRenewBeforeMs: z.number().min(0).default(60_000),
-  /** Connections to the API host. Default 8. */
   connections: z.number().int().positive().default(8),
   onWait: z.custom<(event: WaitEvent) => void>((v) => typeof v === 'function', 'onWait must be a function').optional(),
   logger: z
@@ -70,7 +148,13 @@ const optionsSchema = z.strictObject({
   userAgent: z.string().default('wds-files'),
 });
 
-export type WdsClientOptions = z.input<typeof optionsSchema>;
+/** True when A and B are the same type, optional keys included. */
+type Same<A, B> = (<T>() => T extends A ? 1 : 2) extends (<T>() => T extends B ? 1 : 2) ? true : false;
+// Fails to compile when the schema and the documented interface drift apart.
+const schemaMatchesInterface: Same<z.input<typeof optionsSchema>, WdsClientOptions> = true;
+void schemaMatchesInterface;
+
+/** The options with every default filled in. */
 export type ResolvedOptions = z.output<typeof optionsSchema>;
 
 export function resolveOptions(options: WdsClientOptions): ResolvedOptions {

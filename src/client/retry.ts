@@ -2,14 +2,19 @@
  * How long to wait before the next attempt: the service's Retry-After when it gave one, else
  * exponential backoff with jitter (ky and undici's retry handler do the same).
  */
+
+/**
+ * When and how often a failed request is sent again. The client and the export downloads each
+ * have their own defaults (`WdsClientOptions.retry`, `ExportOptions.retry`).
+ */
 export interface RetryPolicy {
   /** Attempts for reads and for the retryable failures of updates, the first one included. */
   maxAttempts: number;
-  /** First backoff delay. */
+  /** First backoff delay in milliseconds; it doubles with each attempt, with jitter. */
   baseDelayMs: number;
-  /** Longest backoff delay. */
+  /** Longest backoff delay in milliseconds. */
   maxDelayMs: number;
-  /** Longest single wait on a Retry-After (429, 503) before giving up. */
+  /** Longest single wait on a Retry-After (429, 503) before giving up, in milliseconds. */
   maxRetryAfterMs: number;
 }
 

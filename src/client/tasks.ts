@@ -8,27 +8,36 @@ import { TaskFailedError, TimeoutError, type FinalTask } from './errors.js';
 import { sleep } from './retry.js';
 import type { Transport } from './transport.js';
 
+/** Options of `client.tasks.wait`. */
 export interface WaitOptions {
   /** Give up after this long. Default 30 minutes. */
   timeoutMs?: number;
   /** First poll interval; it grows by half each poll up to `maxIntervalMs`. Default 200 ms. */
   intervalMs?: number;
-  /** Default 5 s. */
+  /** Longest poll interval. Default 5 s. */
   maxIntervalMs?: number;
   /** Throw TaskFailedError for NG and ERROR instead of answering the task. Default false. */
   throwOnFailure?: boolean;
   /** Called on every poll with the task as it is. */
   onPoll?: (task: Task) => void;
+  /** Stops waiting. */
   signal?: AbortSignal;
 }
 
+/** Tasks: the updates the service runs after accepting them. Reach it as `client.tasks`. */
 export class Tasks {
+  /** @internal */
   constructor(private readonly transport: Transport) {}
 
+  /** A task as it is now: WAITING, RUNNING, OK, NG or ERROR, with its messages. */
   get(id: number): Promise<Task> {
     return this.transport.call('tasks.get', { params: { task_id: id } }, taskSchema);
   }
 
+  /**
+   * Polls the task, with growing intervals, until it ends (OK, NG or ERROR), and answers it as it
+   * ended. Throws TimeoutError after `timeoutMs`.
+   */
   async wait(id: number, options: WaitOptions = {}): Promise<FinalTask> {
     const deadline = Date.now() + (options.timeoutMs ?? 30 * 60_000);
     let interval = options.intervalMs ?? 200;

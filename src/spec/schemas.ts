@@ -119,6 +119,8 @@ export const sheetAnswerSchema = z.looseObject({
   updated_at: z.string().nullable().optional(),
   member_data: z.array(sheetMemberSchema),
 });
+/** A sheet with the values of every member. */
+export type SheetAnswer = z.infer<typeof sheetAnswerSchema>;
 export const sheetBodySchema = z.looseObject({ member_data: z.array(sheetMemberSchema) });
 
 export const faceImageListSchema = z.looseObject({
@@ -167,9 +169,11 @@ export const departmentSchema = z.looseObject({
   order: z.number().int().nullable().optional(),
   memo: z.string().nullable().optional(),
 });
+export type Department = z.infer<typeof departmentSchema>;
 export const departmentsSchema = z.looseObject({ department_data: z.array(departmentSchema) });
 
 export const roleSchema = z.looseObject({ id: z.number().int(), name: z.string().optional(), type: z.string().optional() });
+export type Role = z.infer<typeof roleSchema>;
 export const rolesAnswerSchema = z.looseObject({ role_data: z.array(roleSchema) });
 
 export const userSchema = z.looseObject({
@@ -203,6 +207,7 @@ export const advancedPermissionSchema = z.looseObject({
   add_codes: z.array(z.string()),
   exclusion_codes: z.array(z.string()),
 });
+export type AdvancedPermission = z.infer<typeof advancedPermissionSchema>;
 export const advancedPermissionsSchema = z.looseObject({
   advanced_permission_data: z.array(advancedPermissionSchema),
 });
@@ -215,6 +220,8 @@ export const enumOptionFieldSchema = z.looseObject({
   name: z.string(),
   enum_option_data: z.array(enumOptionSchema),
 });
+/** A choice field and its choices (masters). */
+export type EnumOptionField = z.infer<typeof enumOptionFieldSchema>;
 export const enumOptionsAnswerSchema = z.looseObject({ custom_field_data: z.array(enumOptionFieldSchema) });
 export const enumOptionsBodySchema = z.looseObject({ enum_option_data: z.array(enumOptionSchema) });
 

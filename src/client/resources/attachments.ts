@@ -4,15 +4,20 @@ import type { Transport } from '../transport.js';
 import type { ListOptions } from './face-images.js';
 import { submitTask, type TaskRef, type UpdateOptions } from './common.js';
 
+/** One member's files for a file part, as sent. */
 export interface AttachmentMemberInput {
+  /** The member's code. */
   code: string;
+  /** Each file's name and its bytes as standard padded base64. */
   records: { file_name: string; base64_content: string }[];
 }
 
+/** Attachments: the files held in the file parts (file fields) of sheets. Reach it as `client.attachments`. */
 export class Attachments {
+  /** @internal */
   constructor(private readonly t: Transport) {}
 
-  /** Download URLs of the files of one file part, valid 15 minutes; only records holding a file. */
+  /** The files of one file part as download URLs, valid 15 minutes; only records holding a file. */
   async list(sheetId: number, fieldId: number, options: ListOptions = {}): Promise<AttachmentListEntry[]> {
     const answer = await this.t.call(
       'attachments.list',
@@ -27,12 +32,15 @@ export class Attachments {
     return answer.member_data;
   }
 
-  /** At most 1,000 files and 250 MB per request; names must not repeat the member's (4.4 Sheets 7). */
+  /**
+   * Adds files: at most 1,000 files of 5 MB each and 250 MB in all per request; a name must not be
+   * one the member already holds in that file part.
+   */
   register(sheetId: number, fieldId: number, members: AttachmentMemberInput[], options: UpdateOptions = {}): Promise<TaskRef> {
     return submitTask(this.t, 'attachments.register', { params: { sheet_id: sheetId, custom_field_id: fieldId }, body: { member_data: members }, ...options });
   }
 
-  /** Replaces the file of the same name (4.4 Sheets 8). */
+  /** Replaces each member's file of the same name, with the same limits as `register`. */
   update(sheetId: number, fieldId: number, members: AttachmentMemberInput[], options: UpdateOptions = {}): Promise<TaskRef> {
     return submitTask(this.t, 'attachments.update', { params: { sheet_id: sheetId, custom_field_id: fieldId }, body: { member_data: members }, ...options });
   }

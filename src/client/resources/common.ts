@@ -5,12 +5,15 @@ import type { CallOptions, Transport } from '../transport.js';
 
 /** Options of every update method. */
 export interface UpdateOptions {
-  /** Validate only (`Dry-Run: 1`); default: the client's dryRun. */
+  /** Validate only (`Dry-Run: 1`): the service checks the request and changes nothing. Default: the client's `dryRun`. */
   dryRun?: boolean;
+  /** Stops the request (and its waits for the limits). */
   signal?: AbortSignal;
 }
 
+/** An update the service accepted and runs as a task; follow it with `client.tasks.wait(taskId)`. */
 export interface TaskRef {
+  /** The task's id. */
   taskId: number;
 }
 

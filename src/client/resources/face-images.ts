@@ -3,7 +3,9 @@ import { faceImageListSchema, type FaceImageListEntry } from '../../spec/schemas
 import type { CallOptions, Transport } from '../transport.js';
 import { submitTask, type TaskRef, type UpdateOptions } from './common.js';
 
+/** One member's photo, as sent. */
 export interface FaceImageItem {
+  /** The member's code. */
   code: string;
   /** Standard padded base64 of the file bytes, without a `data:` prefix. */
   base64_face_image: string;
@@ -11,21 +13,26 @@ export interface FaceImageItem {
 
 /** Options of the URL listings. */
 export interface ListOptions {
-  /** Only files updated on or after this date, `YYYY-MM-DD`. */
+  /** Only files updated on or after this date, `YYYY-MM-DD`. Default: every file. */
   updatedSince?: string;
+  /** Stops the request. */
   signal?: AbortSignal;
+  /** Sees the answer's headers (its `Date` tells when the download URLs were made). */
   onHeaders?: CallOptions['onHeaders'];
 }
 
+/** Options of `faceImages.register` and `faceImages.update`. */
 export interface FaceImageWriteOptions extends UpdateOptions {
-  /** Trim to the face (`enable_trimming`). Default true, as the service. */
+  /** Let the service trim the photo to the face. Default true, as the service. */
   trimming?: boolean;
 }
 
+/** Members' face photos. Reach it as `client.faceImages`. */
 export class FaceImages {
+  /** @internal */
   constructor(private readonly t: Transport) {}
 
-  /** Download URLs of the photos, valid 15 minutes; `updatedSince` is a date `YYYY-MM-DD`. */
+  /** Every member's photo as a download URL, valid 15 minutes; only members with a photo. */
   async list(options: ListOptions = {}): Promise<FaceImageListEntry[]> {
     const answer = await this.t.call(
       'faceImages.list',
@@ -35,12 +42,12 @@ export class FaceImages {
     return answer.member_data;
   }
 
-  /** Only for members without a photo. At most 100 members per request. */
+  /** Adds photos of members without one: at most 100 photos of 5 MB (jpg, gif or png) per request. */
   register(items: FaceImageItem[], options: FaceImageWriteOptions = {}): Promise<TaskRef> {
     return submitTask(this.t, 'faceImages.register', { body: { enable_trimming: options.trimming ?? true, member_data: items }, ...options });
   }
 
-  /** Only for members with a photo. At most 100 members per request. */
+  /** Replaces photos of members with one: at most 100 photos of 5 MB (jpg, gif or png) per request. */
   update(items: FaceImageItem[], options: FaceImageWriteOptions = {}): Promise<TaskRef> {
     return submitTask(this.t, 'faceImages.update', { body: { enable_trimming: options.trimming ?? true, member_data: items }, ...options });
   }

@@ -3,7 +3,9 @@ import { membersAnswerSchema, memberLayoutSchema, type Member, type MemberInput 
 import type { Transport } from '../transport.js';
 import { submitTask, type TaskRef, type UpdateOptions } from './common.js';
 
+/** Members: list, layout, and the four ways of changing them. Reach it as `client.members`. */
 export class Members {
+  /** @internal */
   constructor(private readonly t: Transport) {}
 
   /** Members as the service answers them: with `age`, `years_of_service` and department names. */
@@ -11,29 +13,32 @@ export class Members {
     return this.t.call('members.list', { signal: options.signal }, membersAnswerSchema);
   }
 
+  /** The member fields and their types; `getCalcType: true` includes the formula fields (default false). */
   layout(options: { getCalcType?: boolean } = {}): Promise<Record<string, unknown>> {
     return this.t.call('members.layout', { query: { get_calc_type: options.getCalcType } }, memberLayoutSchema);
   }
 
+  /** Registers new members (unknown codes); follow the task with `client.tasks.wait`. */
   register(members: MemberInput[], options: UpdateOptions = {}): Promise<TaskRef> {
     return submitTask(this.t, 'members.register', { body: { member_data: members }, ...options });
   }
 
-  /** Every member: information absent from the body is deleted (4.4 Members 2). */
+  /** Updates every member given as a whole: information absent from a member is deleted. */
   bulkUpdate(members: MemberInput[], options: UpdateOptions = {}): Promise<TaskRef> {
     return submitTask(this.t, 'members.bulkUpdate', { body: { member_data: members }, ...options });
   }
 
-  /** Only the values sent change; an empty string clears (4.4 Members 3). */
+  /** Changes only the values sent; an empty string clears a value. */
   partialUpdate(members: MemberInput[], options: UpdateOptions = {}): Promise<TaskRef> {
     return submitTask(this.t, 'members.partialUpdate', { body: { member_data: members }, ...options });
   }
 
-  /** Unknown codes are registered, known updated, known codes absent deleted (4.4 Members 4). */
+  /** The whole member list: unknown codes are registered, known ones updated, and members absent deleted. */
   replaceAll(members: MemberInput[], options: UpdateOptions = {}): Promise<TaskRef> {
     return submitTask(this.t, 'members.replaceAll', { body: { member_data: members }, ...options });
   }
 
+  /** Deletes the members with these codes. */
   delete(codes: string[], options: UpdateOptions = {}): Promise<TaskRef> {
     return submitTask(this.t, 'members.delete', { body: { codes }, ...options });
   }

@@ -1,41 +1,52 @@
 /** Sheets (api-v2.md 4.4 Sheets 1-5, 10, 11; wire-format.md, Sheets). */
-import { z } from 'zod';
-import { sheetAnswerSchema, sheetLayoutSchema, sheetLayoutsAnswerSchema, type SheetLayout } from '../../spec/schemas.js';
+import { sheetAnswerSchema, sheetLayoutSchema, sheetLayoutsAnswerSchema, type SheetAnswer, type SheetLayout } from '../../spec/schemas.js';
 import type { Transport } from '../transport.js';
 import { submitTask, type TaskRef, type UpdateOptions } from './common.js';
 
+/**
+ * One member's values in a sheet, as sent: `custom_fields` for a single-record sheet, `records`
+ * (each with its `custom_fields`) for a multiple-record one. Each value is a list of strings.
+ */
 export type SheetMemberInput = {
+  /** The member's code (either key is taken). */
   member_code?: string;
   code?: string;
   records?: { custom_fields: { id: number; values: string[] }[] }[];
   custom_fields?: { id: number; values: string[] }[];
 };
 
+/** Sheets: their layouts, and members' values in them. Reach it as `client.sheets`. */
 export class Sheets {
+  /** @internal */
   constructor(private readonly t: Transport) {}
 
+  /** Every sheet's layout: its fields and their types; `getCalcType: true` includes the formula fields (default false). */
   async layouts(options: { getCalcType?: boolean } = {}): Promise<SheetLayout[]> {
     const answer = await this.t.call('sheets.layouts', { query: { get_calc_type: options.getCalcType } }, sheetLayoutsAnswerSchema);
     return answer.sheets;
   }
 
+  /** One sheet's layout. */
   layout(id: number, options: { getCalcType?: boolean } = {}): Promise<SheetLayout> {
     return this.t.call('sheets.layout', { params: { sheet_id: id }, query: { get_calc_type: options.getCalcType } }, sheetLayoutSchema);
   }
 
-  get(id: number, options: { getCalcType?: boolean } = {}): Promise<z.infer<typeof sheetAnswerSchema>> {
+  /** One sheet with every member's values. */
+  get(id: number, options: { getCalcType?: boolean } = {}): Promise<SheetAnswer> {
     return this.t.call('sheets.get', { params: { sheet_id: id }, query: { get_calc_type: options.getCalcType } }, sheetAnswerSchema);
   }
 
+  /** Replaces the values of the members given: values absent from a member are cleared. */
   bulkUpdate(id: number, members: SheetMemberInput[], options: UpdateOptions = {}): Promise<TaskRef> {
     return submitTask(this.t, 'sheets.bulkUpdate', { params: { sheet_id: id }, body: { member_data: members }, ...options });
   }
 
+  /** Changes only the values sent. */
   partialUpdate(id: number, members: SheetMemberInput[], options: UpdateOptions = {}): Promise<TaskRef> {
     return submitTask(this.t, 'sheets.partialUpdate', { params: { sheet_id: id }, body: { member_data: members }, ...options });
   }
 
-  /** Multiple-record sheets only (4.4 Sheets 5). */
+  /** Adds records to members in a multiple-record sheet. */
   addRecords(id: number, members: SheetMemberInput[], options: UpdateOptions = {}): Promise<TaskRef> {
     return submitTask(this.t, 'sheets.addRecords', { params: { sheet_id: id }, body: { member_data: members }, ...options });
   }
