@@ -7,17 +7,26 @@ import { stat } from 'node:fs/promises';
 import { basename, dirname, extname, join } from 'node:path';
 import type { ImportSource } from './source.js';
 import { FolderSource } from './folder.js';
-import { ZipSource, type ZipSourceOptions } from './zip.js';
+import { ZipSource } from './zip.js';
 import { CsvSource } from './csv.js';
 import { ExportFolderSource, ExportZipSource } from './export-tree.js';
 import { MANIFEST_FILE } from './file-rules.js';
 
-export type OpenSourceOptions = ZipSourceOptions;
+/** Options of {@link openSource}. Its own type, so that the package's public types need no zip reader's. */
+export interface OpenSourceOptions {
+  /** Zip entries declaring more uncompressed bytes are refused without being inflated. Default 64 MB. */
+  maxEntryBytes?: number;
+}
 
 async function isFile(path: string): Promise<boolean> {
   return stat(path).then((s) => s.isFile(), () => false);
 }
 
+/**
+ * Opens what a user names for an import: a folder (an export folder when it holds
+ * `manifest.jsonl`), a `.zip` (an export zip when `manifest.jsonl` is at its root), a `.csv`
+ * manifest (`code,path[,file_name]`), or an export's `manifest.jsonl`. Close it when done.
+ */
 export async function openSource(pathOrFile: string, options: OpenSourceOptions = {}): Promise<ImportSource> {
   let info;
   try {
