@@ -2,7 +2,8 @@
  * One writer per folder, and the lock's life (DESIGN.md section 8), with real CLI children: two
  * exports into one folder (5 tries); `--wait-lock` waiting for a run, then succeeding, and giving
  * up past its duration; a SIGKILLed holder's lock taken over; locks with a dead pid or an old
- * heartbeat taken over, and a fresh one from another host respected; `verify` blind to a lock.
+ * heartbeat taken over, and a fresh one from another host respected; `verify` blind to a lock;
+ * Ctrl-C while waiting, and runs stopped by signals, leaving no lock.
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, readdirSync, utimesSync, writeFileSync } from 'node:fs';
@@ -12,7 +13,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { beforeAll, expect, it } from 'vitest';
 import { useEmulator } from '../helpers/emulator.js';
 import { tempDir } from '../helpers/export.js';
-import { runCli } from '../helpers/cli-process.js';
+import { finished, runCli, spawnCli } from '../helpers/cli-process.js';
 import { verifyExport } from '../../src/pipelines/verify.js';
 import { acquireTargetLock } from '../../src/util/target-lock.js';
 import { SLOW_STORAGE, TWO_WRITERS_COMPANY, TWO_WRITERS_MEMBERS, expectOneWriter, exportArgs, start } from './two-writers.js';
@@ -145,4 +146,51 @@ it('verify of a folder an export is writing does not count its lock as a file', 
   } finally {
     await lock.release();
   }
+}, 30_000);
+
+it('Ctrl-C while waiting for the lock stops at once (exit 130), having sent nothing', async () => {
+  const out = join(tempDir(), 'interrupted-wait');
+  mkdirSync(out);
+  const lock = await acquireTargetLock(join(out, '.wds-lock'), { command: 'the test holding the lock' });
+  try {
+    const before = (await emu().control('GET', '/stats')).tokens_issued as number;
+    const child = spawnCli(exportArgs(emu(), out, '--wait-lock', '5m'));
+    const done = finished(child);
+    let stderr = '';
+    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+    await until('the run to wait', () => stderr.includes('waiting for it, up to 5 min'));
+    child.kill('SIGINT');
+    const run = await done;
+    expect(run.code, run.stderr).toBe(130);
+    expect(run.stderr).toContain(`stopped by SIGINT while waiting for ${out}; nothing was done`);
+    expect((await emu().control('GET', '/stats')).tokens_issued).toBe(before);
+    expect(readdirSync(out)).toEqual(['.wds-lock']);
+  } finally {
+    await lock.release();
+  }
+}, 30_000);
+
+it('a run stopped by Ctrl-C removes its lock, and so does one stopped at once by a second signal', async () => {
+  const graceful = join(tempDir(), 'stopped');
+  const first = start(exportArgs(emu(), graceful));
+  await until('downloads under way', () => existsSync(join(graceful, 'manifest.jsonl')) && readFileSync(join(graceful, 'manifest.jsonl'), 'utf8').length > 0);
+  process.kill(first.pid, 'SIGINT');
+  const stopped = await first.done;
+  expect(stopped.code, stopped.stderr).toBe(130);
+  expect(existsSync(join(graceful, '.wds-lock'))).toBe(false);
+
+  // A second signal while the first is being handled: the process exits at once (process.exit),
+  // and the lock goes with it. SIGINT and SIGTERM, sent together, are both delivered (two of one
+  // kind may merge into one).
+  const atOnce = join(tempDir(), 'stopped-at-once');
+  const child = spawnCli(exportArgs(emu(), atOnce));
+  const done = finished(child);
+  const before = (await emu().control('GET', '/stats')).storage_downloads as number;
+  while (((await emu().control('GET', '/stats')).storage_downloads as number) === before) await sleep(20);
+  child.kill('SIGINT');
+  child.kill('SIGTERM');
+  const ended = await done;
+  expect([130, 143], ended.stderr).toContain(ended.code);
+  expect(ended.stderr).toMatch(/SIG(INT|TERM) again: stopping now/);
+  expect(existsSync(join(atOnce, '.wds-lock'))).toBe(false);
 }, 30_000);
