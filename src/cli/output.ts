@@ -24,9 +24,10 @@ export async function finishRun(args: OutputArgs, report: RunReport, extra: Reco
     if (c.invalid) parts.push(`${c.invalid} invalid`);
     if (c.conflict) parts.push(`${c.conflict} conflicting`);
     if (c.failed) parts.push(`${c.failed} failed`);
+    if (c.unknown) parts.push(`${c.unknown} unknown`);
     console.log(`${report.command}: ${parts.join(', ')}; ${formatBytes(report.bytes)} in ${((report.finishedAt - report.startedAt) / 1000).toFixed(1)} s`);
     for (const line of lines) console.log(`  ${line}`);
-    for (const item of report.items.filter((i) => i.outcome === 'failed' || i.outcome === 'invalid' || i.outcome === 'conflict').slice(0, 50)) {
+    for (const item of report.items.filter((i) => i.outcome === 'failed' || i.outcome === 'invalid' || i.outcome === 'conflict' || i.outcome === 'unknown').slice(0, 50)) {
       console.log(`  ${item.outcome}: ${item.path ?? item.file_name} (${item.code}): ${item.reason ?? ''}`);
     }
     if (report.problems > 50) console.log(`  ... and ${report.problems - 50} more (see --report)`);

@@ -68,8 +68,10 @@ export async function submitBatch<T>(client: WdsClient, items: T[], options: Sub
   } catch (error) {
     if (!isWdsError(error)) throw error;
     if (error.code === 'UPDATE_OUTCOME_UNKNOWN') {
-      const cause = error.cause instanceof Error ? ` (${error.cause.message})` : error.status ? ` (the service answered ${error.status})` : '';
-      return resolveLost(items, options, id, `the answer to the request was lost${cause}`);
+      const what = error.cause instanceof Error ? `the answer to the request was lost (${error.cause.message})`
+        : error.status ? `the service answered ${error.status}, which does not tell whether it carried out the request`
+        : 'the answer to the request was lost';
+      return resolveLost(items, options, id, what);
     }
     // Refused: the service did nothing with it.
     if (id !== undefined) record!.settled(id, items.map(() => false), `refused: ${error.message}`);

@@ -118,6 +118,35 @@ describe('a lost answer to a photo register request', () => {
     expect(journalLines(place.stateHome).map((l) => l.t)).toEqual(['send', 'task', 'end', 'seen', 'seen', 'seen', 'seen']);
   });
 
+  it('a request answered 500 that did nothing: unknown after the listing was awaited (exit 3, said in the summary); the rerun finds it not applied and sends it', { timeout: 180_000 }, async () => {
+    const codes = generatedCodes(3);
+    const { dir, files } = await photoFolder(codes, 8);
+    const place = runPlace();
+    const report = join(tempDir(), 'report.json');
+    // The emulator answers 500 before it handles the request: nothing is done.
+    await emu().control('POST', '/faults', { api: { error_rate: 1, error_statuses: [500], path_contains: 'face_image', method: 'POST', max_faults: 1 } });
+    const run = await runCli(['photos', 'import', dir, '--no-trim', '--report', report, ...connectionArgs(emu())], place.env);
+    expect(run.code, run.stdout + run.stderr).toBe(3);
+    expect(run.stdout).toContain('photos import: 0 ok, 3 unknown');
+    expect(run.stdout).toContain('unknown: ');
+    const written = await readReport(report);
+    expect(written.counts).toMatchObject({ ok: 0, failed: 0, unknown: 3 });
+    for (const item of written.items) {
+      expect(item.reason).toBe('the service answered 500, which does not tell whether it carried out the request, and the listing does not show the file yet; ' +
+        'the service may still be working on it: run the import again later, and it checks before it sends anything again');
+    }
+    expect([...(await photoHashes(emu())).values()].filter(Boolean)).toEqual([]);
+
+    await resetStats(emu());
+    const rerunReport = join(tempDir(), 'rerun.json');
+    const rerun = await runCli(['photos', 'import', dir, '--no-trim', '--report', rerunReport, ...connectionArgs(emu())], place.env);
+    expect(rerun.code, rerun.stdout + rerun.stderr).toBe(0);
+    expect((await readReport(rerunReport)).counts).toMatchObject({ ok: 3, skipped: 0 });
+    expect(await photoRequests(emu())).toMatchObject({ register: 1 });
+    const held = await photoHashes(emu());
+    for (const code of codes) expect(held.get(code), code).toBe(sha256(files.get(code)!));
+  });
+
   it('a task whose end cannot be read: the listing tells, and the message names the task', { timeout: 120_000 }, async () => {
     const codes = generatedCodes(5);
     const { dir } = await photoFolder(codes, 5);
