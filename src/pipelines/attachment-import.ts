@@ -5,6 +5,7 @@
  * the field confirmed as a file part from the layouts, duplicate names found within the source and
  * against the current listing, then register (add) or partial update (replace) requests of at most
  * 1,000 files and 250 MB of body each, base64 counted as 4/3, each member's records in source order.
+ * With a journal, and on a stop signal, as the photo import (section 8).
  */
 import { createHash } from 'node:crypto';
 import type { WdsClient } from '../client/client.js';
@@ -18,16 +19,25 @@ import { RunReport, type ItemReport } from '../stages/report.js';
 import { HeldFiles } from '../stages/held-files.js';
 import { base64Length, MAX_ATTACHMENTS_PER_REQUEST, MAX_FILE_BYTES } from '../spec/limits.js';
 
+/** `upsert` replaces a file of the same name or adds it; `add` only adds, `replace` only replaces. */
 export type AttachmentImportMode = 'upsert' | 'add' | 'replace';
 
+/** Options of {@link runAttachmentImport}. */
 export interface AttachmentImportOptions {
+  /** The client to send with. */
   client: WdsClient;
+  /** The files: see {@link openSource}. */
   source: ImportSource;
-  /** With a plain `<code>/<file>` source: where the files go. */
+  /**
+   * The sheet the files go to, for a source laid out `<member code>/<file>`. An export's manifest
+   * or its layout `attachments/<sheet>/<field>/<code>/<file>` says it itself. Default: none.
+   */
   sheet?: number;
+  /** The file part of `sheet` the files go to (with `sheet`). Default: none. */
   field?: number;
-  /** upsert (default): replace a file of the same name, else add; add: register only; replace: update only. */
+  /** `upsert` (default): replace a file of the same name, else add; `add`: add only; `replace`: replace only. */
   mode?: AttachmentImportMode;
+  /** Send every request with `Dry-Run: 1`: all checks, no change. Default false. */
   dryRun?: boolean;
   /**
    * Aborted by the CLI on SIGINT or SIGTERM (reason: the signal's name): nothing new is sent, the
@@ -39,7 +49,8 @@ export interface AttachmentImportOptions {
    * Where each request is written before it is sent (DESIGN.md section 8): requests an earlier
    * run left open are settled first, and files whose bytes the journal knows applied under their
    * name are skipped. Without one, a lost answer is still resolved from the listing in the run.
-   * The CLI opens the company's journal (ImportJournal.open); a dry run never writes to it.
+   * The CLI opens the company's journal ({@link ImportJournal.open}); a dry run never writes to it.
+   * Default: none.
    */
   journal?: ImportJournal;
   /**
@@ -60,10 +71,18 @@ interface ReadyFile {
   order: number;
 }
 
+/** What an attachment import did. */
 export interface AttachmentImportResult {
+  /** Each file's outcome and why; `interrupted` when it was stopped. */
   report: RunReport;
+  /**
+   * Requests sent, by kind; `minimum`, the fewest the files needed under the service's limits;
+   * `resubmitted`, files sent again after a task refused others of their request.
+   */
   requests: { register: number; update: number; minimum: number; resubmitted: number };
+  /** Time spent waiting for the service's limits, Retry-After and retries, in milliseconds. */
   waitedMs: number;
+  /** Time spent checking the files before the first request, in milliseconds. */
   checkMs: number;
 }
 
@@ -141,6 +160,12 @@ function messageNamesFile(item: ReadyFile, message: string, batch: ReadyFile[]):
   return found.includes(item.fileName) && !found.some((n) => n !== item.fileName && n.includes(item.fileName));
 }
 
+/**
+ * Imports files into the file parts of sheets: every file is checked (extension, real type,
+ * 5 MB) and its sheet and file part confirmed before anything is sent, then sent in requests of
+ * at most 1,000 files and 250 MB, each member's files in source order, and each request's task is
+ * followed to its end. A file that cannot go is reported with the reason, and the run goes on.
+ */
 export async function runAttachmentImport(options: AttachmentImportOptions): Promise<AttachmentImportResult> {
   const { client, source, signal } = options;
   const mode = options.mode ?? 'upsert';

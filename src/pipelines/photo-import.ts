@@ -4,6 +4,11 @@
  * source's code); unknown codes and two files for one member reported without being sent; each
  * photo routed to register (member without a photo) or partial update (member with one) from one
  * listing; batches of at most 100 photos and 250 MB; every task followed to its end.
+ *
+ * Safe to leave alone (section 8): with a journal, requests an earlier run left open are settled
+ * first and photos already applied are skipped; a lost answer is resolved from the listing; a
+ * stop signal ends the checking and sending at the next file or request, and the run returns with
+ * the files it reached.
  */
 import { createReadStream } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -20,18 +25,22 @@ import type { ImportJournal, JournalFile } from '../stages/journal.js';
 import { alreadyApplied, appliedSince, noteApplied, settleEarlierRequests } from '../stages/journal-settle.js';
 import { base64Length, MAX_FILE_BYTES, MAX_PHOTOS_PER_REQUEST } from '../spec/limits.js';
 
+/** `upsert` adds or replaces each member's photo; `register` only adds, `update` only replaces. */
 export type PhotoImportMode = 'upsert' | 'register' | 'update';
 
+/** Options of {@link runPhotoImport}. */
 export interface PhotoImportOptions {
+  /** The client to send with. */
   client: WdsClient;
+  /** The photos: see {@link openSource}. Files are named `<member code>.<ext>` unless the source says the member. */
   source: ImportSource;
-  /** upsert (default): register or update per member; register or update only. */
+  /** `upsert` (default): a photo for each member, added or replaced; `register`: only members without one; `update`: only members with one. */
   mode?: PhotoImportMode;
-  /** The service's face trimming (`enable_trimming`). Default true. */
+  /** Let the service trim each photo to the face. Default true. */
   trimming?: boolean;
   /** Convert what the service would refuse (HEIC, WebP, over 5 MB, ...). Default true. */
   normalize?: boolean;
-  /** Send every request with `Dry-Run: 1`: all checks, no change. */
+  /** Send every request with `Dry-Run: 1`: all checks, no change. Default false. */
   dryRun?: boolean;
   /**
    * Aborted by the CLI on SIGINT or SIGTERM (reason: the signal's name): nothing new is sent, the
@@ -43,7 +52,8 @@ export interface PhotoImportOptions {
    * Where each request is written before it is sent (DESIGN.md section 8): requests an earlier
    * run left open are settled first, and photos whose bytes the journal knows applied to their
    * member are skipped. Without one, a lost answer is still resolved from the listing in the run.
-   * The CLI opens the company's journal (ImportJournal.open); a dry run never writes to it.
+   * The CLI opens the company's journal ({@link ImportJournal.open}); a dry run never writes to it.
+   * Default: none.
    */
   journal?: ImportJournal;
   /** Files checked and converted at once. Default 2. */
@@ -66,10 +76,18 @@ interface ReadyPhoto {
   tempPath?: string;
 }
 
+/** What a photo import did. */
 export interface PhotoImportResult {
+  /** Each file's outcome and why; `interrupted` when it was stopped. */
   report: RunReport;
+  /**
+   * Requests sent, by kind; `minimum`, the fewest the files needed under the service's limits;
+   * `resubmitted`, files sent again after a task refused others of their request.
+   */
   requests: { register: number; update: number; minimum: number; resubmitted: number };
+  /** Time spent waiting for the service's limits, Retry-After and retries, in milliseconds. */
   waitedMs: number;
+  /** Time spent checking the files before the first request, in milliseconds. */
   checkMs: number;
 }
 
@@ -132,6 +150,12 @@ async function listPhotos(client: WdsClient): Promise<Map<string, string>> {
   return new Map((await client.faceImages.list()).map((p) => [`photo:${p.code}`, p.updated_at]));
 }
 
+/**
+ * Imports members' photos: every file is checked (and converted when the service would refuse
+ * it) before anything is sent, then sent in requests of at most 100 photos and 250 MB, and each
+ * request's task is followed to its end. A file that cannot go is reported with the reason, and
+ * the run goes on.
+ */
 export async function runPhotoImport(options: PhotoImportOptions): Promise<PhotoImportResult> {
   const { client, source, signal } = options;
   const mode = options.mode ?? 'upsert';
