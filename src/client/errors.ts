@@ -8,7 +8,7 @@ import { redact } from '../util/redact.js';
 export type WdsErrorCode =
   | 'INVALID_OPTION' | 'BAD_REQUEST' | 'AUTHENTICATION' | 'FORBIDDEN' | 'NOT_FOUND'
   | 'METHOD_NOT_ALLOWED' | 'PAYLOAD_TOO_LARGE' | 'RATE_LIMITED' | 'SERVER_ERROR' | 'MAINTENANCE'
-  | 'NETWORK' | 'TIMEOUT' | 'TASK_FAILED' | 'UPDATE_OUTCOME_UNKNOWN' | 'INVALID_RESPONSE';
+  | 'NETWORK' | 'TIMEOUT' | 'TASK_FAILED' | 'UPDATE_OUTCOME_UNKNOWN' | 'INVALID_RESPONSE' | 'REQUEST_BODY';
 
 export interface ErrorDetails {
   method?: string;
@@ -164,6 +164,18 @@ export class UpdateOutcomeUnknownError extends WdsError {
       details,
     );
     this.name = 'UpdateOutcomeUnknownError';
+  }
+}
+
+/**
+ * A streamed request body failed at its source (a file that changed or could not be read while it
+ * was sent): the service never got the whole body, so nothing was done, and sending it again would
+ * fail the same way.
+ */
+export class RequestBodyError extends WdsError {
+  constructor(message: string, details: ErrorDetails) {
+    super('REQUEST_BODY', describe(details, `the request was not sent, its body could not be read to its end: ${message}`), details);
+    this.name = 'RequestBodyError';
   }
 }
 

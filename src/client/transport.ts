@@ -12,7 +12,7 @@ import { API_PREFIX, operation, operationPath, type OperationId } from '../spec/
 import { redact } from '../util/redact.js';
 import {
   apiErrorFor, WdsError, MaintenanceError, NetworkError, RateLimitError, ResponseShapeError,
-  ServerError, TimeoutError, UpdateOutcomeUnknownError, type ErrorDetails,
+  RequestBodyError, ServerError, TimeoutError, UpdateOutcomeUnknownError, type ErrorDetails,
 } from './errors.js';
 import type { Limiter, WaitEvent } from './limiter.js';
 import { WaitMeter } from './wait-meter.js';
@@ -174,12 +174,13 @@ export class Transport {
       const headers: Record<string, string> = { 'Service-Token': token, 'User-Agent': this.options.userAgent };
       if (body !== undefined || call.bodyStream) headers['Content-Type'] = 'application/json';
       if (dryRun) headers['Dry-Run'] = '1';
-      const streamed = call.bodyStream ? { done: false } : undefined;
+      const streamed: BodyState | undefined = call.bodyStream ? { done: false } : undefined;
       const payload = call.bodyStream ? Readable.from(drained(call.bodyStream(), streamed!), { objectMode: false }) : body;
       let raw: RawAnswer;
       try {
         raw = await this.send(op.method, url, headers, payload, call.signal);
       } catch (error) {
+        if (streamed?.failed) throw new RequestBodyError((streamed.failed as Error)?.message ?? String(streamed.failed), { method: op.method, path });
         throw streamed && !streamed.done ? new BodyNotSent(error) : error;
       }
       if (raw.status >= 200 && raw.status < 300) call.onHeaders?.(raw.headers);
@@ -271,10 +272,35 @@ export class Transport {
   }
 }
 
-/** The body's chunks, marking `state.done` once the last one was taken. */
-async function* drained(body: AsyncIterable<Uint8Array>, state: { done: boolean }): AsyncIterable<Uint8Array> {
-  yield* body;
-  state.done = true;
+interface BodyState {
+  /** The last chunk was taken. */
+  done: boolean;
+  /** What the body's own source threw, if it did. */
+  failed?: unknown;
+}
+
+/**
+ * The body's chunks, telling in `state` whether all were taken or the source failed. Only what
+ * `next()` throws is the source's: a socket error reaches the generator at its `yield`.
+ */
+async function* drained(body: AsyncIterable<Uint8Array>, state: BodyState): AsyncIterable<Uint8Array> {
+  const chunks = body[Symbol.asyncIterator]();
+  try {
+    for (;;) {
+      let next: IteratorResult<Uint8Array>;
+      try {
+        next = await chunks.next();
+      } catch (error) {
+        state.failed = error ?? 'the body failed';
+        throw error;
+      }
+      if (next.done) break;
+      yield next.value;
+    }
+    state.done = true;
+  } finally {
+    if (!state.done && state.failed === undefined) await chunks.return?.();
+  }
 }
 
 function extractErrors(body: unknown): string[] {

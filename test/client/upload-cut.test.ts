@@ -8,6 +8,7 @@ import { useEmulator } from '../helpers/emulator.js';
 import { clientFor } from '../helpers/client.js';
 import { addMember } from '../helpers/fixtures.js';
 import { noisyJpeg, padJpeg } from '../import/photo-helpers.js';
+import { RequestBodyError } from '../../src/client/errors.js';
 
 const emu = useEmulator({ maintenance: false });
 
@@ -46,4 +47,27 @@ describe('a connection cut during the upload of an update', () => {
     for (const [code] of photos) expect(state.members.find((m: { code: string }) => m.code === code).photo).not.toBeNull();
     await client.close();
   }, 60_000);
+
+  it('is not sent again when the body\'s own source fails, and says what failed', async () => {
+    await emu().control('DELETE', '/faults');
+    const before = (await emu().control('GET', '/stats')).requests['POST /members/face_image'] ?? 0;
+    const photo = padJpeg(await noisyJpeg(64, 64, 9), 4_000_000);
+    async function* failing(): AsyncGenerator<Uint8Array> {
+      let sent = 0;
+      for await (const chunk of registerBody([['U009', photo]])) {
+        yield chunk;
+        sent += chunk.length;
+        if (sent > 1_000_000) throw new Error('photos/U009.jpg changed while it was sent');
+      }
+    }
+    const waits: string[] = [];
+    const client = clientFor(emu(), { limits: false, onWait: (e) => waits.push(e.message) });
+    const error = await client.call('faceImages.register', { bodyStream: failing }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(RequestBodyError);
+    expect((error as Error).message).toContain('photos/U009.jpg changed while it was sent');
+    // No retry: it would fail the same way.
+    expect(waits).toEqual([]);
+    expect((await emu().control('GET', '/stats')).requests['POST /members/face_image'] ?? 0).toBeLessThanOrEqual(before + 1);
+    await client.close();
+  });
 });
