@@ -81,7 +81,7 @@ async function isZipOrEmpty(path: string): Promise<boolean> {
 export class Preflight {
   /** Folders made for this run: `dir`, made from `from` (its first missing ancestor) down. */
   private readonly made: { dir: string; from: string }[] = [];
-  private lock: TargetLock | null = null;
+  private readonly locks: TargetLock[] = [];
 
   constructor(private readonly args: { quiet?: boolean }) {}
 
@@ -127,8 +127,9 @@ export class Preflight {
   private async takeLock(out: string, lockFile: string, waitLock: string | undefined): Promise<void> {
     const waitMs = waitLock === undefined ? 0 : parseDuration(waitLock) ?? 0;
     const signal = waitMs > 0 ? stopSignal() : undefined;
+    let lock: TargetLock;
     try {
-      this.lock = await acquireTargetLock(lockFile, {
+      lock = await acquireTargetLock(lockFile, {
         command: commandLine(),
         waitMs,
         signal,
@@ -144,13 +145,13 @@ export class Preflight {
       if (error instanceof TargetLockedError) throw new Error(busyMessage(out, error, waitMs));
       throw new UsageError(`--out ${out}: cannot write in ${dirname(lockFile)} (${why(error)})`);
     }
-    if (this.lock.tookOver) say(this.args, `${out}: took over the lock of an earlier run (${this.lock.tookOver})`);
+    this.locks.push(lock);
+    if (lock.tookOver) say(this.args, `${out}: took over the lock of an earlier run (${lock.tookOver})`);
   }
 
-  /** Releases the lock, and removes the folders made for this run that it left empty. */
+  /** Releases the locks, and removes the folders made for this run that it left empty. */
   async end(): Promise<void> {
-    await this.lock?.release();
-    this.lock = null;
+    for (const lock of this.locks.splice(0)) await lock.release();
     for (const { dir, from } of this.made.splice(0).reverse()) await removeEmptyDirs(dir, from);
   }
 

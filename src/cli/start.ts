@@ -16,6 +16,7 @@ import { SAMPLE_COMPANY_DIR } from './paths.js';
 import { MAINTENANCE_WINDOW } from '../spec/limits.js';
 import { formatBytes } from './progress.js';
 import { EXIT } from './exit-codes.js';
+import { Preflight } from './preflight.js';
 
 const clock = new Clock();
 const minute = clock.minuteOfDay();
@@ -39,7 +40,16 @@ const client = new WdsClient({
 });
 
 let problems = 0;
+// Both targets locked before anything is written: two `npm start` at once would write the same files.
+const targets = new Preflight({});
 try {
+  try {
+    await targets.exportTarget(photosDir, { zip: false, force: false });
+    await targets.exportTarget(attachmentsZip, { zip: true, force: false });
+  } catch (error) {
+    console.error(`npm start: ${(error as Error).message}`);
+    process.exit(EXIT.fatal);
+  }
   // The photo folder resumes by its manifest; the zip is written afresh each time.
   await rm(attachmentsZip, { force: true });
   const photos = await runExport({ client, what: 'photos', out: photosDir });
@@ -58,6 +68,7 @@ try {
   console.log(`\nEach export has a manifest.jsonl (one line per file: code, sheet, field, record, original name, size, sha256).`);
   console.log(`Next: npm run --silent wds -- --help   (the CLI: emulator, api, photos export, attachments export, verify)`);
 } finally {
+  await targets.end();
   await client.close();
   await emulator.close();
 }
