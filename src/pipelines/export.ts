@@ -75,28 +75,41 @@ export const LARGE_FILE_CONNECTIONS = 10;
  */
 export const START_CONNECTIONS = 16;
 
+/** How far an export is, as `onProgress` sees it. */
 export interface ExportProgress {
+  /** Files listed. */
   total: number;
+  /** Files downloaded so far. */
   done: number;
+  /** Files an earlier run left intact, not downloaded again. */
   skipped: number;
+  /** Files that failed after their retries. */
   failed: number;
+  /** Bytes downloaded so far. */
   bytes: number;
+  /** Listings asked for again because download URLs expired (they are valid 15 minutes). */
   relists: number;
 }
 
+/** Options of {@link runExport}. */
 export interface ExportOptions {
+  /** The client to list and download with. */
   client: WdsClient;
+  /** Members' photos, or the files of sheets' file parts. */
   what: 'photos' | 'attachments';
   /** A folder, or a file ending in `.zip`. */
   out: string;
-  /** Only files updated on or after this date (`YYYY-MM-DD`). */
+  /** Only files updated on or after this date (`YYYY-MM-DD`). Default: every file. */
   since?: string;
-  /** Attachments: one sheet, and optionally one file part of it. */
+  /** Attachments: only this sheet. Default: every sheet with a file part. */
   sheet?: number;
+  /** Attachments: only this file part of `sheet`. Default: every file part of the sheet. */
   field?: number;
   /** Downloads in flight at once. Default 64 for photos, 16 for attachments (`defaultConcurrency`). */
   concurrency?: number;
+  /** How each download is retried. Defaults: 8 attempts, backoff from 100 ms up to 4 s, Retry-After waits up to 40 minutes. */
   retry?: Partial<RetryPolicy>;
+  /** Called as files are listed, downloaded, skipped or fail. */
   onProgress?: (progress: ExportProgress) => void;
   /**
    * Stops the run (the CLI aborts it on SIGINT or SIGTERM, with the signal's name as the reason):
@@ -107,10 +120,15 @@ export interface ExportOptions {
   signal?: AbortSignal;
 }
 
+/** What an export did. */
 export interface ExportResult {
+  /** Each file's outcome (`ok`, `skipped`, `failed`) and why; `interrupted` when it was stopped. */
   report: RunReport;
+  /** Listings asked for again because download URLs expired. */
   relists: number;
+  /** Files that changed on the service while the export ran (the newer version was downloaded). */
   changed: number;
+  /** The folder or zip written. */
   out: string;
 }
 
@@ -197,6 +215,11 @@ async function openSink(out: string, zipModule: Promise<typeof import('../sinks/
   }
 }
 
+/**
+ * Exports photos or attachments into a folder or a zip, with a `manifest.jsonl` listing each
+ * file's member, size and sha256. A rerun into the same place downloads only what is missing or
+ * changed. Takes a lock on the target, so two runs never write the same one.
+ */
 export async function runExport(options: ExportOptions): Promise<ExportResult> {
   const { client } = options;
   const concurrency = options.concurrency ?? defaultConcurrency(options.what);

@@ -11,16 +11,25 @@ import { ZipReader } from '../sources/zip-reader.js';
 import { isZipTarget } from './export.js';
 import { isLockFileName } from '../util/target-lock.js';
 
+/** A file of an export that does not match its manifest. */
 export interface VerifyProblem {
+  /** The file's path inside the export. */
   path: string;
+  /** What is wrong: missing, another size or sha256, unreadable, not in the manifest... */
   problem: string;
 }
 
+/** What {@link verifyExport} found. */
 export interface VerifyResult {
+  /** The folder or zip checked. */
   target: string;
+  /** Files the manifest lists. */
   files: number;
+  /** Bytes of the files that match. */
   bytes: number;
+  /** Files present with the manifest's size and sha256. */
   ok: number;
+  /** Every file missing, differing, unreadable or not in the manifest, and every manifest line refused. */
   problems: VerifyProblem[];
 }
 
@@ -30,6 +39,7 @@ function check(line: ManifestLine, size: number, sha256: string): string | null 
   return null;
 }
 
+/** Checks every file of an export folder or zip against its manifest: present, with its size and sha256. */
 export async function verifyExport(target: string): Promise<VerifyResult> {
   const result: VerifyResult = { target, files: 0, bytes: 0, ok: 0, problems: [] };
   const fail = (path: string, problem: string): void => {

@@ -7,6 +7,7 @@
  */
 import type { Readable } from 'node:stream';
 
+/** A file of an import source. */
 export interface SourceFile {
   /** Where the file is, for messages and reports: `photos.zip:staff/A0001.jpg`, `/data/x/A0001.jpg`. */
   where: string;
@@ -14,11 +15,13 @@ export interface SourceFile {
   relPath: string;
   /** The file name as the service should get it (the manifest's original name for exports). */
   fileName: string;
+  /** Its size in bytes. */
   size: number;
   /** The member code, when the source says it (CSV, export manifest); else taken from the name. */
   code?: string;
-  /** Attachments from an export or a layout path: where the file goes. */
+  /** Attachments from an export or a layout path: the sheet the file goes to. */
   sheetId?: number;
+  /** Attachments from an export or a layout path: the file part the file goes to. */
   fieldId?: number;
   /** Attachments from an export: the record it came from (keeps records in source order). */
   recordIndex?: number;
@@ -36,18 +39,25 @@ export interface SourceFile {
   open(): Promise<Readable>;
 }
 
+/** A file of a source that cannot be taken, with the rule it breaks. */
 export interface RefusedFile {
+  /** Where the file is, for messages and reports. */
   where: string;
+  /** Its path inside the source, `/`-separated. */
   relPath: string;
   /** The rule broken, in words a person acts on. */
   reason: string;
 }
 
+/** What a source yields: a file to import, or one refused with its reason. */
 export type SourceEntry = { kind: 'file'; file: SourceFile } | { kind: 'refused'; refused: RefusedFile };
 
+/** Where an import reads its files: a folder, a zip, a CSV manifest or an export. Open one with {@link openSource}. */
 export interface ImportSource {
   /** What the user named. */
   readonly label: string;
+  /** The files, one at a time, so memory does not grow with the source. */
   entries(): AsyncIterable<SourceEntry>;
+  /** Closes the files the source holds open. */
   close(): Promise<void>;
 }

@@ -3,27 +3,46 @@
  * the same for every pipeline; `converted` is an import's `ok` after normalisation.
  */
 export const OUTCOMES = ['ok', 'converted', 'skipped', 'invalid', 'conflict', 'failed', 'unknown'] as const;
+/**
+ * What became of a file: `ok`; `converted` (an import's ok after conversion); `skipped` (nothing to
+ * do, with the reason); `invalid` (refused before sending); `conflict` (the service holds another
+ * file there); `failed`; `unknown` (the answer was lost and nothing could tell).
+ */
 export type Outcome = (typeof OUTCOMES)[number];
 
+/** One file's outcome in a {@link RunReport}. */
 export interface ItemReport {
   /** The item's identity (for exports, the manifest key). */
   key: string;
+  /** The member's code. */
   code: string;
+  /** The file's name at the service. */
   file_name: string;
+  /** What became of it. */
   outcome: Outcome;
+  /** Why, in words a person acts on (for every outcome but a plain `ok`). */
   reason?: string;
   /** Where the file is (exports) or came from (imports). */
   path?: string;
+  /** Its size in bytes. */
   size?: number;
+  /** Its sha256, in hex. */
   sha256?: string;
 }
 
+/** Every run's report: each file's outcome and why, with counts. `toJSON()` is what `--report` writes. */
 export class RunReport {
+  /** Each file's outcome, in the order they were settled. */
   readonly items: ItemReport[] = [];
+  /** How many files had each outcome. */
   readonly counts: Record<Outcome, number> = { ok: 0, converted: 0, skipped: 0, invalid: 0, conflict: 0, failed: 0, unknown: 0 };
+  /** When the run started (ms since the epoch). */
   readonly startedAt = Date.now();
+  /** When it ended (ms since the epoch); 0 while it runs. */
   finishedAt = 0;
+  /** Bytes of the files that went through (`ok` and `converted`). */
   bytes = 0;
+  /** Remarks about the run as a whole. */
   notes: string[] = [];
   /**
    * Set when the run was stopped by a signal before it had done everything: the items it did not
@@ -31,14 +50,19 @@ export class RunReport {
    */
   interrupted: { signal: 'SIGINT' | 'SIGTERM'; total?: number } | null = null;
 
-  constructor(readonly command: string) {}
+  constructor(
+    /** The command that ran, such as `photos export`. */
+    readonly command: string,
+  ) {}
 
+  /** Records one file's outcome. */
   add(item: ItemReport): void {
     this.items.push(item);
     this.counts[item.outcome] += 1;
     if (item.outcome === 'ok' || item.outcome === 'converted') this.bytes += item.size ?? 0;
   }
 
+  /** Marks the end of the run. */
   finish(): void {
     this.finishedAt = Date.now();
   }
@@ -48,6 +72,7 @@ export class RunReport {
     return this.counts.invalid + this.counts.conflict + this.counts.failed + this.counts.unknown;
   }
 
+  /** The report without its items: command, duration, counts, bytes, notes, and `extra`. */
   summary(extra: Record<string, unknown> = {}): Record<string, unknown> {
     return {
       command: this.command,
@@ -60,6 +85,7 @@ export class RunReport {
     };
   }
 
+  /** The summary with every item. */
   toJSON(extra: Record<string, unknown> = {}): Record<string, unknown> {
     return { ...this.summary(extra), items: this.items };
   }
