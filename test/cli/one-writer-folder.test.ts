@@ -13,7 +13,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { beforeAll, expect, it } from 'vitest';
 import { useEmulator } from '../helpers/emulator.js';
 import { tempDir } from '../helpers/export.js';
-import { finished, runCli, spawnCli } from '../helpers/cli-process.js';
+import { connectionArgs, finished, runCli, spawnCli } from '../helpers/cli-process.js';
 import { verifyExport } from '../../src/pipelines/verify.js';
 import { acquireTargetLock } from '../../src/util/target-lock.js';
 import { SLOW_STORAGE, TWO_WRITERS_COMPANY, TWO_WRITERS_MEMBERS, expectOneWriter, exportArgs, start } from './two-writers.js';
@@ -134,7 +134,7 @@ it('a lock whose pid has ended, or whose heartbeat is old, is taken over; a fres
   expect(existsSync(`${elsewhere}.lock`)).toBe(true);
 }, 30_000);
 
-it('verify of a folder an export is writing does not count its lock as a file', async () => {
+it('verify and an import of a folder an export is writing do not count its lock as a file', async () => {
   const out = join(tempDir(), 'verified');
   expect((await runCli(exportArgs(emu(), out))).code).toBe(0);
   const lock = await acquireTargetLock(join(out, '.wds-lock'), { command: 'another export' });
@@ -143,6 +143,13 @@ it('verify of a folder an export is writing does not count its lock as a file', 
     expect(run.code, run.stdout).toBe(0);
     expect(run.stdout).toContain(`${TWO_WRITERS_MEMBERS} of ${TWO_WRITERS_MEMBERS} files match the manifest`);
     expect(run.stdout).not.toContain('.wds-lock');
+    // Nor does an import of the folder.
+    const report = join(tempDir(), 'import-report.json');
+    const imported = await runCli(['photos', 'import', out, '--dry-run', '--report', report, ...connectionArgs(emu())]);
+    expect(imported.code, imported.stderr).toBe(0);
+    const items = JSON.parse(readFileSync(report, 'utf8')).items as Array<{ path?: string }>;
+    expect(items).toHaveLength(TWO_WRITERS_MEMBERS);
+    expect(items.filter((i) => i.path?.includes('.wds-lock'))).toEqual([]);
   } finally {
     await lock.release();
   }
