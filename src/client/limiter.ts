@@ -14,11 +14,20 @@ export interface WindowLimit {
   windowMs: number;
 }
 
+/**
+ * Why a request waits: one of the client's own limits is full (`update-limit`, `request-limit`,
+ * `token-limit`), the service answered 429 (`rate-limited`) or 503 (`maintenance`), or a failed
+ * read backs off before it is sent again (`retry`).
+ */
 export type WaitReason = 'update-limit' | 'request-limit' | 'token-limit' | 'rate-limited' | 'maintenance' | 'retry';
 
+/** A wait announced through `onWait`, before it starts. */
 export interface WaitEvent {
+  /** Why the request waits. */
   reason: WaitReason;
+  /** How long it waits, in milliseconds. */
   waitMs: number;
+  /** The wait in words, such as `waiting 58.6 s: 5 update requests per minute reached`. */
   message: string;
 }
 

@@ -12,8 +12,11 @@ import { REQUESTS_PER_HOUR, TOKENS_PER_HOUR, UPDATE_REQUESTS_PER_MINUTE } from '
 
 /** Where the client writes what it does; each line is already free of secrets. */
 export interface Logger {
+  /** Details. */
   debug(message: string): void;
+  /** Waits and retries. */
   info(message: string): void;
+  /** What went wrong but was dealt with. */
   warn(message: string): void;
 }
 

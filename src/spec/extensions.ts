@@ -1,15 +1,18 @@
 /** File types the service accepts, as data (api-v2.md 4.4 Members 7 and Sheets 9). */
 
-/** Face images: jpg/jpeg, gif, png. */
+/** Face images: jpg/jpeg, gif, png; the bytes must be of that type too. */
 export const PHOTO_EXTENSIONS = ['jpg', 'jpeg', 'gif', 'png'] as const;
 
-/** Attachments: the extension list of api-v2.md 4.4 Sheets 9. */
+// api-v2.md 4.4 Sheets 9.
+/** Attachments: the extensions the service takes. */
 export const ATTACHMENT_EXTENSIONS = [
   'txt', 'csv', 'xml', 'htm', 'html', 'doc', 'docx', 'rtf', 'xls', 'xlsx', 'xlsm', 'ppt', 'pptx',
   'pdf', 'jpeg', 'jpg', 'gif', 'png', 'tif', 'zip', 'odp', 'ods', 'xdw', 'msg',
 ] as const;
 
+/** An extension a photo may have. */
 export type PhotoExtension = (typeof PHOTO_EXTENSIONS)[number];
+/** An extension an attachment may have. */
 export type AttachmentExtension = (typeof ATTACHMENT_EXTENSIONS)[number];
 
 /** The lower-cased extension of a file name, without the dot; '' when there is none. */
@@ -19,18 +22,18 @@ export function extensionOf(fileName: string): string {
   return dot <= 0 ? '' : base.slice(dot + 1).toLowerCase();
 }
 
+/** Whether a photo may have this extension (without the dot; any case). */
 export function isPhotoExtension(ext: string): ext is PhotoExtension {
   return (PHOTO_EXTENSIONS as readonly string[]).includes(ext.toLowerCase());
 }
 
+/** Whether an attachment may have this extension (without the dot; any case). */
 export function isAttachmentExtension(ext: string): ext is AttachmentExtension {
   return (ATTACHMENT_EXTENSIONS as readonly string[]).includes(ext.toLowerCase());
 }
 
-/**
- * The image type named by a photo's leading bytes, or null. The service checks the bytes, not the
- * name (DESIGN.md section 5): JPEG FF D8 FF, PNG's eight-byte signature, GIF87a / GIF89a.
- */
+// The service checks the bytes, not the name (DESIGN.md section 5).
+/** The image type a photo's leading bytes name (JPEG FF D8 FF, PNG's signature, GIF87a or GIF89a), or null. */
 export function sniffPhotoType(bytes: Uint8Array): 'jpeg' | 'png' | 'gif' | null {
   if (bytes.length >= 3 && bytes[0] === 0xff && bytes[1] === 0xd8 && bytes[2] === 0xff) return 'jpeg';
   const png = [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a];

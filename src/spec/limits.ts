@@ -1,36 +1,59 @@
 /**
  * The service's limits, as data. api-v2.md section 8 and 4.4; one constant, one place: the emulator
- * enforces these and the client plans by them.
+ * enforces these and the client plans by them. The section each comes from is in a line comment,
+ * so that the docs users read speak of the limit alone.
  */
 
-/** 5 MB per photo or attachment (api-v2.md 4.4 Members 7, Sheets 9), counted in binary megabytes. */
+// api-v2.md 4.4 Members 7, Sheets 9.
+/** At most 5 MB per photo or attachment, counted in binary megabytes (5,242,880 bytes). */
 export const MAX_FILE_BYTES = 5 * 1024 * 1024;
-/** Face images: at most 100 members per request (api-v2.md 4.4 Members 7). */
+// api-v2.md 4.4 Members 7.
+/** Face images: at most 100 members per request. */
 export const MAX_PHOTOS_PER_REQUEST = 100;
-/** Attachments: at most 1,000 files per request (api-v2.md 4.4 Sheets 9). */
+// api-v2.md 4.4 Sheets 9.
+/** Attachments: at most 1,000 files per request. */
 export const MAX_ATTACHMENTS_PER_REQUEST = 1000;
-/** Request size: at most 250 MB (api-v2.md 8), counted like MAX_FILE_BYTES. */
+// api-v2.md 8.
+/** A request's body: at most 250 MB, counted like {@link MAX_FILE_BYTES}; files go in it as base64 (4 characters for 3 bytes). */
 export const MAX_REQUEST_BYTES = 250 * 1024 * 1024;
-/** Download URLs are valid 15 minutes (api-v2.md 4.4 Members 6, Sheets 6). */
+// api-v2.md 4.4 Members 6, Sheets 6.
+/** Download URLs are valid 15 minutes. */
 export const DOWNLOAD_URL_LIFETIME_SECONDS = 15 * 60;
-/** Access tokens are valid one hour (api-v2.md 5.4). */
+// api-v2.md 5.4.
+/** Access tokens are valid one hour. */
 export const TOKEN_LIFETIME_SECONDS = 3600;
-/** Update requests: 5 a minute per company (api-v2.md 8). */
+// api-v2.md 8 (these three).
+/** Update requests (those that answer a task): 5 a minute per company. */
 export const UPDATE_REQUESTS_PER_MINUTE = 5;
-/** All requests: 3,000 an hour per company (api-v2.md 8). */
+/** All requests: 3,000 an hour per company. */
 export const REQUESTS_PER_HOUR = 3000;
-/** Token issuance: 1,000 an hour per company (api-v2.md 8). */
+/** Token issuance: 1,000 an hour per company. */
 export const TOKENS_PER_HOUR = 1000;
-/** At most 10 webhook settings (api-v2.md 4.4 Webhook settings, 6.4). */
+// api-v2.md 4.4 Webhook settings, 6.4.
+/** At most 10 webhook settings. */
 export const MAX_WEBHOOK_SETTINGS = 10;
-/** A webhook delivery carries at most 10,000 member codes (api-v2.md 6.3). */
+// api-v2.md 6.3.
+/** A webhook delivery carries at most 10,000 member codes. */
 export const MAX_WEBHOOK_CODES_PER_DELIVERY = 10_000;
-/** A webhook receiver must answer within 10 seconds (api-v2.md 6.1). */
+// api-v2.md 6.1.
+/** A webhook receiver must answer within 10 seconds. */
 export const WEBHOOK_TIMEOUT_MS = 10_000;
-/** Extended access settings per user: additions and exclusions each (api-v2.md 4.4). */
-export const MAX_ADVANCED_PERMISSION_CODES = { member: 30_000, department: 1_000 } as const;
-/** Daily maintenance (backup) window, service local time, minutes after midnight (api-v2.md 8). */
-export const MAINTENANCE_WINDOW = { startMinute: 60, endMinute: 90 } as const;
+// api-v2.md 4.4.
+/** Extended access settings per user: at most this many additions, and as many exclusions. */
+export const MAX_ADVANCED_PERMISSION_CODES = {
+  /** Member codes. */
+  member: 30_000,
+  /** Department codes. */
+  department: 1_000,
+} as const;
+// api-v2.md 8.
+/** The daily maintenance (backup) window, in the service's local time: 01:00 to 01:30. */
+export const MAINTENANCE_WINDOW = {
+  /** Minutes after midnight when it starts. */
+  startMinute: 60,
+  /** Minutes after midnight when it ends. */
+  endMinute: 90,
+} as const;
 
 /** Base64 makes 3 bytes into 4 characters (with padding): the size a file adds to a JSON body. */
 export function base64Length(bytes: number): number {

@@ -5,23 +5,32 @@
  * requests from it, so the two cannot drift apart.
  */
 
+/** The path of API v2 under the service's address. */
 export const API_PREFIX = '/api/v2.0';
 
+// `task`: wire-format.md, Common.
 /**
- * - `token`: token issuance (Basic auth, counts toward the token budget only).
+ * How an operation counts toward the limits:
+ * - `token`: token issuance (Basic auth, counts toward the token limit only).
  * - `read`: answers directly.
- * - `task`: answers `{task_id}`; counts toward the update limit (wire-format.md, Common).
+ * - `task`: answers `{task_id}`; counts toward the update limit.
  * - `write`: synchronous write (users, webhooks); not update-limited.
  */
 export type OperationKind = 'token' | 'read' | 'task' | 'write';
+/** The HTTP methods the API uses. */
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
+/** One operation of the API. */
 export interface OperationSpec {
+  /** Its id, such as `members.list` (what `WdsClient.call` takes). */
   readonly id: string;
+  /** Its HTTP method. */
   readonly method: HttpMethod;
+  /** Its path under {@link API_PREFIX}, with parameters written `:name`. */
   readonly path: string;
+  /** How it counts toward the limits. */
   readonly kind: OperationKind;
-  /** Accepts the `Dry-Run` header (api-v2.md 4.1). */
+  /** Whether it accepts the `Dry-Run` header. */
   readonly dryRun: boolean;
 }
 
@@ -31,6 +40,7 @@ function op(id: string, method: HttpMethod, path: string, kind: OperationKind, d
 
 const ATTACHMENT_FILE = '/sheets/:sheet_id/custom_fields/:custom_field_id/file';
 
+/** Every operation of API v2. */
 export const OPERATIONS = [
   op('token.issue', 'POST', '/token', 'token'),
   op('tasks.get', 'GET', '/tasks/:task_id', 'read'),
@@ -74,6 +84,7 @@ export const OPERATIONS = [
   op('webhooks.delete', 'DELETE', '/webhook/:webhook_id', 'write', true),
 ] as const satisfies readonly OperationSpec[];
 
+/** The id of an operation, such as `members.list` or `faceImages.update`. */
 export type OperationId = (typeof OPERATIONS)[number]['id'];
 
 const BY_ID = new Map<string, OperationSpec>(OPERATIONS.map((o) => [o.id, o]));
@@ -95,7 +106,9 @@ export function operationPath(id: OperationId, params: Record<string, string | n
 
 /** Path parameters whose value must be a positive integer (api-v2.md 4.2: "integer"). */
 export const INTEGER_PATH_PARAMS = ['task_id', 'sheet_id', 'custom_field_id', 'user_id', 'webhook_id'] as const;
+/** The two kinds of extended access settings: by member, or by department. */
 export const ADVANCED_TYPES = ['member', 'department'] as const;
+/** A kind of extended access settings. */
 export type AdvancedType = (typeof ADVANCED_TYPES)[number];
 
 interface CompiledRoute {

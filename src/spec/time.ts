@@ -1,6 +1,8 @@
 /** Service timestamps: `YYYY-MM-DD HH:MM:SS` and dates `YYYY-MM-DD`, in service local time. */
 
+/** A service timestamp `YYYY-MM-DD HH:MM:SS`. */
 export const TIMESTAMP_PATTERN = /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/;
+/** A date `YYYY-MM-DD` (its form only: see {@link isValidDate}). */
 export const DATE_PATTERN = /^\d{4}-\d{2}-\d{2}$/;
 
 /** True for a real calendar date written `YYYY-MM-DD`. */
