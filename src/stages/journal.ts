@@ -10,7 +10,7 @@
 import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, writeSync } from 'node:fs';
 import { createHash, randomUUID } from 'node:crypto';
 import { homedir, hostname } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 
 export type JournalKind = 'photo' | 'attachment';
 export type JournalRoute = 'register' | 'update';
@@ -80,9 +80,15 @@ export class ImportJournal {
   readonly #requests = new Map<string, JournalRequest>();
   readonly #open = new Set<string>();
   readonly #applied = new Map<string, AppliedFile>();
+  /** The file ends in a line cut short: the next line starts on a line of its own. */
+  #cut = false;
 
   private constructor(readonly path: string) {
-    mkdirSync(join(path, '..'), { recursive: true, mode: 0o700 });
+    try {
+      mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+    } catch (error) {
+      throw new Error(`cannot make the folder of the import journal ${dirname(path)}: ${(error as Error).message}`);
+    }
     this.#load();
   }
 
@@ -100,6 +106,7 @@ export class ImportJournal {
       if ((error as NodeJS.ErrnoException).code === 'ENOENT') return;
       throw new Error(`cannot read the import journal ${this.path}: ${(error as Error).message}`);
     }
+    this.#cut = text.length > 0 && !text.endsWith('\n');
     for (const raw of text.split('\n')) {
       if (!raw.trim()) continue;
       let line: Line;
@@ -136,12 +143,21 @@ export class ImportJournal {
     }
   }
 
-  /** Opened for each line (a run writes a few per request), so no handle outlives a run. */
+  /**
+   * Opened for each line (a run writes a few per request), so no handle outlives a run. A line
+   * that cannot be written stops the run: no request is sent that the journal does not hold.
+   */
   #write(line: Line): void {
-    const fd = openSync(this.path, 'a', 0o600);
+    let fd: number;
     try {
-      writeSync(fd, `${JSON.stringify(line)}\n`);
+      fd = openSync(this.path, 'a', 0o600);
+    } catch (error) {
+      throw new Error(`cannot write the import journal ${this.path}: ${(error as Error).message}`);
+    }
+    try {
+      writeSync(fd, `${this.#cut ? '\n' : ''}${JSON.stringify(line)}\n`);
       fsyncSync(fd);
+      this.#cut = false;
     } finally {
       closeSync(fd);
     }
