@@ -15,10 +15,10 @@ export type { WaitEvent, WaitReason } from './client/limiter.js';
 export type { RetryPolicy } from './client/retry.js';
 export type { Tasks, WaitOptions } from './client/tasks.js';
 export type { TaskRef, UpdateOptions } from './client/resources/common.js';
-export type { Members } from './client/resources/members.js';
+export type { MemberList, Members } from './client/resources/members.js';
 export type { FaceImages, FaceImageItem, FaceImageWriteOptions, ListOptions } from './client/resources/face-images.js';
-export type { Sheets, SheetMemberInput } from './client/resources/sheets.js';
-export type { Attachments, AttachmentMemberInput } from './client/resources/attachments.js';
+export type { Sheets, SheetMemberInput, SheetValue } from './client/resources/sheets.js';
+export type { Attachments, AttachmentFileInput, AttachmentMemberInput } from './client/resources/attachments.js';
 export type {
   AdvancedPermission, AdvancedPermissions, Department, Departments, EnumOptions, Role, Roles,
   UserInput, Users, WebhookInput, Webhooks,
@@ -52,5 +52,5 @@ export { openSource } from './sources/open-source.js';
 export type { OpenSourceOptions } from './sources/open-source.js';
 export type { ImportSource, RefusedFile, SourceEntry, SourceFile } from './sources/source.js';
 export { ImportJournal } from './stages/journal.js';
-export { RunReport } from './stages/report.js';
+export { RunReport, OUTCOMES } from './stages/report.js';
 export type { ItemReport, Outcome } from './stages/report.js';

@@ -2,6 +2,7 @@
  * Every run ends with a report: each item's outcome and why (DESIGN.md section 2). Outcomes are
  * the same for every pipeline; `converted` is an import's `ok` after normalisation.
  */
+/** Every outcome a file can have, in the order reports list them. */
 export const OUTCOMES = ['ok', 'converted', 'skipped', 'invalid', 'conflict', 'failed', 'unknown'] as const;
 /**
  * What became of a file: `ok`; `converted` (an import's ok after conversion); `skipped` (nothing to

@@ -8,8 +8,16 @@ import { submitTask, type TaskRef, type UpdateOptions } from './common.js';
 export interface AttachmentMemberInput {
   /** The member's code. */
   code: string;
-  /** Each file's name and its bytes as standard padded base64. */
-  records: { file_name: string; base64_content: string }[];
+  /** The member's files. */
+  records: AttachmentFileInput[];
+}
+
+/** One file as sent. */
+export interface AttachmentFileInput {
+  /** The file's name at the service. */
+  file_name: string;
+  /** The file's bytes as standard padded base64, without a `data:` prefix. */
+  base64_content: string;
 }
 
 /** Attachments: the files held in the file parts (file fields) of sheets. Reach it as `client.attachments`. */

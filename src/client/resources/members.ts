@@ -3,13 +3,21 @@ import { membersAnswerSchema, memberLayoutSchema, type Member, type MemberInput 
 import type { Transport } from '../transport.js';
 import { submitTask, type TaskRef, type UpdateOptions } from './common.js';
 
+/** Every member, as `members.list()` answers. */
+export interface MemberList {
+  /** When the member data last changed, `YYYY-MM-DD HH:MM:SS`. */
+  updated_at?: string | null;
+  /** The members. */
+  member_data: Member[];
+}
+
 /** Members: list, layout, and the four ways of changing them. Reach it as `client.members`. */
 export class Members {
   /** @internal */
   constructor(private readonly t: Transport) {}
 
   /** Members as the service answers them: with `age`, `years_of_service` and department names. */
-  list(options: { signal?: AbortSignal } = {}): Promise<{ updated_at?: string | null; member_data: Member[] }> {
+  list(options: { signal?: AbortSignal } = {}): Promise<MemberList> {
     return this.t.call('members.list', { signal: options.signal }, membersAnswerSchema);
   }
 

@@ -37,10 +37,17 @@ export interface UserInput {
   /** The password; it never appears in logs, errors or reports. */
   password?: string;
   /** The role, by its id (see `client.roles.list()`). */
-  role?: { id: number };
+  role?: {
+    /** The role's id. */
+    id: number;
+  };
+  /** Whether the account is in use (false: stopped). */
   is_active?: boolean;
+  /** Whether the password is locked. */
   password_locked?: boolean;
+  /** Whether the account may use a smartphone browser. */
   use_smartphone?: boolean;
+  /** Whether the account may use the smartphone application. */
   use_native_app?: boolean;
 }
 

@@ -10,10 +10,21 @@ import { submitTask, type TaskRef, type UpdateOptions } from './common.js';
 export type SheetMemberInput = {
   /** The member's code (either key is taken). */
   member_code?: string;
+  /** The member's code (either key is taken). */
   code?: string;
-  records?: { custom_fields: { id: number; values: string[] }[] }[];
-  custom_fields?: { id: number; values: string[] }[];
+  /** A multiple-record sheet: the member's records, each with its values. */
+  records?: { custom_fields: SheetValue[] }[];
+  /** A single-record sheet: the member's values. */
+  custom_fields?: SheetValue[];
 };
+
+/** One field's values in a sheet. */
+export interface SheetValue {
+  /** The field's id (from the sheet's layout). */
+  id: number;
+  /** Its values, as strings (dates `YYYY-MM-DD`). */
+  values: string[];
+}
 
 /** Sheets: their layouts, and members' values in them. Reach it as `client.sheets`. */
 export class Sheets {
