@@ -124,7 +124,7 @@ export class Preflight {
     await this.takeLock(out, lockFileOf(abs, options.zip ? 'file' : 'folder'), options.waitLock);
   }
 
-  private async takeLock(out: string, lockFile: string, waitLock: string | undefined): Promise<void> {
+  private async takeLock(out: string, lockFile: string, waitLock: string | undefined, retried = false): Promise<void> {
     const waitMs = waitLock === undefined ? 0 : parseDuration(waitLock) ?? 0;
     const signal = waitMs > 0 ? stopSignal() : undefined;
     let lock: TargetLock;
@@ -143,6 +143,11 @@ export class Preflight {
         process.exit(exitCodeOf(stopped));
       }
       if (error instanceof TargetLockedError) throw new Error(busyMessage(out, error, waitMs));
+      // Another run that had made the folder removed it again as it ended (left empty): make it anew.
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT' && !retried) {
+        await this.ensureDir(dirname(lockFile), `--out ${out}`);
+        return this.takeLock(out, lockFile, waitLock, true);
+      }
       throw new UsageError(`--out ${out}: cannot write in ${dirname(lockFile)} (${why(error)})`);
     }
     this.locks.push(lock);
