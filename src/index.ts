@@ -34,7 +34,7 @@ export type { TaskStatus, WebhookEvent } from './spec/events.js';
 export {
   WdsError, OptionsError, ApiError, BadRequestError, AuthenticationError, ForbiddenError, NotFoundError,
   MethodNotAllowedError, PayloadTooLargeError, RateLimitError, ServerError, MaintenanceError, NetworkError,
-  TimeoutError, UpdateOutcomeUnknownError, ResponseShapeError, TaskFailedError,
+  TimeoutError, UpdateOutcomeUnknownError, RequestBodyError, ResponseShapeError, TaskFailedError,
   isWdsError, isApiError, isRateLimitError, isTaskFailedError, isUpdateOutcomeUnknownError,
 } from './client/errors.js';
 export type { WdsErrorCode, ErrorDetails, FinalTask } from './client/errors.js';

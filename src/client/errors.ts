@@ -5,25 +5,37 @@
  */
 import { redact } from '../util/redact.js';
 
+/** The stable code of each kind of failure; the CLI maps them to exit codes and messages. */
 export type WdsErrorCode =
   | 'INVALID_OPTION' | 'BAD_REQUEST' | 'AUTHENTICATION' | 'FORBIDDEN' | 'NOT_FOUND'
   | 'METHOD_NOT_ALLOWED' | 'PAYLOAD_TOO_LARGE' | 'RATE_LIMITED' | 'SERVER_ERROR' | 'MAINTENANCE'
   | 'NETWORK' | 'TIMEOUT' | 'TASK_FAILED' | 'UPDATE_OUTCOME_UNKNOWN' | 'INVALID_RESPONSE' | 'REQUEST_BODY';
 
+/** What an error knows of the request it comes from. */
 export interface ErrorDetails {
+  /** The request's HTTP method. */
   method?: string;
+  /** The request's path under `/api/v2.0`. */
   path?: string;
+  /** The answer's HTTP status. */
   status?: number;
   /** The service's `errors` array. */
   errors?: string[];
+  /** The error underneath (kept as its name and redacted message only). */
   cause?: unknown;
 }
 
+/** Every error of the client. Its message and `errors` never hold a secret. */
 export class WdsError extends Error {
+  /** What kind of failure it is; stable across versions. */
   readonly code: WdsErrorCode;
+  /** The request's HTTP method, when a request failed. */
   readonly method?: string;
+  /** The request's path under `/api/v2.0`, when a request failed. */
   readonly path?: string;
+  /** The answer's HTTP status, when there was an answer. */
   readonly status?: number;
+  /** What the service said, from its `errors` array (empty when it said nothing). */
   readonly errors: string[];
 
   constructor(code: WdsErrorCode, message: string, details: ErrorDetails = {}) {
@@ -54,6 +66,7 @@ function describe(details: ErrorDetails, summary: string): string {
   return `${where}${summary}${said}`;
 }
 
+/** A client option is invalid; the message names it and the value given (never a secret). */
 export class OptionsError extends WdsError {
   constructor(message: string) {
     super('INVALID_OPTION', message);
@@ -69,6 +82,7 @@ export class ApiError extends WdsError {
   }
 }
 
+/** 400: the service refused the request's parameters or body; `errors` says why. */
 export class BadRequestError extends ApiError {
   constructor(details: ErrorDetails) {
     super('BAD_REQUEST', `the service refused the request's parameters (${details.status ?? 400})`, details);
@@ -76,6 +90,7 @@ export class BadRequestError extends ApiError {
   }
 }
 
+/** 401 after a fresh token: the consumer key or secret is wrong. */
 export class AuthenticationError extends ApiError {
   constructor(details: ErrorDetails) {
     super('AUTHENTICATION', 'authentication failed (401): check the consumer key and consumer secret', details);
@@ -83,6 +98,7 @@ export class AuthenticationError extends ApiError {
   }
 }
 
+/** 403: the API is not switched on for this operation in the service's administrator screen. */
 export class ForbiddenError extends ApiError {
   constructor(details: ErrorDetails) {
     super('FORBIDDEN', 'API v2 cannot be used for this operation (403): switch the operation on in the administrator screen', details);
@@ -90,6 +106,7 @@ export class ForbiddenError extends ApiError {
   }
 }
 
+/** 404: no such id (sheet, field, user, task...). */
 export class NotFoundError extends ApiError {
   constructor(details: ErrorDetails) {
     super('NOT_FOUND', 'no such id (404)', details);
@@ -97,6 +114,7 @@ export class NotFoundError extends ApiError {
   }
 }
 
+/** 405: the path does not take this method. */
 export class MethodNotAllowedError extends ApiError {
   constructor(details: ErrorDetails) {
     super('METHOD_NOT_ALLOWED', 'the method is not allowed on this path (405)', details);
@@ -104,6 +122,7 @@ export class MethodNotAllowedError extends ApiError {
   }
 }
 
+/** 413: the request's body is over 250 MB. */
 export class PayloadTooLargeError extends ApiError {
   constructor(details: ErrorDetails) {
     super('PAYLOAD_TOO_LARGE', 'the request body is over the 250 MB limit (413)', details);
@@ -111,6 +130,7 @@ export class PayloadTooLargeError extends ApiError {
   }
 }
 
+/** 429 that the client could not wait out (too many in a row, or a Retry-After over `retry.maxRetryAfterMs`). */
 export class RateLimitError extends ApiError {
   /** From Retry-After, when the service sent one. */
   readonly retryAfterMs?: number;
@@ -121,6 +141,7 @@ export class RateLimitError extends ApiError {
   }
 }
 
+/** 500, 502 or 504 to a read, after its retries. */
 export class ServerError extends ApiError {
   constructor(details: ErrorDetails) {
     super('SERVER_ERROR', `the service failed (${details.status ?? 500})`, details);
@@ -128,7 +149,9 @@ export class ServerError extends ApiError {
   }
 }
 
+/** 503 that the client could not wait out: the service is under maintenance (daily 01:00-01:30). */
 export class MaintenanceError extends ApiError {
+  /** From Retry-After, when the service sent one. */
   readonly retryAfterMs?: number;
   constructor(details: ErrorDetails & { retryAfterMs?: number }) {
     super('MAINTENANCE', 'the service is under maintenance (503; the daily backup runs 01:00-01:30)', details);
@@ -137,6 +160,7 @@ export class MaintenanceError extends ApiError {
   }
 }
 
+/** The connection failed, after the retries a read allows. */
 export class NetworkError extends WdsError {
   constructor(message: string, details: ErrorDetails) {
     super('NETWORK', describe(details, `network error: ${message}`), details);
@@ -144,6 +168,7 @@ export class NetworkError extends WdsError {
   }
 }
 
+/** No answer in time (`timeoutMs`), or a task still running at the end of `tasks.wait`. */
 export class TimeoutError extends WdsError {
   constructor(message: string, details: ErrorDetails) {
     super('TIMEOUT', describe(details, message), details);
@@ -179,6 +204,7 @@ export class RequestBodyError extends WdsError {
   }
 }
 
+/** The service answered something that is not the shape expected. */
 export class ResponseShapeError extends WdsError {
   constructor(message: string, details: ErrorDetails) {
     super('INVALID_RESPONSE', describe(details, `the answer does not have the expected shape: ${message}`), details);
@@ -186,13 +212,19 @@ export class ResponseShapeError extends WdsError {
   }
 }
 
+/** A task as it ended. */
 export interface FinalTask {
+  /** The task's id. */
   id: number;
+  /** OK: done; NG: refused, with messages saying why; ERROR: failed. */
   status: 'OK' | 'NG' | 'ERROR';
+  /** What the service said about it. */
   messages: string[];
 }
 
+/** A task ended NG or ERROR (from `tasks.wait` with `throwOnFailure`). */
 export class TaskFailedError extends WdsError {
+  /** The task as it ended. */
   readonly task: FinalTask;
   constructor(task: FinalTask) {
     super('TASK_FAILED', `task ${task.id} ended ${task.status}${task.messages.length ? `: ${task.messages.join('; ')}` : ''}`, {
@@ -219,8 +251,13 @@ export function apiErrorFor(status: number, details: ErrorDetails & { retryAfter
   }
 }
 
+/** Whether this is an error of the client. */
 export const isWdsError = (e: unknown): e is WdsError => e instanceof WdsError;
+/** Whether this is an answer of the service that is not a success. */
 export const isApiError = (e: unknown): e is ApiError => e instanceof ApiError;
+/** Whether this is a 429 the client could not wait out. */
 export const isRateLimitError = (e: unknown): e is RateLimitError => e instanceof RateLimitError;
+/** Whether this is a task that ended NG or ERROR. */
 export const isTaskFailedError = (e: unknown): e is TaskFailedError => e instanceof TaskFailedError;
+/** Whether this is an update whose answer was lost (check the data before sending it again). */
 export const isUpdateOutcomeUnknownError = (e: unknown): e is UpdateOutcomeUnknownError => e instanceof UpdateOutcomeUnknownError;

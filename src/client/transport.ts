@@ -21,12 +21,17 @@ import type { ResolvedOptions } from './options.js';
 import { backoffDelay, parseRetryAfter, sleep } from './retry.js';
 import type { WindowName } from './state-file.js';
 
+/** One call of {@link WdsClient.call}: its path parameters, query and body. */
 export interface CallOptions {
+  /** Values of the operation's path parameters, such as `{ sheet_id: 12 }`. */
   params?: Record<string, string | number>;
+  /** Query parameters; those undefined are left out. */
   query?: Record<string, string | number | boolean | undefined>;
+  /** The JSON body. */
   body?: unknown;
   /** Overrides the client's dryRun for this call (operations with a dry-run mode only). */
   dryRun?: boolean;
+  /** Stops the call, and its waits for the limits and retries. */
   signal?: AbortSignal;
   /**
    * A JSON body produced piece by piece (large uploads: memory stays bounded). A factory, because a

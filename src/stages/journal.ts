@@ -74,6 +74,11 @@ function alive(pid: number): boolean {
   }
 }
 
+/**
+ * A company's import journal: pass one to {@link runPhotoImport} or {@link runAttachmentImport}
+ * so that a rerun settles what a run cut short left open, and skips files already applied.
+ * Get it with {@link ImportJournal.open}.
+ */
 export class ImportJournal {
   readonly #run = randomUUID().slice(0, 8);
   #next = 0;
@@ -83,6 +88,7 @@ export class ImportJournal {
   /** The file ends in a line cut short: the next line starts on a line of its own. */
   #cut = false;
 
+  /** @param path The journal file. */
   private constructor(readonly path: string) {
     try {
       mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
@@ -92,7 +98,10 @@ export class ImportJournal {
     this.#load();
   }
 
-  /** The journal of the company that this consumer key names (the key is hashed; no secret is involved). */
+  /**
+   * The journal of the company that this consumer key names (the key is hashed; no secret is
+   * involved), in `folder`. Default folder: `$XDG_STATE_HOME/wds-files` (`~/.local/state/wds-files`).
+   */
   static open(consumerKey: string, folder = stateFolder()): ImportJournal {
     const id = createHash('sha256').update(consumerKey).digest('hex').slice(0, 16);
     return new ImportJournal(join(folder, `journal-${id}.jsonl`));
@@ -164,23 +173,24 @@ export class ImportJournal {
     this.#take(line);
   }
 
-  /** Written before the request is sent; answers the request's id in the journal. */
+  /** @internal Written before the request is sent; answers the request's id in the journal. */
   sending(kind: JournalKind, route: JournalRoute, files: JournalFile[]): string {
     const id = `${this.#run}-${this.#next++}`;
     this.#write({ t: 'send', id, kind, route, at: new Date().toISOString(), pid: process.pid, host: hostname(), files });
     return id;
   }
 
+  /** @internal The task the service answered for a request. */
   task(id: string, taskId: number): void {
     this.#write({ t: 'task', id, task_id: taskId });
   }
 
-  /** Which of the request's files the service applied (in the order they were sent); `how` says how it is known. */
+  /** @internal Which of the request's files the service applied (in the order they were sent); `how` says how it is known. */
   settled(id: string, applied: boolean[], how: string): void {
     this.#write({ t: 'end', id, applied, how });
   }
 
-  /** The `updated_at` a listing showed for a file this journal knows as applied. */
+  /** @internal The `updated_at` a listing showed for a file this journal knows as applied. */
   seen(target: string, sha256: string, updatedAt: string): void {
     const known = this.#applied.get(target);
     if (!known || known.sha256 !== sha256 || known.updated_at === updatedAt) return;
@@ -188,8 +198,8 @@ export class ImportJournal {
   }
 
   /**
-   * Requests of this kind that an earlier run sent without learning what became of them, leaving
-   * out those of a run still going on this host.
+   * @internal Requests of this kind that an earlier run sent without learning what became of them,
+   * leaving out those of a run still going on this host.
    */
   unsettled(kind: JournalKind): JournalRequest[] {
     const host = hostname();
@@ -198,7 +208,7 @@ export class ImportJournal {
       .filter((r) => r.kind === kind && !(r.host === host && alive(r.pid)));
   }
 
-  /** The last file applied at this target by any run, if the journal knows one. */
+  /** @internal The last file applied at this target by any run, if the journal knows one. */
   applied(target: string): AppliedFile | undefined {
     return this.#applied.get(target);
   }
