@@ -84,7 +84,16 @@ export interface PhotoImportResult {
    * Requests sent, by kind; `minimum`, the fewest the files needed under the service's limits;
    * `resubmitted`, files sent again after a task refused others of their request.
    */
-  requests: { register: number; update: number; minimum: number; resubmitted: number };
+  requests: {
+    /** Register requests sent (photos of members without one). */
+    register: number;
+    /** Update requests sent (photos of members with one). */
+    update: number;
+    /** The fewest requests the files needed (100 photos or 1,000 files, and 250 MB, per request). */
+    minimum: number;
+    /** Files sent again after a task refused others of their request. */
+    resubmitted: number;
+  };
   /** Time spent waiting for the service's limits, Retry-After and retries, in milliseconds. */
   waitedMs: number;
   /** Time spent checking the files before the first request, in milliseconds. */

@@ -50,7 +50,19 @@ export interface RefusedFile {
 }
 
 /** What a source yields: a file to import, or one refused with its reason. */
-export type SourceEntry = { kind: 'file'; file: SourceFile } | { kind: 'refused'; refused: RefusedFile };
+export type SourceEntry =
+  | {
+      /** A file to import. */
+      kind: 'file';
+      /** The file. */
+      file: SourceFile;
+    }
+  | {
+      /** A file refused, with the rule it breaks. */
+      kind: 'refused';
+      /** The file, and why it was refused. */
+      refused: RefusedFile;
+    };
 
 /** Where an import reads its files: a folder, a zip, a CSV manifest or an export. Open one with {@link openSource}. */
 export interface ImportSource {

@@ -143,7 +143,12 @@ export const sheetLayoutSchema = z.looseObject({
   /** 0: one record per member; 1: several records per member. */
   record_type: z.number().int(),
   /** The sheet's fields. */
-  custom_fields: z.array(layoutFieldSchema.extend({ id: z.number().int() })),
+  custom_fields: z.array(
+    layoutFieldSchema.extend({
+      /** The field's id, as values and file parts name it. */
+      id: z.number().int(),
+    }),
+  ),
 });
 /** A sheet's layout: its fields. @interface */
 export type SheetLayout = z.infer<typeof sheetLayoutSchema>;

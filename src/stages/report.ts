@@ -49,7 +49,12 @@ export class RunReport {
    * Set when the run was stopped by a signal before it had done everything: the items it did not
    * reach are not in `items`, and `total` is how many there were in all (when known).
    */
-  interrupted: { signal: 'SIGINT' | 'SIGTERM'; total?: number } | null = null;
+  interrupted: {
+    /** The signal that stopped it. */
+    signal: 'SIGINT' | 'SIGTERM';
+    /** How many items there were in all, when known. */
+    total?: number;
+  } | null = null;
 
   constructor(
     /** The command that ran, such as `photos export`. */

@@ -13,7 +13,10 @@ export type SheetMemberInput = {
   /** The member's code (either key is taken). */
   code?: string;
   /** A multiple-record sheet: the member's records, each with its values. */
-  records?: { custom_fields: SheetValue[] }[];
+  records?: {
+    /** The record's values. */
+    custom_fields: SheetValue[];
+  }[];
   /** A single-record sheet: the member's values. */
   custom_fields?: SheetValue[];
 };
