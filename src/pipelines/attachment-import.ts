@@ -46,7 +46,7 @@ export interface AttachmentImportOptions {
    */
   signal?: AbortSignal;
   /**
-   * Where each request is written before it is sent (DESIGN.md section 8): requests an earlier
+   * Where each request is written before it is sent: requests an earlier
    * run left open are settled first, and files whose bytes the journal knows applied under their
    * name are skipped. Without one, a lost answer is still resolved from the listing in the run.
    * The CLI opens the company's journal ({@link ImportJournal.open}); a dry run never writes to it.
