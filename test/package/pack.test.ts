@@ -5,8 +5,9 @@
  * pipeline type-checks against the shipped declarations.
  *
  * The project installs offline from the npm cache that `npm ci` filled: its lockfile is made from
- * ours (our dependencies at the versions we test with, and @types/node), because a plain
- * `npm install --offline <tarball>` asks for registry metadata that `npm ci` does not cache.
+ * ours (our dependencies at the versions we test with, and @types/node, each with the tarball URL
+ * it is cached under), because a plain `npm install --offline <tarball>` asks for registry
+ * metadata that `npm ci` does not cache.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { execFile } from 'node:child_process';
@@ -27,8 +28,14 @@ interface LockEntry {
   [key: string]: unknown;
 }
 
+/** Where the registry keeps a package's tarball (the URL the npm cache knows it by). */
+function tarballUrl(registry: string, path: string, version: string): string {
+  const name = path.slice(path.lastIndexOf('node_modules/') + 'node_modules/'.length);
+  return `${registry.replace(/\/?$/, '/')}${name}/-/${name.split('/').pop()}-${version}.tgz`;
+}
+
 /** A lockfile for a project whose one dependency is the tarball, with the packages of our own lockfile. */
-function consumerLockfile(tarball: string, bytes: Buffer): { manifest: object; lock: object } {
+function consumerLockfile(tarball: string, bytes: Buffer, registry: string): { manifest: object; lock: object } {
   const lock = JSON.parse(readFileSync(join(ROOT, 'package-lock.json'), 'utf8')) as { packages: Record<string, LockEntry> };
   const root = lock.packages['']!;
   const typesNode = ours.devDependencies['@types/node']!;
@@ -46,10 +53,11 @@ function consumerLockfile(tarball: string, bytes: Buffer): { manifest: object; l
       engines: root.engines,
     },
   };
+  const located = (path: string, entry: LockEntry): LockEntry => ({ resolved: tarballUrl(registry, path, entry.version!), ...entry });
   for (const [path, entry] of Object.entries(lock.packages)) {
-    if (path && !entry.dev && !entry.devOptional) packages[path] = entry;
+    if (path && !entry.dev && !entry.devOptional) packages[path] = located(path, entry);
   }
-  for (const path of ['node_modules/@types/node', 'node_modules/undici-types']) packages[path] = { ...lock.packages[path]!, dev: true };
+  for (const path of ['node_modules/@types/node', 'node_modules/undici-types']) packages[path] = { ...located(path, lock.packages[path]!), dev: true };
   const manifest = { name: 'consumer', version: '1.0.0', private: true, type: 'module', dependencies, devDependencies };
   return { manifest, lock: { name: 'consumer', version: '1.0.0', lockfileVersion: 3, requires: true, packages } };
 }
@@ -108,7 +116,8 @@ describe('the packed package, installed into another project', () => {
     tarball = join(work, readdirSync(work).find((name) => name.endsWith('.tgz'))!);
     project = join(work, 'project');
     mkdirSync(project);
-    const { manifest, lock } = consumerLockfile(tarball, readFileSync(tarball));
+    const registry = (await run('npm', ['config', 'get', 'registry'], { cwd: ROOT })).stdout.trim();
+    const { manifest, lock } = consumerLockfile(tarball, readFileSync(tarball), registry);
     writeFileSync(join(project, 'package.json'), JSON.stringify(manifest, null, 2));
     writeFileSync(join(project, 'package-lock.json'), JSON.stringify(lock, null, 2));
     await run('npm', ['ci', '--offline', '--no-audit', '--no-fund'], { cwd: project, maxBuffer: 16 * 1024 * 1024 });
