@@ -1,0 +1,292 @@
+/**
+ * Reads a pipeline file: YAML, then `${VAR}` and `${VAR:-default}` in its values, then the schema
+ * (schema.ts) and the rules between its parts. Every problem is reported at its line and column,
+ * taken from the YAML document's nodes, so `wds-files validate` can print `FILE:LINE:COLUMN`.
+ */
+import { readFile } from 'node:fs/promises';
+import { dirname, relative, resolve, isAbsolute } from 'node:path';
+import { LineCounter, isMap, isPair, isScalar, isSeq, parse as parseYaml, parseDocument, visit, type Document, type Node } from 'yaml';
+import type { z } from 'zod';
+import { IMPORT_STEPS, EXPORT_STEPS, STEP_NAMES, pipelineSchema, type PipelineInput, type StepName, STEP_OPTIONS } from './schema.js';
+
+/** One problem of a pipeline file, at its place. */
+export interface PipelineProblem {
+  file: string;
+  line: number;
+  column: number;
+  message: string;
+}
+
+/** A pipeline file that cannot be run, with each of its problems. */
+export class PipelineFileError extends Error {
+  constructor(readonly problems: PipelineProblem[]) {
+    super(problems.map((p) => `${p.file}:${p.line}:${p.column}: ${p.message}`).join('\n'));
+    this.name = 'PipelineFileError';
+  }
+}
+
+export type PipelineFrom =
+  | { service: 'photos' }
+  | { service: 'attachments'; sheet?: number; field?: number }
+  | { folder: string; move?: { done: string; refused: string } }
+  | { zip: string }
+  | { csv: string };
+
+export type PipelineTo =
+  | { archive: string }
+  | { folder: string }
+  | { zip: string }
+  | { service: 'photos'; mode?: 'upsert' | 'register' | 'update' }
+  | { service: 'attachments'; mode?: 'upsert' | 'add' | 'replace'; sheet?: number; field?: number };
+
+export type StepOptions = { [K in StepName]: z.infer<(typeof STEP_OPTIONS)[K]> };
+
+/** A pipeline file read and checked, its paths absolute. */
+export interface LoadedPipeline {
+  /** The pipeline file, absolute. */
+  file: string;
+  name: string;
+  schedule?: { cron: string; catch_up: 'once' | 'skip' };
+  notify?: { url: string; on: ('success' | 'partial' | 'failure')[] };
+  /** As the file gives it; the run takes what is missing from WDS_BASE_URL, WDS_CONSUMER_KEY, WDS_CONSUMER_SECRET. */
+  connection: { base_url?: string; consumer_key?: string; consumer_secret?: string };
+  from: PipelineFrom;
+  to: PipelineTo;
+  /** The options of each stage the file names. */
+  steps: Partial<StepOptions>;
+  retention?: { keep_last?: number; keep_daily?: number; keep_weekly?: number; keep_monthly?: number; keep_yearly?: number };
+}
+
+type Path = (string | number)[];
+const VARIABLE = /\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g;
+
+/** A pipeline file checked, or its problems. */
+export async function loadPipelineFile(path: string, env: NodeJS.ProcessEnv = process.env): Promise<LoadedPipeline> {
+  const file = resolve(path);
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    throw new PipelineFileError([{ file: path, line: 1, column: 1, message: code === 'ENOENT' ? 'no such file' : code === 'EISDIR' ? 'is a folder, not a pipeline file' : `cannot be read (${code ?? (error as Error).message})` }]);
+  }
+  return checkPipelineText(text, path, file, env);
+}
+
+/** The checks of {@link loadPipelineFile} on the text of `file` (`shown` is how messages name it). */
+export function checkPipelineText(text: string, shown: string, file: string, env: NodeJS.ProcessEnv): LoadedPipeline {
+  const lines = new LineCounter();
+  const doc = parseDocument(text, { lineCounter: lines, prettyErrors: false, uniqueKeys: true });
+  const problems: PipelineProblem[] = [];
+  const at = (offset: number, message: string): void => {
+    const { line, col } = lines.linePos(offset);
+    problems.push({ file: shown, line, column: col, message });
+  };
+  // After the first syntax error the parser's view of the rest is guesswork: one message says enough.
+  const syntax = doc.errors[0];
+  if (syntax) {
+    const lineText = text.split('\n')[lines.linePos(syntax.pos[0]).line - 1] ?? '';
+    const hint = /[[{][^\n]*\$\{/.test(lineText) ? ' (inside [ ] or { }, quote a ${VAR}: "${VAR}")' : '';
+    at(syntax.pos[0], `YAML: ${syntax.message.replace(/ at line \d+, column \d+:[\s\S]*$/, '')}${hint}`);
+    throw new PipelineFileError(problems);
+  }
+  if (!isMap(doc.contents)) {
+    at(doc.contents?.range?.[0] ?? 0, 'a pipeline file is a YAML mapping (name:, from:, to:, ...)');
+    throw new PipelineFileError(problems);
+  }
+  const unset = substituteVariables(doc, env, at);
+  const value = doc.toJS() as unknown;
+  const parsed = pipelineSchema.safeParse(value);
+  if (!parsed.success) {
+    for (const issue of flatten(parsed.error.issues)) {
+      const place = placeOf(doc, issue);
+      // A value left unset is already reported as such; that it is no valid value says nothing more.
+      if (unset.some(([start, end]) => place >= start && place < end)) continue;
+      at(place, messageOf(issue));
+    }
+  } else {
+    for (const { path, message } of crossChecks(parsed.data)) at(placeOf(doc, { path, code: 'custom' }), message);
+  }
+  if (problems.length) throw new PipelineFileError(dedupe(problems));
+  return toLoaded(parsed.data!, file);
+}
+
+/**
+ * `${VAR}` and `${VAR:-default}` (the default also when VAR is empty, as in a shell); `$$` is a
+ * `$`. A plain scalar that is only a substitution is read as YAML again, so `sheet: ${SHEET}`
+ * gives a number.
+ */
+function substituteVariables(doc: Document, env: NodeJS.ProcessEnv, at: (offset: number, message: string) => void): [number, number][] {
+  const unsetRanges: [number, number][] = [];
+  visit(doc, {
+    Scalar(_key, node) {
+      if (typeof node.value !== 'string' || !node.value.includes('$')) return;
+      const source = node.value;
+      let unset = false;
+      const replaced = source.replace(VARIABLE, (match, name: string | undefined, fallback: string | undefined, index: number) => {
+        if (match === '$$') return '$';
+        const set = env[name!];
+        if (set !== undefined && (set !== '' || fallback === undefined)) return set;
+        if (fallback !== undefined) return fallback;
+        unset = true;
+        const plain = node.type === 'PLAIN' || node.type === undefined;
+        const offset = (node.range?.[0] ?? 0) + (plain ? index : node.type === 'QUOTE_DOUBLE' || node.type === 'QUOTE_SINGLE' ? index + 1 : 0);
+        at(offset, `the variable ${name} is not set, and \${${name}} has no default (write \${${name}:-default} for one)`);
+        return match;
+      });
+      if (unset) {
+        unsetRanges.push([node.range?.[0] ?? 0, node.range?.[1] ?? 0]);
+        return;
+      }
+      if (node.type === 'PLAIN' && /^\$\{[^}]*\}$/.test(source)) {
+        const again = safeYaml(replaced);
+        node.value = typeof again === 'number' || typeof again === 'boolean' ? again : replaced;
+      } else node.value = replaced;
+    },
+  });
+  return unsetRanges;
+}
+
+function safeYaml(text: string): unknown {
+  try {
+    return parseYaml(text) as unknown;
+  } catch {
+    return text;
+  }
+}
+
+type Issue = { code: string; path: PropertyKey[]; message?: string; keys?: string[]; errors?: Issue[][] };
+
+/** A union's issues say only that no branch fit: the branch that came closest says why. */
+function flatten(issues: readonly Issue[]): Issue[] {
+  const out: Issue[] = [];
+  for (const issue of issues) {
+    if (issue.code === 'invalid_union' && issue.errors?.length) {
+      const best = [...issue.errors].sort((a, b) => score(a) - score(b))[0]!;
+      out.push(...flatten(best.map((inner) => ({ ...inner, path: [...issue.path, ...inner.path] }))));
+    } else out.push(issue);
+  }
+  return out;
+}
+
+/** A branch whose keys were wrong is further off than one whose values were. */
+const score = (branch: Issue[]): number =>
+  branch.reduce((sum, i) => sum + (i.code === 'unrecognized_keys' ? 2 * (i.keys?.length ?? 1) : i.code === 'invalid_value' || i.message?.includes('received undefined') ? 3 : 1), 0);
+
+function nodeAt(doc: Document, path: Path): Node | null {
+  const node = doc.getIn(path, true);
+  return node && typeof node === 'object' && 'range' in (node as object) ? (node as Node) : null;
+}
+
+/** The offset an issue points at: its unknown key, or its value, or the nearest key above it that is there. */
+function placeOf(doc: Document, issue: Issue): number {
+  const path = issue.path.filter((p): p is string | number => typeof p !== 'symbol');
+  if (issue.code === 'unrecognized_keys' && issue.keys?.length) {
+    const map = path.length ? nodeAt(doc, path) : doc.contents;
+    if (isMap(map)) {
+      const pair = map.items.find((p) => isPair(p) && isScalar(p.key) && p.key.value === issue.keys![0]);
+      if (pair && isScalar(pair.key) && pair.key.range) return pair.key.range[0];
+    }
+  }
+  for (let n = path.length; n > 0; n -= 1) {
+    const node = nodeAt(doc, path.slice(0, n));
+    // A missing value points at its mapping's first key, not at the end of the file.
+    if (node?.range) return isMap(node) || isSeq(node) ? node.range[0] : node.range[0];
+  }
+  return doc.contents?.range?.[0] ?? 0;
+}
+
+const where = (path: PropertyKey[]): string =>
+  path.map((p, i) => (typeof p === 'number' ? `[${p}]` : `${i ? '.' : ''}${String(p)}`)).join('');
+
+function messageOf(issue: Issue): string {
+  const place = where(issue.path);
+  if (issue.code === 'unrecognized_keys') {
+    const keys = issue.keys ?? [];
+    if (issue.path.length === 2 && issue.path[0] === 'steps') {
+      return `unknown step ${keys.map((k) => `"${k}"`).join(', ')}; the steps are ${STEP_NAMES.join(', ')}`;
+    }
+    return `unknown key ${keys.map((k) => `"${k}"`).join(', ')}${place ? ` in ${place}` : ''}`;
+  }
+  const text = (issue.message ?? 'invalid').replace(/^Invalid input: expected (\w+), received (\w+)$/, (_m, want: string, got: string) =>
+    got === 'undefined' ? 'is required' : `must be ${want === 'int' ? 'a whole number' : `a ${want}`}, not a ${got}`);
+  return place ? `${place}: ${text}` : text;
+}
+
+/** The rules between the file's parts, which one part's schema cannot see. */
+function crossChecks(p: PipelineInput): { path: Path; message: string }[] {
+  const problems: { path: Path; message: string }[] = [];
+  const fromService = 'service' in p.from;
+  const toService = 'service' in p.to;
+  if (fromService && toService) problems.push({ path: ['to'], message: 'to: the files come from the service; send them to an archive, a folder or a zip' });
+  if (!fromService && !toService) problems.push({ path: ['to'], message: 'to: the files come from a folder, zip or CSV; send them to the service (to: {service: photos} or {service: attachments})' });
+  if (p.retention && !('archive' in p.to)) problems.push({ path: ['retention'], message: 'retention: only an archive (to: {archive: DIR}) keeps snapshots to retain' });
+  if ('service' in p.from && p.from.service === 'attachments' && p.from.fields && !p.from.sheets) problems.push({ path: ['from', 'fields'], message: 'from.fields: name the sheet the file part belongs to in from.sheets' });
+  if ('service' in p.to && p.to.service === 'attachments' && p.to.field !== undefined && p.to.sheet === undefined) problems.push({ path: ['to', 'field'], message: 'to.field: needs to.sheet' });
+  const photos = ('service' in p.from && p.from.service === 'photos') || ('service' in p.to && p.to.service === 'photos');
+  (p.steps ?? []).forEach((step, i) => {
+    for (const name of Object.keys(step) as StepName[]) {
+      const allowed = fromService ? EXPORT_STEPS : IMPORT_STEPS;
+      if (!allowed.includes(name)) problems.push({ path: ['steps', i, name], message: `steps[${i}]: "${name}" is not a stage of ${fromService ? 'an export' : 'an import'}; its stages are ${allowed.join(', ')}` });
+      if (!photos && name === 'check' && step.check?.normalize !== undefined) problems.push({ path: ['steps', i, 'check', 'normalize'], message: `steps[${i}].check.normalize: only photos are converted` });
+      if (!photos && name === 'submit' && step.submit?.trim !== undefined) problems.push({ path: ['steps', i, 'submit', 'trim'], message: `steps[${i}].submit.trim: only photos are trimmed` });
+    }
+  });
+  if ('folder' in p.from && p.from.move) {
+    for (const key of ['done', 'refused'] as const) {
+      const inside = relative(p.from.folder, p.from.move[key]);
+      if (inside === '' || (!inside.startsWith('..') && !isAbsolute(inside))) {
+        problems.push({ path: ['from', 'move', key], message: `from.move.${key}: must be outside the folder read (${p.from.folder}), or its files would be read again` });
+      }
+    }
+  }
+  return problems;
+}
+
+function dedupe(problems: PipelineProblem[]): PipelineProblem[] {
+  const seen = new Set<string>();
+  // A step with an unknown stage also fails "names one stage" when it names two: the first says enough.
+  const unknownAt = new Set(problems.filter((p) => p.message.startsWith('unknown step')).map((p) => p.line));
+  return problems
+    .filter((p) => !(p.message.includes('a step names one stage') && unknownAt.has(p.line)))
+    .filter((p) => {
+      const key = `${p.line}:${p.column}:${p.message}`;
+      if (seen.has(key)) return false;
+      seen.add(key);
+      return true;
+    })
+    .sort((a, b) => a.line - b.line || a.column - b.column);
+}
+
+function toLoaded(p: PipelineInput, file: string): LoadedPipeline {
+  const dir = dirname(file);
+  const abs = (path: string): string => resolve(dir, path);
+  let from: PipelineFrom;
+  if ('service' in p.from) {
+    from = p.from.service === 'photos' ? { service: 'photos' } : { service: 'attachments', sheet: p.from.sheets?.[0], field: p.from.fields?.[0] };
+  } else if ('folder' in p.from) {
+    from = { folder: abs(p.from.folder), ...(p.from.move ? { move: { done: abs(p.from.move.done), refused: abs(p.from.move.refused) } } : {}) };
+  } else if ('zip' in p.from) from = { zip: abs(p.from.zip) };
+  else from = { csv: abs(p.from.csv) };
+  let to: PipelineTo;
+  if ('archive' in p.to) to = { archive: abs(p.to.archive) };
+  else if ('folder' in p.to) to = { folder: abs(p.to.folder) };
+  else if ('zip' in p.to) to = { zip: abs(p.to.zip) };
+  else to = p.to;
+  const steps: Partial<StepOptions> = {};
+  for (const step of p.steps ?? []) Object.assign(steps, step);
+  const schedule = p.schedule === undefined ? undefined
+    : typeof p.schedule === 'string' ? { cron: p.schedule, catch_up: 'once' as const }
+    : { cron: p.schedule.cron, catch_up: p.schedule.catch_up ?? 'once' };
+  return {
+    file,
+    name: p.name,
+    ...(schedule ? { schedule } : {}),
+    ...(p.notify ? { notify: { url: p.notify.url, on: p.notify.on ?? ['failure', 'partial'] } } : {}),
+    connection: p.connection ?? {},
+    from,
+    to,
+    steps,
+    ...(p.retention ? { retention: p.retention } : {}),
+  };
+}

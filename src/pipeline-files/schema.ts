@@ -1,0 +1,132 @@
+/**
+ * The pipeline file format (DESIGN.md section 9), as one zod schema: it validates a file, and
+ * `z.toJSONSchema` turns it into the JSON Schema that `wds-files validate --schema` prints. Paths
+ * are kept as written here; load.ts resolves them against the pipeline file's folder.
+ */
+import { Cron } from 'croner';
+import { z } from 'zod';
+import { isValidDate } from '../spec/time.js';
+
+const path = z.string().min(1, 'must name a path');
+const id = z.int().positive();
+
+/** Croner takes 7 fields too (with a year); the format promises 5 or 6. */
+export function cronProblem(pattern: string): string | null {
+  const fields = pattern.trim().split(/\s+/).length;
+  if (fields !== 5 && fields !== 6) return `a cron pattern has 5 fields (minute hour day month weekday) or 6 (seconds first), not ${fields}: "${pattern}"`;
+  try {
+    new Cron(pattern, { paused: true });
+    return null;
+  } catch (error) {
+    return `not a valid cron pattern "${pattern}": ${(error as Error).message.replace(/^CronPattern:\s*/, '')}`;
+  }
+}
+
+const cron = z.string().superRefine((value, ctx) => {
+  const problem = cronProblem(value);
+  if (problem) ctx.addIssue({ code: 'custom', message: problem });
+}).describe('A cron pattern of 5 fields, or 6 with seconds first, in the service\'s local time');
+
+export const scheduleSchema = z.union([
+  cron,
+  z.strictObject({
+    cron,
+    catch_up: z.enum(['once', 'skip']).optional().describe('A run missed while the scheduler was down: run it once (default), or skip it'),
+  }),
+]).describe('When `wds-files schedule` runs the pipeline');
+
+export const connectionSchema = z.strictObject({
+  base_url: z.string().min(1).optional().describe('Default: WDS_BASE_URL'),
+  consumer_key: z.string().min(1).optional().describe('Default: WDS_CONSUMER_KEY'),
+  consumer_secret: z.string().min(1).optional().describe('Default: WDS_CONSUMER_SECRET; write ${WDS_CONSUMER_SECRET}, never the secret itself'),
+}).describe('Where the service is; every key defaults to its WDS_* variable');
+
+const moveSchema = z.strictObject({
+  done: path.describe('Files the service took (or already held) are moved here'),
+  refused: path.describe('Files refused are moved here, each with <name>.reason.txt beside it'),
+}).describe('After a run, move each file of the folder whose fate is settled; files that failed or whose fate is unknown stay for the next run');
+
+export const fromSchema = z.union([
+  z.strictObject({ service: z.literal('photos') }),
+  z.strictObject({
+    service: z.literal('attachments'),
+    sheets: z.array(id).min(1).max(1, 'one sheet per pipeline: name one, or leave `sheets` out for every sheet').optional(),
+    fields: z.array(id).min(1).max(1, 'one file part per pipeline: name one, or leave `fields` out for every file part of the sheet').optional(),
+  }),
+  z.strictObject({ folder: path, move: moveSchema.optional() }),
+  z.strictObject({ zip: path }),
+  z.strictObject({ csv: path }),
+]).describe('Where the files come from: the service, or a folder, zip or CSV manifest (code,path[,file_name]) to import');
+
+export const toSchema = z.union([
+  z.strictObject({ archive: path.describe('A snapshot archive folder') }),
+  z.strictObject({ folder: path }),
+  z.strictObject({ zip: path.regex(/\.zip$/i, 'a zip destination is a file name ending in .zip') }),
+  z.strictObject({ service: z.literal('photos'), mode: z.enum(['upsert', 'register', 'update']).optional() }),
+  z.strictObject({ service: z.literal('attachments'), mode: z.enum(['upsert', 'add', 'replace']).optional(), sheet: id.optional(), field: id.optional() }),
+]).describe('Where the files go: an archive, a folder, a zip, or the service');
+
+/** Each step is a stage of today's pipelines, with the options that stage takes. */
+export const STEP_OPTIONS = {
+  list: z.strictObject({
+    since: z.string().refine(isValidDate, 'must be a date YYYY-MM-DD').optional().describe('Only files updated on or after this date'),
+  }).describe('Export: list the files at the service'),
+  download: z.strictObject({
+    concurrency: z.int().min(1).max(256).optional().describe('Downloads at once (default 64 for photos, 16 for attachments)'),
+  }).describe('Export: download the listed files'),
+  check: z.strictObject({
+    normalize: z.boolean().optional().describe('Photos: convert HEIC, WebP, TIFF, oversized or rotated photos to JPEG (default true)'),
+  }).describe('Import: check every file against the service\'s rules before sending'),
+  submit: z.strictObject({
+    trim: z.boolean().optional().describe('Photos: let the service trim each photo to the face (default true)'),
+    dry_run: z.boolean().optional().describe('Send with Dry-Run: 1: every check, no change (default false)'),
+  }).describe('Import: send the files in as few requests as the limits allow'),
+} as const;
+
+export type StepName = keyof typeof STEP_OPTIONS;
+export const STEP_NAMES = Object.keys(STEP_OPTIONS) as StepName[];
+export const EXPORT_STEPS: StepName[] = ['list', 'download'];
+export const IMPORT_STEPS: StepName[] = ['check', 'submit'];
+
+const stepSchema = z.strictObject({
+  list: STEP_OPTIONS.list.optional(),
+  download: STEP_OPTIONS.download.optional(),
+  check: STEP_OPTIONS.check.optional(),
+  submit: STEP_OPTIONS.submit.optional(),
+}).refine((step) => Object.keys(step).length === 1, 'a step names one stage: `- download: {concurrency: 8}`')
+  .describe('One stage and its options');
+
+export const retentionSchema = z.strictObject({
+  keep_last: z.int().min(0).optional(),
+  keep_daily: z.int().min(0).optional(),
+  keep_weekly: z.int().min(0).optional(),
+  keep_monthly: z.int().min(0).optional(),
+  keep_yearly: z.int().min(0).optional(),
+}).describe('Archives only: which complete snapshots to keep after a run; the newest complete one always stays');
+
+export const notifySchema = z.strictObject({
+  url: z.url({ protocol: /^https?$/, error: 'must be an http or https URL' }),
+  on: z.array(z.enum(['success', 'partial', 'failure'])).min(1).optional().describe('Default: [failure, partial]'),
+}).describe('POSTs the run summary as JSON when the run ends as `on` says');
+
+export const pipelineSchema = z.strictObject({
+  name: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, 'a name of letters, digits, dots, dashes and underscores').describe('Unique; names the lock, the report and the notifications'),
+  connection: connectionSchema.optional(),
+  schedule: scheduleSchema.optional(),
+  from: fromSchema,
+  steps: z.array(stepSchema).optional().describe('The stages and their options; the stages not named run with their defaults'),
+  to: toSchema,
+  retention: retentionSchema.optional(),
+  notify: notifySchema.optional(),
+}).describe('A wds-files pipeline file. Relative paths are taken from the folder the pipeline file is in.');
+
+export type PipelineInput = z.infer<typeof pipelineSchema>;
+
+/** The JSON Schema of a pipeline file (`wds-files validate --schema`). */
+export function pipelineJsonSchema(): Record<string, unknown> {
+  return {
+    $id: 'https://github.com/wds-files/wds-files/pipeline-file.schema.json',
+    title: 'wds-files pipeline file',
+    ...z.toJSONSchema(pipelineSchema, { target: 'draft-2020-12', io: 'input' }),
+  };
+}
