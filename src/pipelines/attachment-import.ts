@@ -370,6 +370,7 @@ export async function runAttachmentImport(options: AttachmentImportOptions): Pro
           }).then((answer) => ({ taskId: (answer as { task_id: number }).task_id })),
           stats,
           record,
+          dryRun: options.dryRun,
           // A dry run changes nothing, so the listing cannot tell what became of it.
           held: options.dryRun ? undefined : async (list) => {
             const now = await listFiles(client, [{ sheet_id: sheetId, custom_field_id: fieldId }]);

@@ -328,6 +328,7 @@ export async function runPhotoImport(options: PhotoImportOptions): Promise<Photo
           }).then((answer) => ({ taskId: (answer as { task_id: number }).task_id })),
           stats,
           record,
+          dryRun: options.dryRun,
           // A dry run changes nothing, so the listing cannot tell what became of it.
           held: options.dryRun ? undefined : async (items) => {
             const now = await listPhotos(client);

@@ -42,6 +42,8 @@ export interface SubmitOptions<T> {
   stats: SubmitStats;
   /** Read from a fresh listing when an answer is lost; without it, such items are unknown. */
   held?: HeldCheck<T>;
+  /** Requests sent with Dry-Run: 1, which change nothing, so no listing can tell what became of them. */
+  dryRun?: boolean;
   record?: RequestRecord<T>;
   /** Aborting it cuts short only the wait for a lost answer's effect in the listing. */
   signal?: AbortSignal;
@@ -150,6 +152,9 @@ async function afterError<T>(items: T[], options: SubmitOptions<T>, id: string |
  */
 async function resolveLost<T>(items: T[], options: SubmitOptions<T>, id: string | undefined, what: string, taskId?: number): Promise<BatchOutcome<T>[]> {
   const task = taskId === undefined ? '' : ` (task ${taskId})`;
+  if (options.dryRun) {
+    return items.map((item) => ({ item, outcome: 'unknown', reason: `dry run: ${what}, so whether the service would accept this file is unknown; nothing was changed${task}` }));
+  }
   if (!options.held) {
     return items.map((item) => ({ item, outcome: 'unknown', reason: `${what}; check these files in the service before sending them again${task}` }));
   }

@@ -147,6 +147,21 @@ describe('a lost answer to a photo register request', () => {
     for (const code of codes) expect(held.get(code), code).toBe(sha256(files.get(code)!));
   });
 
+  it('a dry run whose answer is lost: unknown, saying nothing was changed; the service holds nothing new', { timeout: 120_000 }, async () => {
+    const codes = generatedCodes(2);
+    const { dir } = await photoFolder(codes, 9);
+    const place = runPlace();
+    const report = join(tempDir(), 'report.json');
+    await emu().control('POST', '/faults', { api: { reset_rate: 1, path_contains: 'face_image', method: 'POST', max_faults: 1 } });
+    const run = await runCli(['photos', 'import', dir, '--no-trim', '--dry-run', '--report', report, ...connectionArgs(emu())], place.env);
+    expect(run.code, run.stdout + run.stderr).toBe(3);
+    const written = await readReport(report);
+    expect(written.counts).toMatchObject({ ok: 0, unknown: 2 });
+    for (const item of written.items) expect(item.reason).toMatch(/^dry run: the answer to the request was lost \(.+\), so whether the service would accept this file is unknown; nothing was changed$/);
+    expect([...(await photoHashes(emu())).values()].filter(Boolean)).toEqual([]);
+    expect(journalLines(place.stateHome)).toEqual([]);
+  });
+
   it('a task whose end cannot be read: the listing tells, and the message names the task', { timeout: 120_000 }, async () => {
     const codes = generatedCodes(5);
     const { dir } = await photoFolder(codes, 5);
