@@ -19,6 +19,13 @@ import { promisify } from 'node:util';
 import { ROOT } from '../helpers/cli-process.js';
 
 const run = promisify(execFile);
+
+/** Runs npm; a failure shows what npm and the build printed, not only that the command failed. */
+async function npm(args: string[], cwd: string): Promise<void> {
+  await run('npm', args, { cwd, maxBuffer: 16 * 1024 * 1024 }).catch((error: { stdout?: string; stderr?: string }) => {
+    throw new Error(`npm ${args.join(' ')} failed:\n${error.stdout ?? ''}${error.stderr ?? ''}`);
+  });
+}
 const ours = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string; devDependencies: Record<string, string> };
 
 interface LockEntry {
@@ -112,7 +119,7 @@ describe('the packed package, installed into another project', () => {
 
   beforeAll(async () => {
     work = mkdtempSync(join(tmpdir(), 'wds-pack-'));
-    await run('npm', ['pack', '--pack-destination', work], { cwd: ROOT, maxBuffer: 16 * 1024 * 1024 });
+    await npm(['pack', '--pack-destination', work], ROOT);
     tarball = join(work, readdirSync(work).find((name) => name.endsWith('.tgz'))!);
     project = join(work, 'project');
     mkdirSync(project);
@@ -120,20 +127,23 @@ describe('the packed package, installed into another project', () => {
     const { manifest, lock } = consumerLockfile(tarball, readFileSync(tarball), registry);
     writeFileSync(join(project, 'package.json'), JSON.stringify(manifest, null, 2));
     writeFileSync(join(project, 'package-lock.json'), JSON.stringify(lock, null, 2));
-    await run('npm', ['ci', '--offline', '--no-audit', '--no-fund'], { cwd: project, maxBuffer: 16 * 1024 * 1024 });
+    await npm(['ci', '--offline', '--no-audit', '--no-fund'], project);
   }, 240_000);
 
   afterAll(() => {
     if (work) rmSync(work, { recursive: true, force: true });
   });
 
-  it('ships the build, the samples and the licence, and no source maps or sources', async () => {
+  it('ships the build, the sample company, the licence and the README, and no source maps or sources', async () => {
     const listed = (await run('tar', ['tzf', tarball])).stdout.split('\n');
     expect(listed).toContain('package/dist/index.js');
     expect(listed).toContain('package/dist/index.d.ts');
     expect(listed).toContain('package/dist/cli/main.js');
     expect(listed).toContain('package/samples/company/company.json');
     expect(listed).toContain('package/LICENSE');
+    expect(listed).toContain('package/README.md');
+    // The sample generator is a script of the repository: it imports src/, which is not shipped.
+    expect(listed.filter((name) => name.startsWith('package/samples/') && name.endsWith('.ts'))).toEqual([]);
     expect(listed.filter((name) => name.endsWith('.map') || name.startsWith('package/src/'))).toEqual([]);
   });
 
