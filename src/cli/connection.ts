@@ -9,7 +9,7 @@ import type { WaitEvent } from '../client/limiter.js';
 import { parseLimitsSetting, type LimitsSetting } from '../client/limits-setting.js';
 import type { RunningEmulator } from '../emulator/index.js';
 import { SAMPLE_COMPANY_DIR } from './paths.js';
-import { redact } from '../util/redact.js';
+import { clientLogger, say as sayLine } from './log.js';
 
 export interface ConnectionArgs {
   'base-url'?: string;
@@ -25,8 +25,7 @@ export function withConnection<T>(yargs: Argv<T>): Argv<T & ConnectionArgs> {
     .option('base-url', { type: 'string', describe: 'Service base URL (env WDS_BASE_URL); default: the embedded emulator' })
     .option('consumer-key', { type: 'string', describe: 'Consumer key (env WDS_CONSUMER_KEY)' })
     .option('consumer-secret', { type: 'string', describe: 'Consumer secret (env WDS_CONSUMER_SECRET; prefer the variable)' })
-    .option('json', { type: 'boolean', default: false, describe: 'One JSON summary on stdout; logs on stderr' })
-    .option('quiet', { type: 'boolean', default: false, describe: 'No progress or wait lines on stderr' }) as Argv<T & ConnectionArgs>;
+    .option('json', { type: 'boolean', default: false, describe: 'One JSON summary on stdout; logs on stderr' }) as Argv<T & ConnectionArgs>;
 }
 
 export interface Connection {
@@ -38,14 +37,26 @@ export interface Connection {
 
 /** A stderr line, redacted. */
 export function say(args: { quiet?: boolean }, line: string): void {
-  if (!args.quiet) process.stderr.write(`${redact(line)}\n`);
+  sayLine(line, args.quiet);
 }
 
-export async function connect(args: ConnectionArgs, extra: { onWait?: (e: WaitEvent) => void } = {}): Promise<Connection> {
+export interface ConnectOptions {
+  onWait?: (e: WaitEvent) => void;
+  /** Wait events go to onWait alone (a progress view shows them), not also as lines. */
+  quietWaits?: boolean;
+  /**
+   * The command writes to the service: without a base URL it refuses, since the embedded
+   * emulator forgets everything when the command ends, unless the user asked for it.
+   */
+  writes?: { allowEmbedded: boolean };
+}
+
+export async function connect(args: ConnectionArgs, extra: ConnectOptions = {}): Promise<Connection> {
   let baseUrl = args['base-url'] ?? process.env.WDS_BASE_URL;
   let consumerKey = args['consumer-key'] ?? process.env.WDS_CONSUMER_KEY;
   let consumerSecret = args['consumer-secret'] ?? process.env.WDS_CONSUMER_SECRET;
   let embedded: RunningEmulator | undefined;
+  if (!baseUrl && extra.writes && !extra.writes.allowEmbedded) throw new UsageError(EMBEDDED_WRITE_REFUSAL);
   if (!baseUrl) {
     // The emulator (and sharp, which it uses for trimming) is loaded only when it is needed.
     const { startEmulator, DEFAULT_CONSUMER_KEY, DEFAULT_CONSUMER_SECRET } = await import('../emulator/index.js');
@@ -65,9 +76,10 @@ export async function connect(args: ConnectionArgs, extra: { onWait?: (e: WaitEv
     ...clientLimits(),
     // The embedded emulator is a fresh company each run: its windows are not shared with others.
     ...(embedded ? { stateFile: false as const } : {}),
+    logger: clientLogger,
     onWait: (event) => {
       extra.onWait?.(event);
-      say(args, event.message);
+      if (!extra.quietWaits) say(args, event.message);
     },
   });
   return {
@@ -79,6 +91,13 @@ export async function connect(args: ConnectionArgs, extra: { onWait?: (e: WaitEv
     },
   };
 }
+
+const EMBEDDED_WRITE_REFUSAL = [
+  'no --base-url or WDS_BASE_URL: an import would go to the embedded emulator, which forgets everything when this command ends.',
+  'Point it at the service with --base-url https://... (or WDS_BASE_URL) and the consumer key and secret,',
+  'or at a running emulator: start `wds-files emulator` in another terminal and pass the --base-url it prints.',
+  'To try the import against the embedded emulator all the same, add --emulator.',
+].join('\n  ');
 
 /** WDS_CLIENT_LIMITS: the client's own limit windows, or `off` (see src/client/limits-setting.ts). */
 function clientLimits(): { limits?: LimitsSetting } {

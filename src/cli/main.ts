@@ -14,8 +14,11 @@ import { verifyCommand } from './commands/verify.js';
 import { photosImportCommand } from './commands/photo-import.js';
 import { attachmentsImportCommand } from './commands/attachment-import.js';
 import { UsageError } from './connection.js';
+import { configureLog, sayError } from './log.js';
+import { checkNumberOptions } from './number-options.js';
+import { unknownWordMessage } from './did-you-mean.js';
+import { withHelpText } from './help-text.js';
 import { isWdsError } from '../client/errors.js';
-import { redact } from '../util/redact.js';
 import { EXIT } from './exit-codes.js';
 import { tuneMemory } from '../util/runtime.js';
 import { PACKAGE_ROOT } from './paths.js';
@@ -37,30 +40,46 @@ quietWhenReaderLeaves(process.stdout);
 quietWhenReaderLeaves(process.stderr);
 
 export async function main(argv: string[]): Promise<void> {
-  await yargs(argv)
+  const cli = yargs(argv)
     .scriptName('wds-files')
     // yargs would read the package.json nearest the working directory: another project's, once installed.
     .version((JSON.parse(readFileSync(join(PACKAGE_ROOT, 'package.json'), 'utf8')) as { version: string }).version)
+    .option('verbose', { alias: 'v', type: 'count', global: true, describe: 'Request lines (method, path, status, ms) on stderr; -vv adds the time to each line' })
+    .option('quiet', { alias: 'q', type: 'boolean', default: false, global: true, describe: 'No progress or wait lines on stderr; errors still show' })
+    .option('log-file', { type: 'string', global: true, describe: 'Also write every line, requests included, as JSON lines to FILE' })
+    .middleware((args) => {
+      // A middleware's throw would escape .fail(): a usage error is said and ends the run here.
+      try {
+        checkNumberOptions(args, argv);
+        configureLog({ verbose: Number(args.verbose ?? 0), quiet: Boolean(args.quiet), logFile: args['log-file'] as string | undefined });
+      } catch (error) {
+        const text = error instanceof UsageError ? error.message : `--log-file ${String(args['log-file'])} cannot be written: ${(error as Error).message}`;
+        sayError(`wds-files: ${text}\nRun wds-files --help for usage.`);
+        process.exit(EXIT.usage);
+      }
+    }, true)
     .command(emulatorCommand)
     .command(apiCommand)
     .command('photos', 'Face photos: export and import', (y) => y.command(photosExportCommand).command(photosImportCommand).demandCommand(1, 'name a photos command'))
     .command('attachments', 'Attachments: export and import', (y) => y.command(attachmentsExportCommand).command(attachmentsImportCommand).demandCommand(1, 'name an attachments command'))
     .command(verifyCommand)
+    .completion('completion', 'Print a bash or zsh completion script (wds-files completion >> ~/.bashrc)')
     .demandCommand(1, 'name a command; see --help')
     .strict()
-    .recommendCommands()
     .help()
-    .fail((message, error) => {
+    .alias('h', 'help')
+    .wrap(Math.max(100, process.stdout.columns ?? 0))
+    .fail((message, error, usage) => {
       // A failed check or a bad option is a usage error; an error thrown by a command is fatal.
       if (error && !message) {
         const code = isWdsError(error) ? ` [${error.code}]` : '';
-        console.error(`wds-files: ${redact(error.message)}${code}`);
+        sayError(`wds-files: ${error.message}${code}`);
         process.exit(error instanceof UsageError ? EXIT.usage : EXIT.fatal);
       }
-      console.error(`wds-files: ${message ?? error?.message}\nRun wds-files --help for usage.`);
+      sayError(`wds-files: ${unknownWordMessage(message, usage, cli, argv) ?? message ?? error?.message}\nRun wds-files --help for usage.`);
       process.exit(EXIT.usage);
-    })
-    .parseAsync();
+    });
+  await withHelpText(cli).parseAsync();
 }
 
 await main(hideBin(process.argv));

@@ -124,16 +124,26 @@ export class Transport {
 
   private async send(method: string, url: string, headers: Record<string, string>, body: string | Readable | undefined, signal?: AbortSignal): Promise<RawAnswer> {
     this.counters.requests += 1;
-    const res = await request(url, {
-      method: method as Dispatcher.HttpMethod,
-      headers,
-      body,
-      dispatcher: method === 'GET' ? this.dispatcher : this.updateDispatcher,
-      headersTimeout: this.options.timeoutMs,
-      bodyTimeout: this.options.timeoutMs,
-      signal,
-    });
+    const started = Date.now();
+    // The path alone: the query and the headers are left out of the line, so it names no secret.
+    const line = `${method} ${new URL(url).pathname}`;
+    let res: Dispatcher.ResponseData;
+    try {
+      res = await request(url, {
+        method: method as Dispatcher.HttpMethod,
+        headers,
+        body,
+        dispatcher: method === 'GET' ? this.dispatcher : this.updateDispatcher,
+        headersTimeout: this.options.timeoutMs,
+        bodyTimeout: this.options.timeoutMs,
+        signal,
+      });
+    } catch (error) {
+      this.log('debug', `${line} failed after ${Date.now() - started} ms: ${(error as Error).message}`);
+      throw error;
+    }
     const text = await res.body.text();
+    this.log('debug', `${line} ${res.statusCode} ${Date.now() - started} ms`);
     const type = String(res.headers['content-type'] ?? '');
     let parsed: unknown = text;
     // wire-format.md: a proxy or maintenance page may answer plain text; read JSON only when said.

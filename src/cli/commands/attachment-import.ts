@@ -19,6 +19,7 @@ interface AttachmentImportArgs extends ConnectionArgs, OutputArgs {
   field?: number;
   mode: AttachmentImportMode;
   'dry-run': boolean;
+  emulator: boolean;
 }
 
 export const attachmentsImportCommand: CommandModule<object, AttachmentImportArgs> = {
@@ -31,6 +32,7 @@ export const attachmentsImportCommand: CommandModule<object, AttachmentImportArg
       .option('field', { type: 'number', describe: 'File part (custom field id) for a source that does not say it' })
       .option('mode', { choices: ['upsert', 'add', 'replace'] as const, default: 'upsert' as const, describe: 'upsert: replace a file of the same name, else add' })
       .option('dry-run', { type: 'boolean', default: false, describe: 'Check everything and send with Dry-Run: 1; change nothing' })
+      .option('emulator', { type: 'boolean', default: false, describe: 'With no --base-url, import into the embedded emulator all the same (it forgets everything when the command ends)' })
       .option('report', { type: 'string', describe: 'Write the per-file report (JSON) to FILE' })
       .check((argv) => {
         if ((argv.sheet === undefined) !== (argv.field === undefined)) throw new UsageError('--sheet and --field go together');
@@ -44,7 +46,7 @@ export const attachmentsImportCommand: CommandModule<object, AttachmentImportArg
     try {
       await preflight.report(argv.report);
       const source = await openSource(resolve(argv.source));
-      const connection = await connect(argv);
+      const connection = await connect(argv, { writes: { allowEmbedded: argv.emulator } });
       try {
         let lastNote = 0;
         const result = await runAttachmentImport({

@@ -23,7 +23,7 @@ interface ExportArgs extends ConnectionArgs, OutputArgs, TargetArgs {
 
 function exportOptions<T>(yargs: Argv<T>, attachments: boolean): Argv<ExportArgs> {
   let y = withTargetOptions(withConnection(yargs))
-    .option('out', { type: 'string', demandOption: true, describe: 'A folder, or a file ending in .zip' })
+    .option('out', { alias: 'o', type: 'string', demandOption: true, describe: 'A folder, or a file ending in .zip' })
     .option('since', { type: 'string', describe: 'Only files updated on or after YYYY-MM-DD' })
     .option('concurrency', {
       type: 'number',

@@ -20,6 +20,7 @@ interface PhotoImportArgs extends ConnectionArgs, OutputArgs {
   trim: boolean;
   normalize: boolean;
   'dry-run': boolean;
+  emulator: boolean;
 }
 
 export const photosImportCommand: CommandModule<object, PhotoImportArgs> = {
@@ -32,6 +33,7 @@ export const photosImportCommand: CommandModule<object, PhotoImportArgs> = {
       .option('trim', { type: 'boolean', default: true, describe: "The service's face trimming (--no-trim keeps the photo as sent)" })
       .option('normalize', { type: 'boolean', default: true, describe: 'Convert HEIC, WebP, TIFF, oversized or rotated photos to JPEG (--no-normalize refuses them)' })
       .option('dry-run', { type: 'boolean', default: false, describe: 'Check everything and send with Dry-Run: 1; change nothing' })
+      .option('emulator', { type: 'boolean', default: false, describe: 'With no --base-url, import into the embedded emulator all the same (it forgets everything when the command ends)' })
       .option('report', { type: 'string', describe: 'Write the per-file report (JSON) to FILE' }) as unknown as Argv<PhotoImportArgs>,
   handler: async (argv) => {
     // Loaded here, not at start: sharp and heic-decode weigh some 50 MB that other commands never need.
@@ -42,7 +44,7 @@ export const photosImportCommand: CommandModule<object, PhotoImportArgs> = {
     try {
       await preflight.report(argv.report);
       const source = await openSource(resolve(argv.source));
-      const connection = await connect(argv);
+      const connection = await connect(argv, { writes: { allowEmbedded: argv.emulator } });
       try {
         let lastNote = 0;
         const result = await runPhotoImport({
