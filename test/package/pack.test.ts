@@ -142,6 +142,9 @@ describe('the packed package, installed into another project', () => {
     expect(listed).toContain('package/samples/company/company.json');
     expect(listed).toContain('package/LICENSE');
     expect(listed).toContain('package/README.md');
+    // The README links the service's rules; the generated API docs (docs/api) stay out.
+    expect(listed).toContain('package/docs/service-rules.md');
+    expect(listed.filter((name) => name.startsWith('package/docs/api/'))).toEqual([]);
     // The sample generator is a script of the repository: it imports src/, which is not shipped.
     expect(listed.filter((name) => name.startsWith('package/samples/') && name.endsWith('.ts'))).toEqual([]);
     expect(listed.filter((name) => name.endsWith('.map') || name.startsWith('package/src/'))).toEqual([]);
