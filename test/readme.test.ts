@@ -1,0 +1,263 @@
+/**
+ * The README's command lines, run as written against the sample company: every line of its `sh`
+ * blocks is a test here, in the README's order. CLI lines run from a scratch folder with the
+ * emulator's address in WDS_BASE_URL (so an import never lands in the throw-away embedded emulator);
+ * files a line needs are made first; the emulator lines are started, their banner and answers
+ * checked, and stopped with Ctrl-C. A line this file does not know fails, so a new README line
+ * comes with its check here.
+ */
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import sharp from 'sharp';
+import { afterAll, describe, expect, it } from 'vitest';
+import { KEY, SECRET, useEmulator } from './helpers/emulator.js';
+import { ROOT, finished, type CliRun } from './helpers/cli-process.js';
+import { pdf } from './import/attachment-files.js';
+import { SAMPLE_COMPANY_DIR } from '../src/cli/paths.js';
+
+const README = readFileSync(join(ROOT, 'README.md'), 'utf8');
+const WDS = 'npm run --silent wds -- ';
+const TSX = import.meta.resolve('tsx');
+const MAIN = join(ROOT, 'src/cli/main.ts');
+
+interface ReadmeLine {
+  number: number;
+  /** The command without its trailing comment, spaces collapsed. */
+  command: string;
+  raw: string;
+}
+
+/** Every command line of the README's `sh` blocks, with its line number. */
+function commandLines(markdown: string): ReadmeLine[] {
+  const lines: ReadmeLine[] = [];
+  let inShell = false;
+  markdown.split('\n').forEach((text, i) => {
+    if (text.startsWith('```')) {
+      inShell = !inShell && /^```(sh|bash|shell)\s*$/.test(text);
+      return;
+    }
+    const raw = text.trim();
+    if (!inShell || raw === '' || raw.startsWith('#')) return;
+    lines.push({ number: i + 1, raw, command: raw.replace(/\s+#\s.*$/, '').replace(/\s+/g, ' ').trim() });
+  });
+  return lines;
+}
+
+/** The first ```yaml block after `marker`: the README's example config file. */
+function yamlAfter(markdown: string, marker: string): string {
+  const from = markdown.indexOf(marker);
+  const match = from < 0 ? null : /```yaml\n([\s\S]*?)```/.exec(markdown.slice(from));
+  if (!match) throw new Error(`README.md: no yaml block after "${marker}"`);
+  return match[1]!;
+}
+
+const emu = useEmulator({ seed: SAMPLE_COMPANY_DIR });
+const work = mkdtempSync(join(tmpdir(), 'wds-readme-'));
+// The README's config file names its seed as samples/company, relative to the config file.
+symlinkSync(join(ROOT, 'samples'), join(work, 'samples'));
+const children: ChildProcessWithoutNullStreams[] = [];
+afterAll(() => {
+  for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  rmSync(work, { recursive: true, force: true });
+});
+
+function env(): NodeJS.ProcessEnv {
+  return {
+    ...process.env,
+    XDG_CACHE_HOME: mkdtempSync(join(tmpdir(), 'wds-readme-cache-')),
+    XDG_STATE_HOME: mkdtempSync(join(tmpdir(), 'wds-readme-state-')),
+    WDS_BASE_URL: emu().url,
+    WDS_CONSUMER_KEY: KEY,
+    WDS_CONSUMER_SECRET: SECRET,
+    NO_COLOR: '1',
+  };
+}
+
+function track(child: ChildProcessWithoutNullStreams): ChildProcessWithoutNullStreams {
+  children.push(child);
+  return child;
+}
+
+/** The line through npm itself, in the checkout: what `--silent` leaves on stdout is checked too. */
+const throughNpm = (command: string, extra: NodeJS.ProcessEnv = {}): Promise<CliRun> =>
+  finished(track(spawn('sh', ['-c', command], { cwd: ROOT, env: { ...env(), ...extra } })));
+
+/**
+ * The line's CLI arguments, read by the shell as the user's would be, given to the same command
+ * the `wds` script runs, from the scratch folder (npm would run it from the checkout, where the
+ * files the line writes do not belong).
+ */
+const inWork = (command: string): ChildProcessWithoutNullStreams => {
+  const args = command.slice(WDS.length);
+  return track(spawn('sh', ['-c', `exec "$0" --import "${TSX}" "${MAIN}" ${args}`, process.execPath], { cwd: work, env: env() }));
+};
+
+const state = async (): Promise<{ members: { code: string; photo: { sha256: string } | null }[]; attachments: { sheet_id: number; custom_field_id: number; code: string; file_name: string }[] }> =>
+  emu().control('GET', '/state');
+
+/** The manifest's lines of an export folder. */
+const manifest = (dir: string): { kind: string; path: string }[] =>
+  readFileSync(join(dir, 'manifest.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+
+/** One read through the API of an emulator at `url`, with a token of the given credentials. */
+async function apiGet(url: string, path: string, key = KEY, secret = SECRET): Promise<{ status: number; body: any }> {
+  const token = await fetch(`${url}/api/v2.0/token`, {
+    method: 'POST',
+    headers: { Authorization: `Basic ${Buffer.from(`${key}:${secret}`).toString('base64')}`, 'Content-Type': 'application/x-www-form-urlencoded;charset=UTF-8' },
+    body: 'grant_type=client_credentials',
+  });
+  expect(token.status).toBe(200);
+  const { access_token } = (await token.json()) as { access_token: string };
+  const res = await fetch(`${url}/api/v2.0${path}`, { headers: { 'Service-Token': access_token } });
+  return { status: res.status, body: res.status === 200 ? await res.json() : await res.text() };
+}
+
+async function memberCount(url: string): Promise<number> {
+  const { status, body } = await apiGet(url, '/members');
+  expect(status).toBe(200);
+  return (body as { member_data: unknown[] }).member_data.length;
+}
+
+/**
+ * An emulator line: started from the scratch folder on a free port (8787 may be taken on a shared
+ * machine), its banner read up to its address, `check` run against it, then Ctrl-C: it must stop.
+ */
+async function daemon(command: string, check: (url: string, banner: () => string) => Promise<void>): Promise<void> {
+  const line = /--port\b/.test(command) ? command : `${command} --port 0`;
+  const child = inWork(line);
+  let banner = '';
+  let stderr = '';
+  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+  const url = await new Promise<string>((resolve, reject) => {
+    createInterface({ input: child.stdout }).on('line', (text) => {
+      banner += `${text}\n`;
+      const found = /https?:\/\/127\.0\.0\.1:\d+/.exec(text);
+      if (found) resolve(found[0]);
+    });
+    child.once('exit', (code) => reject(new Error(`"${command}" exited with ${code} before printing its address:\n${banner}${stderr}`)));
+  });
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  try {
+    await check(url, () => banner);
+  } finally {
+    child.kill('SIGINT');
+  }
+  expect(await exited, stderr).toBe(0);
+}
+
+type Handler = (line: ReadmeLine) => Promise<void>;
+
+const expectOk = (run: CliRun, what: string): void => {
+  expect(run.code, `${what}\nstdout:\n${run.stdout}\nstderr:\n${run.stderr}`).toBe(0);
+};
+
+/** Why a line is not run here: each a command of the development loop that this file cannot host. */
+const NOT_RUN: Record<string, string> = {
+  'npm test': 'the test suite itself',
+  'npm run typecheck': 'the type check, run by .ci/run before the suite',
+  'npm run lint': 'eslint over the whole tree: minutes on a shared machine, and not a user-visible behaviour',
+  'npx tsx bench/storage.ts': 'a benchmark: minutes, and its figures are about the machine',
+  'npm run bench': 'the benchmarks: minutes, and their figures are about the machine',
+};
+
+const HANDLERS: Record<string, Handler> = {
+  // `npm install` would change node_modules under the other tests; the checkout is installed already.
+  'npm install && npm start': async () => {
+    const out = join(work, 'start-out');
+    const run = await throughNpm('npm start', { WDS_OUT: out });
+    expectOk(run, 'npm start');
+    expect(manifest(join(out, 'photos')).filter((l) => l.kind === 'photo')).toHaveLength(26);
+    expect(readFileSync(join(out, 'attachments.zip')).subarray(0, 4).toString('latin1')).toBe('PK\x03\x04');
+    expect(run.stdout).toContain(out);
+  },
+  'npm run --silent wds -- emulator': (l) => daemon(l.command, async (url) => {
+    expect(await memberCount(url)).toBe(30);
+  }),
+  'npm run --silent wds -- emulator --generate 2000': (l) => daemon(l.command, async (url) => {
+    expect(await memberCount(url)).toBe(2000);
+  }),
+  'npm run --silent wds -- emulator --clock-speed 60': (l) => daemon(l.command, async (url) => {
+    const clock = (await (await fetch(`${url}/_emulator/clock`)).json()) as { speed: number };
+    expect(clock.speed).toBe(60);
+  }),
+  'npm run --silent wds -- emulator --config companies.yaml --state-dir .emulator-state': async (l) => {
+    writeFileSync(join(work, 'companies.yaml'), yamlAfter(README, 'A config file'));
+    await daemon(l.command, async (url, banner) => {
+      await expect.poll(banner).toContain('acme-key');
+      // The sample company, with only the operations the file enables.
+      expect(JSON.stringify((await apiGet(url, '/members/face_image', 'acme-key', 'change-me')).body)).toContain('A0001');
+      expect((await apiGet(url, '/members', 'acme-key', 'change-me')).status).toBe(403);
+    });
+    expect(existsSync(join(work, '.emulator-state'))).toBe(true);
+  },
+  'npm run --silent wds -- photos export --out backup/photos': async (l) => {
+    expectOk(await finished(inWork(l.command)), l.raw);
+    const lines = manifest(join(work, 'backup/photos'));
+    expect(lines).toHaveLength(26);
+    for (const line of lines) expect(existsSync(join(work, 'backup/photos', line.path))).toBe(true);
+  },
+  'npm run --silent wds -- attachments export --out attachments.zip': async (l) => {
+    expectOk(await finished(inWork(l.command)), l.raw);
+    expect(readFileSync(join(work, 'attachments.zip')).subarray(0, 4).toString('latin1')).toBe('PK\x03\x04');
+  },
+  'npm run --silent wds -- verify backup/photos': async (l) => {
+    const run = await finished(inWork(l.command));
+    expectOk(run, l.raw);
+    expect(`${run.stdout}${run.stderr}`).toMatch(/26/);
+  },
+  'npm run --silent wds -- photos import ./new-photos --dry-run': async (l) => {
+    // A0017 has no photo (register), A0001 has one (update): both routes, and nothing changes.
+    mkdirSync(join(work, 'new-photos'), { recursive: true });
+    for (const [code, hue] of [['A0017', 40], ['A0001', 200]] as const) {
+      const photo = await sharp({ create: { width: 300, height: 400, channels: 3, background: { r: hue, g: 120, b: 90 } } }).jpeg().toBuffer();
+      writeFileSync(join(work, 'new-photos', `${code}.jpg`), photo);
+    }
+    const before = await state();
+    expectOk(await finished(inWork(l.command)), l.raw);
+    expect(await state()).toEqual(before);
+  },
+  'npm run --silent wds -- attachments import ./certificates --sheet 2 --field 1306 --mode add': async (l) => {
+    mkdirSync(join(work, 'certificates/A0001'), { recursive: true });
+    writeFileSync(join(work, 'certificates/A0001/first-aid-2026.pdf'), pdf(20_000));
+    expectOk(await finished(inWork(l.command)), l.raw);
+    const held = (await state()).attachments.filter((a) => a.code === 'A0001' && a.sheet_id === 2 && a.custom_field_id === 1306).map((a) => a.file_name);
+    expect(held).toContain('first-aid-2026.pdf');
+  },
+  'npm run --silent wds -- api GET /members/face_image': async (l) => {
+    const run = await throughNpm(l.command);
+    expectOk(run, l.raw);
+    // Only the answer on stdout, so that it can be piped into jq.
+    expect(JSON.stringify(JSON.parse(run.stdout))).toContain('A0001');
+  },
+  'npm run --silent wds -- api POST /members/delete --data \'{"codes":["A0001"]}\' --dry-run --wait': async (l) => {
+    const run = await throughNpm(l.command);
+    expectOk(run, l.raw);
+    expect(run.stdout).toContain('OK');
+    expect((await state()).members.map((m) => m.code)).toContain('A0001');
+  },
+};
+
+const lines = commandLines(README);
+
+describe('README.md command lines', () => {
+  it('has command lines to run', () => {
+    expect(lines.filter((l) => l.command.startsWith(WDS)).length).toBeGreaterThan(5);
+  });
+
+  for (const line of lines) {
+    const reason = NOT_RUN[line.command];
+    if (reason) {
+      it.skip(`line ${line.number}: ${line.command} (not run: ${reason})`, () => {});
+      continue;
+    }
+    it(`line ${line.number}: ${line.command}`, async () => {
+      const handler = HANDLERS[line.command];
+      if (!handler) throw new Error(`README.md line ${line.number} is a command test/readme.test.ts does not know how to run: "${line.command}"; add it there`);
+      await handler(line);
+    }, 90_000);
+  }
+
+});
