@@ -62,8 +62,8 @@ export interface WdsClientRetry {
 /** Options of {@link WdsClient}: the service's address and credentials, and how the client behaves. */
 export interface WdsClientOptions {
   /**
-   * The service's address, such as `https://example.com`: http or https, without `/api/v2.0`.
-   * A trailing `/` is dropped.
+   * The service's address, such as `https://example.com`: http or https. A trailing `/` and a
+   * trailing `/api/v2.0` are dropped.
    */
   baseUrl: string;
   /** The API consumer key of the company. */
@@ -162,7 +162,9 @@ export type ResolvedOptions = z.output<typeof optionsSchema>;
 
 export function resolveOptions(options: WdsClientOptions): ResolvedOptions {
   const result = optionsSchema.safeParse(options);
-  if (result.success) return { ...result.data, baseUrl: result.data.baseUrl.replace(/\/+$/, '') };
+  // The API's own address (`https://example.com/api/v2.0`, as the emulator's banner and the
+  // service's docs show it) is taken as the service's address, so the path is not doubled.
+  if (result.success) return { ...result.data, baseUrl: result.data.baseUrl.replace(/\/+$/, '').replace(/\/api\/v2\.0$/, '') };
   const issue = result.error.issues[0]!;
   const name = issue.path.join('.') || 'options';
   const given = issue.path.reduce<unknown>((v, k) => (v && typeof v === 'object' ? (v as Record<PropertyKey, unknown>)[k] : undefined), options);

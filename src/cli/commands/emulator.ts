@@ -71,6 +71,8 @@ export const emulatorCommand: CommandModule<object, EmulatorArgs> = {
       console.log(JSON.stringify({ base_url: running.url, api: `${running.url}/api/v2.0`, companies }));
     } else {
       console.log(`Workforce Data Service emulator listening on ${running.url}`);
+      // The exact option to copy: the API's own address works too, but this is the one to give.
+      console.log(`  use:      --base-url ${running.url}   (or WDS_BASE_URL=${running.url})`);
       console.log(`  API:      ${running.url}/api/v2.0`);
       console.log(`  control:  ${running.url}/_emulator/{clock,faults,state,stats,reset}`);
       console.log(`  clock:    ${running.emulator.clock.format()} (${running.emulator.clock.timeZone}, speed ${running.emulator.clock.speed})`);
@@ -85,7 +87,24 @@ export const emulatorCommand: CommandModule<object, EmulatorArgs> = {
       const stop = (): void => resolveStop();
       process.once('SIGINT', stop);
       process.once('SIGTERM', stop);
+      stopWhenNpmGoes(stop);
     });
     await running.close();
   },
 };
+
+/**
+ * Under `npm run`, a SIGTERM to npm reaches only the shell npm runs the script in, and the shell
+ * dies without passing it on: the emulator would keep the port. So, started by npm, it stops when
+ * it is orphaned (its parent changes). Started any other way (systemd, nohup) it is left alone.
+ */
+function stopWhenNpmGoes(stop: () => void): void {
+  if (!process.env.npm_lifecycle_event) return;
+  const parent = process.ppid;
+  const timer = setInterval(() => {
+    if (process.ppid === parent) return;
+    clearInterval(timer);
+    stop();
+  }, 500);
+  timer.unref();
+}
