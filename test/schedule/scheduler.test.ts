@@ -1,0 +1,177 @@
+/**
+ * The scheduler's logic in-process: one run per pipeline at a time, missed runs caught up once or
+ * skipped, and the health and metrics a monitor reads. (The nightly window: maintenance-window.test.)
+ */
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterEach, describe, expect, it } from 'vitest';
+import { Scheduler } from '../../src/schedule/scheduler.js';
+import { ScheduleState } from '../../src/schedule/state.js';
+import { startStatusServer, type StatusServer } from '../../src/schedule/status-server.js';
+import type { RunOutcome, ScheduledJob } from '../../src/schedule/types.js';
+
+const cleanups: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  while (cleanups.length) await cleanups.pop()!();
+});
+
+function outcome(status: RunOutcome['status'], started: Date, extra: Partial<RunOutcome> = {}): RunOutcome {
+  const finished = new Date();
+  return { status, started_at: started.toISOString(), finished_at: finished.toISOString(), duration_ms: finished.getTime() - started.getTime(), files: 0, bytes: 0, ...extra };
+}
+
+function setUp(jobs: ScheduledJob[], extra: { now?: () => Date; stateFolder?: string } = {}) {
+  const lines: string[] = [];
+  const stop = new AbortController();
+  const state = new ScheduleState(extra.stateFolder ?? mkdtempSync(join(tmpdir(), 'wds-schedule-')));
+  const scheduler = new Scheduler(jobs, { timeZone: 'Asia/Tokyo', signal: stop.signal, log: (line) => lines.push(line), state, now: extra.now });
+  cleanups.push(async () => {
+    stop.abort('SIGTERM');
+    await scheduler.finished();
+  });
+  return { scheduler, stop, lines, state };
+}
+
+describe('one run per pipeline at a time', () => {
+  it('runs a 2-second cron at least 3 times in 10 s, never two at once, when the first run outlasts the period', async () => {
+    let running = 0;
+    let most = 0;
+    const starts: number[] = [];
+    const job: ScheduledJob = {
+      name: 'every-2s', file: 'every-2s.yaml', cron: '*/2 * * * * *', catchUp: 'once',
+      run: async () => {
+        const started = new Date();
+        running += 1;
+        most = Math.max(most, running);
+        starts.push(Date.now());
+        await sleep(starts.length === 1 ? 4_500 : 300);
+        running -= 1;
+        return outcome('ok', started, { files: 2, bytes: 100 });
+      },
+    };
+    const { scheduler, stop, lines } = setUp([job]);
+    await scheduler.start();
+    await sleep(10_000);
+    stop.abort('SIGTERM');
+    await scheduler.finished();
+    expect(starts.length).toBeGreaterThanOrEqual(3);
+    expect(most).toBe(1);
+    // The times due during the long first run were skipped, not queued up behind it.
+    expect(lines.filter((l) => /still going; skipped/.test(l)).length).toBeGreaterThanOrEqual(1);
+    expect(starts[1]! - starts[0]!).toBeGreaterThanOrEqual(4_500);
+    expect(lines.filter((l) => /^every-2s: ok, 2 files, 100 B, /.test(l)).length).toBe(starts.length);
+  }, 20_000);
+});
+
+describe('missed runs', () => {
+  const hourly = (name: string, catchUp: 'once' | 'skip', runs: Date[]): ScheduledJob => ({
+    name, file: `${name}.yaml`, cron: '0 * * * *', catchUp,
+    run: async () => {
+      runs.push(new Date());
+      return outcome('ok', new Date());
+    },
+  });
+
+  it('are caught up once at start, whatever their number', async () => {
+    const folder = mkdtempSync(join(tmpdir(), 'wds-schedule-'));
+    const state = new ScheduleState(folder);
+    await state.write({ pipeline: 'hourly', handled_until: new Date(Date.now() - 5 * 3_600_000 - 60_000).toISOString() });
+    const runs: Date[] = [];
+    const { scheduler, lines } = setUp([hourly('hourly', 'once', runs)], { stateFolder: folder });
+    await scheduler.start();
+    await sleep(300);
+    expect(runs.length).toBe(1);
+    expect(lines.join('\n')).toMatch(/hourly: 5 runs were due since .* while the scheduler was not running .*; catching up once now/);
+    await sleep(200);
+    const saved = JSON.parse(readFileSync(state.pathOf('hourly'), 'utf8'));
+    expect(saved.last_run.status).toBe('ok');
+    expect(Date.parse(saved.handled_until)).toBeGreaterThan(Date.now() - 5_000);
+  });
+
+  it('are skipped with catch_up: skip, and a restart then has nothing to catch up', async () => {
+    const folder = mkdtempSync(join(tmpdir(), 'wds-schedule-'));
+    await new ScheduleState(folder).write({ pipeline: 'hourly', handled_until: new Date(Date.now() - 2 * 3_600_000 - 60_000).toISOString() });
+    const runs: Date[] = [];
+    const first = setUp([hourly('hourly', 'skip', runs)], { stateFolder: folder });
+    await first.scheduler.start();
+    await sleep(300);
+    expect(runs.length).toBe(0);
+    expect(first.lines.join('\n')).toMatch(/hourly: 2 runs were due since .*; skipped \(catch_up: skip\)/);
+    first.stop.abort('SIGTERM');
+    await first.scheduler.finished();
+
+    const second = setUp([hourly('hourly', 'once', runs)], { stateFolder: folder });
+    await second.scheduler.start();
+    await sleep(300);
+    expect(runs.length).toBe(0);
+    expect(second.lines.join('\n')).not.toMatch(/were due since|was due since/);
+  });
+
+  it('are not invented on a first start, which has no state', async () => {
+    const runs: Date[] = [];
+    const { scheduler, lines, state } = setUp([hourly('fresh', 'once', runs)]);
+    await scheduler.start();
+    await sleep(300);
+    expect(runs.length).toBe(0);
+    expect(lines.join('\n')).toMatch(/fresh: scheduled "0 \* \* \* \*" \(Asia\/Tokyo\)/);
+    const saved = JSON.parse(readFileSync(state.pathOf('fresh'), 'utf8'));
+    expect(saved.pipeline).toBe('fresh');
+  });
+});
+
+describe('health and metrics', () => {
+  it('/healthz turns 503 naming the pipeline whose last run failed; /metrics counts runs, files and bytes', async () => {
+    let fail = false;
+    const job: ScheduledJob = {
+      name: 'flaky', file: 'flaky.yaml', cron: '* * * * * *', catchUp: 'once',
+      run: async () => {
+        const at = new Date();
+        return fail ? outcome('failed', at, { error: 'the consumer key or consumer secret is not valid' }) : outcome('ok', at, { files: 3, bytes: 1234 });
+      },
+    };
+    const { scheduler, stop } = setUp([job]);
+    const server: StatusServer = await startStatusServer({ port: 0, host: '127.0.0.1', health: () => scheduler.health(), metrics: scheduler.metrics });
+    cleanups.push(() => server.close());
+    expect(server.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    await scheduler.start();
+    await sleep(1_500);
+    const healthy = await fetch(`${server.url}/healthz`);
+    expect(healthy.status).toBe(200);
+    expect(await healthy.json()).toEqual({ status: 'ok', failing: [] });
+    const metrics = await (await fetch(`${server.url}/metrics`)).text();
+    expect(metrics).toMatch(/wds_pipeline_runs_total\{pipeline="flaky",status="ok"\} [1-9]/);
+    expect(metrics).toMatch(/wds_pipeline_files_total\{pipeline="flaky"\} [1-9]\d*/);
+    expect(metrics).toMatch(/wds_pipeline_bytes_total\{pipeline="flaky"\} [1-9]\d*/);
+    expect(metrics).toMatch(/wds_pipeline_last_success_timestamp_seconds\{pipeline="flaky"\} \d{10}/);
+    expect(metrics).toMatch(/wds_pipeline_last_run_duration_seconds\{pipeline="flaky"\} /);
+
+    fail = true;
+    await sleep(1_500);
+    const failing = await fetch(`${server.url}/healthz`);
+    expect(failing.status).toBe(503);
+    const body = (await failing.json()) as { status: string; failing: unknown[] };
+    expect(body.status).toBe('failing');
+    expect(body.failing).toEqual([expect.objectContaining({ pipeline: 'flaky', file: 'flaky.yaml', error: 'the consumer key or consumer secret is not valid' })]);
+    expect(await (await fetch(`${server.url}/metrics`)).text()).toMatch(/wds_pipeline_runs_total\{pipeline="flaky",status="failed"\} [1-9]/);
+
+    fail = false;
+    await sleep(1_500);
+    expect((await fetch(`${server.url}/healthz`)).status).toBe(200);
+    stop.abort('SIGTERM');
+  });
+
+  it('a failure from before a restart keeps /healthz at 503 until a run succeeds', async () => {
+    const folder = mkdtempSync(join(tmpdir(), 'wds-schedule-'));
+    const now = new Date().toISOString();
+    await new ScheduleState(folder).write({
+      pipeline: 'daily', handled_until: now,
+      last_run: { status: 'failed', started_at: now, finished_at: now, duration_ms: 5, files: 0, bytes: 0, error: 'disk full' },
+    });
+    const job: ScheduledJob = { name: 'daily', file: 'daily.yaml', cron: '0 4 * * *', catchUp: 'once', run: async () => outcome('ok', new Date()) };
+    const { scheduler } = setUp([job], { stateFolder: folder });
+    await scheduler.start();
+    expect(scheduler.health()).toEqual({ ok: false, failing: [{ pipeline: 'daily', file: 'daily.yaml', finished_at: now, error: 'disk full' }] });
+  });
+});
