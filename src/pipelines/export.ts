@@ -8,6 +8,7 @@ import { UrlLister, attachmentTargets, type ListTarget, type RemoteFile } from '
 import { ConnectionLanes, LargeFilePace, LatencyWindow, SinkError, Slots, allOf, downloadFile, pool, type DownloadJob, type DownloadResult, type StartGate } from '../stages/download.js';
 import { RunReport } from '../stages/report.js';
 import { FolderSink } from '../sinks/folder.js';
+import { SnapshotBuild, type SnapshotInfo } from '../sinks/archive.js';
 import { TargetError, type ExportSink } from '../sinks/sink.js';
 import { MANIFEST_NAME, exportDir, manifestKey, type ManifestLine } from '../sinks/manifest.js';
 import { PathAllocator, safeName } from '../util/safe-name.js';
@@ -118,6 +119,16 @@ export interface ExportOptions {
    * `interrupted` set.
    */
   signal?: AbortSignal;
+  /**
+   * Makes `out` a snapshot archive (a folder of `snapshots/<id>/`, each an export folder with its
+   * `snapshot.json`, and `latest`): the run builds a new snapshot, hard-linking the files unchanged
+   * since the previous one and downloading the rest. The caller holds the archive's lock
+   * (`<out>/.wds-lock`). Cannot be combined with `since`: a snapshot holds every file.
+   */
+  archive?: {
+    /** Recorded in `snapshot.json` as the pipeline that made the snapshot. */
+    pipeline: string;
+  };
 }
 
 /** What an export did. */
@@ -128,8 +139,10 @@ export interface ExportResult {
   relists: number;
   /** Files that changed on the service while the export ran (the newer version was downloaded). */
   changed: number;
-  /** The folder or zip written. */
+  /** The folder or zip written (the archive, for an archive run). */
   out: string;
+  /** The snapshot an archive run made (or left as `.partial` when stopped). */
+  snapshot?: SnapshotInfo;
 }
 
 export const isZipTarget = (out: string): boolean => out.toLowerCase().endsWith('.zip');
@@ -145,12 +158,19 @@ function lineOf(file: RemoteFile, path: string, size: number, sha256: string): M
   };
 }
 
-/** Decides each file's path, and which files an earlier run left intact (nothing to download). */
-function plan(listing: RemoteFile[], intact: Map<string, ManifestLine>): { jobs: DownloadJob[]; kept: ManifestLine[] } {
+/**
+ * Decides each file's path, and which files an earlier run left intact (nothing to download). For
+ * an archive, `previous` holds the previous snapshot's lines: a file unchanged since is linked from
+ * there (`link`), a changed one keeps its path.
+ */
+function plan(listing: RemoteFile[], intact: Map<string, ManifestLine>, previous?: Map<string, ManifestLine>): { jobs: DownloadJob[]; kept: ManifestLine[]; link: { file: RemoteFile; line: ManifestLine }[] } {
   const paths = new PathAllocator();
   for (const line of intact.values()) paths.reserve(line.path);
+  const taken = previous ? new Set([...intact.values()].map((line) => line.path)) : undefined;
+  for (const line of previous?.values() ?? []) if (!taken!.has(line.path)) paths.reserve(line.path);
   const jobs: DownloadJob[] = [];
   const kept: ManifestLine[] = [];
+  const link: { file: RemoteFile; line: ManifestLine }[] = [];
   for (const file of listing) {
     const earlier = intact.get(file.key);
     if (earlier && earlier.updated_at === file.updated_at) {
@@ -161,11 +181,18 @@ function plan(listing: RemoteFile[], intact: Map<string, ManifestLine>): { jobs:
       jobs.push({ file, path: earlier.path });
       continue;
     }
+    const before = previous?.get(file.key);
+    if (before && !taken!.has(before.path)) {
+      taken!.add(before.path);
+      if (before.updated_at === file.updated_at) link.push({ file, line: before });
+      else jobs.push({ file, path: before.path });
+      continue;
+    }
     const dir = exportDir(file, safeName);
     const name = file.kind === 'photo' ? `${file.code}.${extensionOf(file.file_name) || 'jpg'}` : file.file_name;
     jobs.push({ file, path: paths.allocate(dir, name) });
   }
-  return { jobs, kept };
+  return { jobs, kept, link };
 }
 
 /** Which signal stopped a run (the CLI gives its name as the abort reason). */
@@ -224,10 +251,13 @@ export async function runExport(options: ExportOptions): Promise<ExportResult> {
   const { client } = options;
   const concurrency = options.concurrency ?? defaultConcurrency(options.what);
   if (!Number.isInteger(concurrency) || concurrency < 1) throw new RangeError(`concurrency must be a whole number of 1 or more, got ${concurrency}`);
+  if (options.archive && (options.since !== undefined || isZipTarget(options.out))) {
+    throw new RangeError(`an archive is a folder and each snapshot holds every file: ${options.since !== undefined ? 'since cannot be given with archive' : `${options.out} names a zip`}`);
+  }
   const report = new RunReport(`${options.what} export`);
   // archiver and its dependencies are loaded only for a zip (a few MB of memory a folder export
   // does without), and while the service lists the files.
-  const zipModule = isZipTarget(options.out) ? import('../sinks/zip.js') : null;
+  const zipModule = isZipTarget(options.out) && !options.archive ? import('../sinks/zip.js') : null;
   zipModule?.catch(() => undefined); // awaited in openSink; not an unhandled rejection meanwhile
   const targets: ListTarget[] = options.what === 'photos'
     ? [{ id: 'photos', kind: 'photo' }]
@@ -243,7 +273,8 @@ export async function runExport(options: ExportOptions): Promise<ExportResult> {
     report.finish();
     return { report, relists: lister.relists, changed: 0, out: options.out };
   }
-  const { sink, intact } = await openSink(options.out, zipModule);
+  const build = options.archive ? await onDisk(options.out, () => SnapshotBuild.open(options.out, options.archive!.pipeline)) : null;
+  const { sink, intact } = await openSink(build ? build.dir : options.out, zipModule);
   // Downloads under way (twice the concurrency, see `pool`) and the sink's copying listen to it.
   const { signal, dispose } = runSignal(options.signal, 2 * concurrency + 8);
   // The token is never sent to storage: downloads go through connections of their own, with no
@@ -251,10 +282,12 @@ export async function runExport(options: ExportOptions): Promise<ExportResult> {
   const lanes = new ConnectionLanes(concurrency, { keepAliveTimeout: 30_000 });
   const progress: ExportProgress = { total: listing.length, done: 0, skipped: 0, failed: 0, bytes: 0, relists: 0 };
   let changed = 0;
+  let snapshot: SnapshotInfo | undefined;
   /** Files of the listing not reported: the run was stopped before it reached them. */
   let unreached = progress.total;
   try {
-    const { jobs, kept: planned } = plan(listing, intact);
+    const { jobs, kept: planned, link } = plan(listing, intact, build?.reference());
+    build?.noteListing(listing.map((file) => file.key));
     // Files a zip's earlier run holds but cannot hand over whole are downloaded again, to the
     // same path; those a stop kept it from reaching are not reported.
     const notKept = new Set((await onDisk(options.out, () => sink.keep(planned, signal))).map(manifestKey));
@@ -275,6 +308,22 @@ export async function runExport(options: ExportOptions): Promise<ExportResult> {
       progress.skipped += 1;
     }
     options.onProgress?.({ ...progress });
+    if (build && link.length > 0) {
+      const files = new Map(link.map(({ file }) => [file.key, file]));
+      const lines = link.map(({ line }) => line);
+      const refused = await onDisk(build.dir, () => build.linkUnchanged(lines, async (line) => {
+        try {
+          await sink.record(line);
+        } catch (error) {
+          throw new SinkError(MANIFEST_NAME, error);
+        }
+        unreached -= 1;
+        report.add({ key: manifestKey(line), code: line.code, file_name: line.file_name, outcome: 'skipped', reason: `unchanged since snapshot ${build.previous}; ${build.copied ? 'copied' : 'hard-linked'} from it`, path: line.path, size: line.size, sha256: line.sha256 });
+        progress.skipped += 1;
+        options.onProgress?.({ ...progress });
+      }, signal));
+      for (const line of refused) jobs.push({ file: files.get(manifestKey(line))!, path: line.path });
+    }
     const retry = { ...DEFAULT_RETRY, maxAttempts: 8, baseDelayMs: 100, maxDelayMs: 4_000, ...options.retry };
     const largeBodies = new Slots(Math.min(concurrency, LARGE_BODY_CONCURRENCY));
     // A zip paces the downloads by the files waiting for it; a folder by the large bodies read.
@@ -310,7 +359,13 @@ export async function runExport(options: ExportOptions): Promise<ExportResult> {
     if (signal?.aborted && unreached > 0) {
       await onDisk(options.out, () => sink.pause());
       report.interrupted = { signal: stoppedBy(signal), total: progress.total };
-    } else await onDisk(options.out, () => sink.finish());
+      if (build) snapshot = await onDisk(build.dir, () => build.pause(progress.failed));
+    } else {
+      await onDisk(options.out, () => sink.finish());
+      if (build) snapshot = await onDisk(build.dir, () => build.finish(progress.failed));
+    }
+    if (build?.copied) report.notes.push('this file system has no hard links: unchanged files were copied from the previous snapshot, and take their space again');
+    if (build?.resumed) report.notes.push(`continued the snapshot an interrupted run left (${build.resumed}.partial)`);
   } catch (error) {
     await sink.abort().catch(() => undefined);
     throw asTargetError(options.out, error);
@@ -319,5 +374,5 @@ export async function runExport(options: ExportOptions): Promise<ExportResult> {
     await lanes.close();
   }
   report.finish();
-  return { report, relists: lister.relists, changed, out: options.out };
+  return { report, relists: lister.relists, changed, out: options.out, ...(snapshot ? { snapshot } : {}) };
 }

@@ -10,6 +10,7 @@ import { hashFile } from '../util/hash-file.js';
 import { ZipReader } from '../sources/zip-reader.js';
 import { isZipTarget } from './export.js';
 import { isLockFileName } from '../util/target-lock.js';
+import { SNAPSHOT_FILE } from '../archive/store.js';
 
 /** A file of an export that does not match its manifest. */
 export interface VerifyProblem {
@@ -139,8 +140,9 @@ export async function verifyExport(target: string): Promise<VerifyResult> {
   // As in a zip, a file the manifest does not name is reported (a leftover, or something added).
   const named = new Set([...manifest.lines.values()].map((line) => line.path));
   for (const path of await filesUnder(target)) {
-    // The lock of a run writing the folder (or one a killed run left) is not an export file.
-    if (path !== MANIFEST_NAME && !isLockFileName(path) && !named.has(path)) fail(path, 'not in the manifest');
+    // The lock of a run writing the folder (or one a killed run left) is not an export file, nor
+    // is an archive snapshot's own description.
+    if (path !== MANIFEST_NAME && path !== SNAPSHOT_FILE && !isLockFileName(path) && !named.has(path)) fail(path, 'not in the manifest');
   }
   return result;
 }

@@ -1,0 +1,165 @@
+/**
+ * The snapshot archive on disk (DESIGN.md section 10): `snapshots/<id>/` for finished snapshots,
+ * `snapshots/<id>.partial/` for one being built, and `latest`, a text file naming the newest
+ * complete snapshot. Ids are the UTC time the run started, `YYYY-MM-DDTHHMMSS`, with `-2`, `-3`...
+ * when two runs start in the same second; they sort in the order the runs were made.
+ */
+import { randomBytes } from 'node:crypto';
+import { readFile, readdir, rename, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { z } from 'zod';
+import { MANIFEST_NAME, parseManifest, type ParsedManifest } from '../sinks/manifest.js';
+
+export const SNAPSHOTS_DIR = 'snapshots';
+export const LATEST_FILE = 'latest';
+export const SNAPSHOT_FILE = 'snapshot.json';
+export const PARTIAL_SUFFIX = '.partial';
+
+const countsSchema = z.looseObject({
+  files: z.number().int().min(0),
+  new: z.number().int().min(0),
+  changed: z.number().int().min(0),
+  unchanged: z.number().int().min(0),
+  deleted: z.number().int().min(0),
+  failed: z.number().int().min(0),
+});
+
+/** `snapshot.json`: what a snapshot holds and how it was made. */
+export const snapshotDocSchema = z.looseObject({
+  pipeline: z.string(),
+  started_at: z.string(),
+  finished_at: z.string(),
+  complete: z.boolean(),
+  counts: countsSchema,
+  bytes: z.looseObject({ total: z.number().int().min(0), new: z.number().int().min(0) }),
+  /** The snapshot this one was compared with (its unchanged files are linked from there), or null for the first. */
+  previous: z.string().nullable(),
+  /** How unchanged files were taken over: hard links, or copies on a file system without them. */
+  unchanged_files: z.enum(['hard links', 'copies']).optional(),
+});
+export type SnapshotDoc = z.infer<typeof snapshotDocSchema>;
+export type SnapshotCounts = z.infer<typeof countsSchema>;
+
+/** A finished snapshot folder, with its snapshot.json, or why that could not be read. */
+export interface SnapshotEntry {
+  id: string;
+  dir: string;
+  doc: SnapshotDoc | null;
+  problem?: string;
+}
+
+const ID = /^(\d{4})-(\d\d)-(\d\d)T(\d\d)(\d\d)(\d\d)(?:-(\d+))?$/;
+
+/** The id of a snapshot started at `date` (UTC), before any same-second suffix. */
+export function snapshotIdAt(date: Date): string {
+  const iso = date.toISOString();
+  return `${iso.slice(0, 10)}T${iso.slice(11, 13)}${iso.slice(14, 16)}${iso.slice(17, 19)}`;
+}
+
+/** When a snapshot id says it was started, and its same-second number (1 for none); null if it is not an id. */
+export function parseSnapshotId(id: string): { time: Date; n: number } | null {
+  const m = ID.exec(id);
+  if (!m) return null;
+  const time = new Date(Date.UTC(+m[1]!, +m[2]! - 1, +m[3]!, +m[4]!, +m[5]!, +m[6]!));
+  if (Number.isNaN(time.getTime()) || snapshotIdAt(time) !== id.slice(0, 17)) return null;
+  return { time, n: m[7] ? Number(m[7]) : 1 };
+}
+
+export function compareSnapshotIds(a: string, b: string): number {
+  const pa = parseSnapshotId(a)!;
+  const pb = parseSnapshotId(b)!;
+  return pa.time.getTime() - pb.time.getTime() || pa.n - pb.n;
+}
+
+/** An id for a run started at `now` that sorts after every id in `taken` (a clock set back included). */
+export function nextSnapshotId(now: Date, taken: string[]): string {
+  let id = snapshotIdAt(now);
+  const newest = [...taken].sort(compareSnapshotIds).at(-1);
+  if (newest && compareSnapshotIds(id, newest) <= 0) {
+    const { time, n } = parseSnapshotId(newest)!;
+    id = `${snapshotIdAt(time)}-${n + 1}`;
+  }
+  return id;
+}
+
+export const snapshotsDir = (archive: string): string => join(archive, SNAPSHOTS_DIR);
+export const snapshotDir = (archive: string, id: string): string => join(archive, SNAPSHOTS_DIR, id);
+export const partialDir = (archive: string, id: string): string => join(archive, SNAPSHOTS_DIR, `${id}${PARTIAL_SUFFIX}`);
+
+async function readDoc(dir: string): Promise<{ doc: SnapshotDoc | null; problem?: string }> {
+  let text: string;
+  try {
+    text = await readFile(join(dir, SNAPSHOT_FILE), 'utf8');
+  } catch {
+    return { doc: null, problem: `no readable ${SNAPSHOT_FILE}` };
+  }
+  try {
+    const parsed = snapshotDocSchema.safeParse(JSON.parse(text));
+    if (parsed.success) return { doc: parsed.data };
+    const issue = parsed.error.issues[0];
+    return { doc: null, problem: `${SNAPSHOT_FILE}: ${issue?.path.join('.')}: ${issue?.message}` };
+  } catch {
+    return { doc: null, problem: `${SNAPSHOT_FILE} is not JSON` };
+  }
+}
+
+/** What `snapshots/` holds: finished snapshots oldest first, and the ids of `.partial` ones. */
+export async function listSnapshots(archive: string): Promise<{ snapshots: SnapshotEntry[]; partial: string[] }> {
+  let names: string[];
+  try {
+    names = (await readdir(snapshotsDir(archive), { withFileTypes: true })).filter((e) => e.isDirectory()).map((e) => e.name);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { snapshots: [], partial: [] };
+    throw error;
+  }
+  const partial = names.filter((n) => n.endsWith(PARTIAL_SUFFIX)).map((n) => n.slice(0, -PARTIAL_SUFFIX.length)).filter((id) => parseSnapshotId(id)).sort(compareSnapshotIds);
+  const ids = names.filter((n) => parseSnapshotId(n)).sort(compareSnapshotIds);
+  const snapshots = await Promise.all(ids.map(async (id) => {
+    const dir = snapshotDir(archive, id);
+    return { id, dir, ...(await readDoc(dir)) };
+  }));
+  return { snapshots, partial };
+}
+
+/** The id `latest` names, or null when there is none. */
+export async function readLatest(archive: string): Promise<string | null> {
+  try {
+    const id = (await readFile(join(archive, LATEST_FILE), 'utf8')).trim();
+    return id || null;
+  } catch {
+    return null;
+  }
+}
+
+/** Points `latest` at `id`, replacing it in one rename: a reader sees the old id or the new one. */
+export async function writeLatest(archive: string, id: string): Promise<void> {
+  const temp = join(archive, `.${LATEST_FILE}-${randomBytes(4).toString('hex')}`);
+  await writeFile(temp, `${id}\n`);
+  await rename(temp, join(archive, LATEST_FILE));
+}
+
+/**
+ * The snapshot a user names: `@ID` or `ID`, `latest` or nothing for the newest complete one.
+ * Throws a message naming the archive when there is no such snapshot.
+ */
+export async function findSnapshot(archive: string, ref?: string): Promise<SnapshotEntry> {
+  const { snapshots } = await listSnapshots(archive);
+  const wanted = ref?.replace(/^@/, '');
+  if (wanted === undefined || wanted === 'latest') {
+    const latest = await readLatest(archive);
+    const found = snapshots.find((s) => s.id === latest) ?? snapshots.filter((s) => s.doc?.complete).at(-1);
+    if (!found) throw new Error(`${archive} holds no complete snapshot${snapshots.length ? '' : ' (no snapshot at all)'}`);
+    return found;
+  }
+  const found = snapshots.find((s) => s.id === wanted);
+  if (!found) {
+    const known = snapshots.map((s) => s.id);
+    throw new Error(`${archive} has no snapshot ${wanted}${known.length ? `; it holds ${known.slice(-5).join(', ')}${known.length > 5 ? ' and older ones' : ''}` : '; it holds no snapshot'}`);
+  }
+  return found;
+}
+
+/** A snapshot's manifest, parsed (lines whose path is refused are among its problems). */
+export async function readSnapshotManifest(dir: string): Promise<ParsedManifest> {
+  return parseManifest(await readFile(join(dir, MANIFEST_NAME), 'utf8'));
+}

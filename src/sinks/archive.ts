@@ -1,0 +1,226 @@
+/**
+ * One run of the snapshot archive (DESIGN.md section 10): the snapshot is built as
+ * `snapshots/<id>.partial/`, an ordinary export folder written by the folder sink; files unchanged
+ * since the previous snapshot (same key and updated_at) are hard-linked from it instead of
+ * downloaded; at the end `snapshot.json` is written, the folder renamed to `snapshots/<id>/`, and
+ * `latest` pointed at it when the snapshot is complete. Nothing here writes into a file of an
+ * earlier snapshot: links are made, never opened for writing, and a changed file is written under
+ * a temporary name and renamed over its link (FolderSink).
+ */
+import { copyFile, constants, link, lstat, mkdir, rename, unlink, writeFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import {
+  SNAPSHOT_FILE, listSnapshots, nextSnapshotId, partialDir, readSnapshotManifest, snapshotDir, writeLatest,
+  type SnapshotCounts, type SnapshotDoc,
+} from '../archive/store.js';
+import { LinkCheck, manifestKey, type ManifestLine } from './manifest.js';
+
+/** What a run made of its snapshot (`ExportResult.snapshot`). */
+export interface SnapshotInfo {
+  /** The snapshot's id: the UTC time its run started, `YYYY-MM-DDTHHMMSS`. */
+  id: string;
+  /** Its folder: `snapshots/<id>`, or `snapshots/<id>.partial` when the run was stopped. */
+  path: string;
+  /** Every listed file is in it. */
+  complete: boolean;
+  counts: SnapshotCounts;
+  bytes: { total: number; new: number };
+}
+
+/** A line of an earlier snapshot, with the folder that holds its file. */
+interface Earlier {
+  line: ManifestLine;
+  dir: string;
+}
+
+/** Errors of `link` that mean the file system has no hard links: the file is copied instead. */
+const NO_HARD_LINKS = new Set(['EPERM', 'ENOTSUP', 'EOPNOTSUPP', 'EXDEV', 'EMLINK', 'ENOSYS']);
+/** Links made at once: each is a few system calls on the thread pool. */
+const LINK_CONCURRENCY = 16;
+
+export class SnapshotBuild {
+  /** The latest version of each file in the snapshots this one is compared with. */
+  private readonly earlier = new Map<string, Earlier>();
+  private deleted = 0;
+  /** Unchanged files were copied, the file system having no hard links. */
+  private copying = false;
+  private readonly madeDirs = new Set<string>();
+  private readonly links: LinkCheck;
+  private readonly sourceLinks = new Map<string, LinkCheck>();
+
+  private constructor(
+    readonly archive: string,
+    readonly pipeline: string,
+    readonly id: string,
+    readonly startedAt: Date,
+    /** The newest finished snapshot, which this one is compared with; null for the first. */
+    readonly previous: string | null,
+    /** The id of the `.partial` an earlier run left and this run continues, if any. */
+    readonly resumed: string | null,
+  ) {
+    this.links = new LinkCheck(this.dir);
+  }
+
+  /** The folder being built. */
+  get dir(): string {
+    return partialDir(this.archive, this.id);
+  }
+
+  /**
+   * Starts a snapshot of `archive` (whose lock the caller holds). A `.partial` an interrupted run
+   * left is continued, renamed to this run's id: its files whose size and sha256 match its
+   * manifest are kept by the folder sink. Unchanged files come from the newest complete snapshot,
+   * or from a newer incomplete one that holds them.
+   */
+  static async open(archive: string, pipeline: string, now = new Date()): Promise<SnapshotBuild> {
+    const { snapshots, partial } = await listSnapshots(archive);
+    const id = nextSnapshotId(now, [...snapshots.map((s) => s.id), ...partial]);
+    const resumed = partial.at(-1) ?? null;
+    if (resumed !== null) {
+      await rename(partialDir(archive, resumed), partialDir(archive, id));
+    }
+    const finished = snapshots.filter((s) => s.doc !== null);
+    const from = Math.max(0, finished.findLastIndex((s) => s.doc!.complete));
+    const build = new SnapshotBuild(archive, pipeline, id, now, finished.at(-1)?.id ?? null, resumed);
+    for (const snapshot of finished.slice(from)) {
+      // A snapshot whose manifest cannot be read gives nothing to link: its files are downloaded.
+      const manifest = await readSnapshotManifest(snapshot.dir).catch(() => null);
+      for (const [key, line] of manifest?.lines ?? []) build.earlier.set(key, { line, dir: snapshot.dir });
+    }
+    return build;
+  }
+
+  /** The lines of the earlier snapshots, by key, for planning paths and what to link. */
+  reference(): Map<string, ManifestLine> {
+    return new Map([...this.earlier].map(([key, e]) => [key, e.line]));
+  }
+
+  /** Notes the keys the service listed: those of the earlier snapshot not among them were deleted. */
+  noteListing(keys: Iterable<string>): void {
+    const listed = new Set(keys);
+    this.deleted = [...this.earlier.keys()].filter((key) => !listed.has(key)).length;
+  }
+
+  /**
+   * Links (or copies) each line's file from the earlier snapshot into this one, calling `onPlaced`
+   * for each. Answers the lines whose file could not be taken over (gone, another size, not a
+   * plain file, or behind a link): they are downloaded instead. Stops starting when `signal` is
+   * aborted; lines not reached are in neither list.
+   */
+  async linkUnchanged(lines: ManifestLine[], onPlaced: (line: ManifestLine) => Promise<void>, signal?: AbortSignal): Promise<ManifestLine[]> {
+    const refused: ManifestLine[] = [];
+    let next = 0;
+    const worker = async (): Promise<void> => {
+      while (next < lines.length && !signal?.aborted) {
+        const line = lines[next]!;
+        next += 1;
+        if (await this.place(line)) await onPlaced(line);
+        else refused.push(line);
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(LINK_CONCURRENCY, lines.length) }, worker));
+    return refused;
+  }
+
+  /** Whether the unchanged file of `line` is now in this snapshot. */
+  private async place(line: ManifestLine): Promise<boolean> {
+    const from = this.earlier.get(manifestKey(line));
+    if (!from) return false;
+    let check = this.sourceLinks.get(from.dir);
+    if (!check) this.sourceLinks.set(from.dir, (check = new LinkCheck(from.dir)));
+    if (await check.linkIn(from.line.path)) return false;
+    const source = join(from.dir, from.line.path);
+    try {
+      const info = await lstat(source);
+      if (!info.isFile() || info.size !== line.size) return false;
+    } catch {
+      return false;
+    }
+    const folder = dirname(line.path);
+    const target = join(this.dir, line.path);
+    if (!this.madeDirs.has(folder)) {
+      const through = await this.links.linkIn(folder);
+      if (through) throw new Error(`${join(this.dir, through)} is a link; a snapshot does not write through links`);
+      await mkdir(dirname(target), { recursive: true });
+      this.madeDirs.add(folder);
+    }
+    try {
+      await this.linkOrCopy(source, target);
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code === 'ENOENT') return false;
+      if (code !== 'EEXIST') throw error;
+      // A file an interrupted run left at this path, not in its manifest: this snapshot's own.
+      await unlink(target);
+      await this.linkOrCopy(source, target);
+    }
+    return true;
+  }
+
+  private async linkOrCopy(source: string, target: string): Promise<void> {
+    if (!this.copying) {
+      try {
+        await link(source, target);
+        return;
+      } catch (error) {
+        if (!NO_HARD_LINKS.has((error as NodeJS.ErrnoException).code ?? '')) throw error;
+        this.copying = true;
+      }
+    }
+    await copyFile(source, target, constants.COPYFILE_EXCL);
+  }
+
+  /** Whether unchanged files had to be copied (the report says so). */
+  get copied(): boolean {
+    return this.copying;
+  }
+
+  /**
+   * Ends the run once the folder sink has written the manifest: counts what the snapshot holds
+   * against the earlier one, writes `snapshot.json`, renames the folder into place and, when
+   * complete, points `latest` at it. `failed` files keep the snapshot incomplete.
+   */
+  async finish(failed: number): Promise<SnapshotInfo> {
+    const { counts, bytes } = await this.tally(failed);
+    const complete = failed === 0;
+    const doc: SnapshotDoc = {
+      pipeline: this.pipeline,
+      started_at: this.startedAt.toISOString(),
+      finished_at: new Date().toISOString(),
+      complete,
+      counts,
+      bytes,
+      previous: this.previous,
+      unchanged_files: this.copying ? 'copies' : 'hard links',
+    };
+    await writeFile(join(this.dir, SNAPSHOT_FILE), `${JSON.stringify(doc, null, 2)}\n`);
+    const final = snapshotDir(this.archive, this.id);
+    await rename(this.dir, final);
+    if (complete) await writeLatest(this.archive, this.id);
+    return { id: this.id, path: final, complete, counts, bytes };
+  }
+
+  /** A stopped run: the `.partial` stays for the next run, which continues it. */
+  async pause(failed: number): Promise<SnapshotInfo> {
+    const { counts, bytes } = await this.tally(failed);
+    return { id: this.id, path: this.dir, complete: false, counts, bytes };
+  }
+
+  private async tally(failed: number): Promise<{ counts: SnapshotCounts; bytes: { total: number; new: number } }> {
+    const counts: SnapshotCounts = { files: 0, new: 0, changed: 0, unchanged: 0, deleted: this.deleted, failed };
+    const bytes = { total: 0, new: 0 };
+    for (const [key, line] of (await readSnapshotManifest(this.dir)).lines) {
+      counts.files += 1;
+      bytes.total += line.size;
+      const before = this.earlier.get(key)?.line;
+      if (before && before.updated_at === line.updated_at && before.sha256 === line.sha256) {
+        counts.unchanged += 1;
+        if (this.copying) bytes.new += line.size;
+        continue;
+      }
+      counts[before ? 'changed' : 'new'] += 1;
+      bytes.new += line.size;
+    }
+    return { counts, bytes };
+  }
+}
