@@ -1,0 +1,104 @@
+/**
+ * The embedded emulator is a demo: an import with no base URL is refused (exit 2) unless
+ * --emulator says so. A standalone emulator prints the --base-url to use, and the banner's
+ * addresses both work as one; started by `npm run wds`, it stops when npm is signalled.
+ */
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { connect } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { KEY, SECRET } from '../helpers/emulator.js';
+import { ROOT, runCli, spawnCli } from '../helpers/cli-process.js';
+import { tempDir } from '../helpers/export.js';
+import { noisyJpeg, writeFiles } from '../import/photo-helpers.js';
+
+/** Resolves with stdout once `pattern` appears in it. */
+function waitFor(child: ChildProcessWithoutNullStreams, pattern: RegExp): Promise<string> {
+  let out = '';
+  let err = '';
+  return new Promise((done, fail) => {
+    child.stdout.on('data', (chunk: Buffer) => {
+      out += chunk.toString();
+      if (pattern.test(out)) done(out);
+    });
+    child.stderr.on('data', (chunk: Buffer) => (err += chunk.toString()));
+    child.on('close', (code) => fail(new Error(`ended (${code}) before printing ${pattern}: ${out}${err}`)));
+  });
+}
+
+function portOpen(url: string): Promise<boolean> {
+  const { hostname, port } = new URL(url);
+  return new Promise((done) => {
+    const socket = connect(Number(port), hostname);
+    socket.once('connect', () => {
+      socket.destroy();
+      done(true);
+    });
+    socket.once('error', () => done(false));
+  });
+}
+
+describe('imports with no base URL', () => {
+  it('are refused with exit 2, saying why and what to do; --emulator runs them', async () => {
+    const dir = await writeFiles(tempDir('wds-embedded-'), { 'A0001.jpg': await noisyJpeg(32, 32, 1) });
+    const photos = await runCli(['photos', 'import', dir, '--no-trim']);
+    expect(photos.code).toBe(2);
+    expect(photos.stderr).toContain('forgets everything when this command ends');
+    expect(photos.stderr).toContain('--base-url');
+    expect(photos.stderr).toContain('--emulator');
+    expect(photos.stdout).not.toMatch(/\bok\b/);
+
+    const attachments = await runCli(['attachments', 'import', dir, '--sheet', '1', '--field', '1']);
+    expect(attachments.code).toBe(2);
+    expect(attachments.stderr).toContain('forgets everything when this command ends');
+
+    const allowed = await runCli(['photos', 'import', dir, '--no-trim', '--emulator']);
+    expect(allowed.code, allowed.stderr).toBe(0);
+    expect(allowed.stdout).toMatch(/photos import: 1 ok/);
+  });
+});
+
+describe('the emulator command', () => {
+  it('prints a --base-url that works, and its API address works too', async () => {
+    const child = spawnCli(['emulator', '--port', '0', '--no-maintenance']);
+    try {
+      const banner = await waitFor(child, /Press Ctrl-C/);
+      const baseUrl = /--base-url (\S+)/.exec(banner)?.[1];
+      const api = /API: +(\S+)/.exec(banner)?.[1];
+      expect(baseUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+      expect(api).toBe(`${baseUrl}/api/v2.0`);
+      for (const url of [baseUrl!, api!, `${api}/`]) {
+        const run = await runCli(['photos', 'export', '-o', join(tempDir(), 'out'), '--base-url', url, '--consumer-key', KEY, '--consumer-secret', SECRET]);
+        expect(run.code, `${url}: ${run.stderr}`).toBe(0);
+        expect(run.stdout).toMatch(/photos export: \d+ ok/);
+      }
+    } finally {
+      child.kill('SIGTERM');
+    }
+  });
+
+  it('started by npm run wds, stops when npm is sent SIGTERM', async () => {
+    // A group of its own, so that whatever happens every process it started can be ended.
+    const npm = spawn('npm', ['run', '--silent', 'wds', '--', 'emulator', '--port', '0'], {
+      cwd: ROOT, detached: true,
+      env: { ...process.env, XDG_CACHE_HOME: mkdtempSync(join(tmpdir(), 'wds-cli-')), XDG_STATE_HOME: mkdtempSync(join(tmpdir(), 'wds-state-')) },
+    });
+    try {
+      const banner = await waitFor(npm, /Press Ctrl-C/);
+      const baseUrl = /--base-url (\S+)/.exec(banner)![1]!;
+      expect(await portOpen(baseUrl)).toBe(true);
+      npm.kill('SIGTERM');
+      const deadline = Date.now() + 10_000;
+      while ((await portOpen(baseUrl)) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
+      expect(await portOpen(baseUrl)).toBe(false);
+    } finally {
+      try {
+        process.kill(-npm.pid!, 'SIGKILL');
+      } catch {
+        // The group has ended.
+      }
+    }
+  }, 30_000);
+});
