@@ -1,35 +1,34 @@
 /**
- * Export benchmark (issue 4): our export against `aria2c -j16` and `curl -Z --parallel-max 16`
- * over the same freshly listed URLs, on generated companies served by an emulator in a process of
- * its own (its CPU and memory are not ours), with storage latency 0 and 20 ms.
+ * Export benchmark: the shipped CLI (`node dist/cli/main.js photos export`, built first with
+ * `npm run build`) against `aria2c -j16` and `curl -Z --parallel-max 16` over the same freshly
+ * listed URLs, on generated companies served by an emulator in a process of its own (its CPU and
+ * memory are not counted), with storage latency 0 and 20 ms.
  *
  *   npx tsx bench/export.ts                      every set, 3 runs each, medians
- *   npx tsx bench/export.ts --sets photos --latencies 20 --runs 5
+ *   npx tsx bench/export.ts --sets photos,mix,photos-large,mix-large --latencies 20
  *   npx tsx bench/export.ts --sweep              our export at concurrency 8/16/32/64, 20 ms latency
  *   npx tsx bench/export.ts --no-peers --no-zip
  *   npx tsx bench/export.ts --warmup 0           no untimed export before each set and latency
+ *   npx tsx bench/export.ts --no-build           use dist/ as it is
+ *   npx tsx bench/export.ts --files 50 --runs 1  every set shrunk to 50 files: checks the bench runs
  *
- * Sets: `photos` (2,000 photos of 100 KB), `attachments` (200 PDFs of 5 MB), `large` (20,000
- * photos of 20 KB, ours only: peak memory). Our export runs in a child process built with esbuild
- * and split at dynamic imports, as the published CLI runs (compiled, a module loaded when first
- * needed, no TypeScript loader); its wall time
- * includes its own listing, the peers' does not (they get URLs listed just before they start).
- * Peak RSS is VmHWM of the process (ours) or `/usr/bin/time`'s maximum resident set (peers).
- * Wall times are medians, with the fastest and slowest run beside them: on this shared 2-core
- * machine the same export varies by a third from run to run, mostly in the kernel's cost of
- * writing to the page cache (the system time of our file-writing threads went from 0.4 to 1.7 s
- * for the same gigabyte), which falls on the peers as well.
+ * Sets: `photos` (2,000 photos of 100 KB), `mix` (2,000 photos of the generated company's default
+ * sizes, 20 to 500 KB), `photos-large` and `mix-large` (the same with 20,000 photos), `large`
+ * (20,000 photos of 20 KB), `attachments` (200 PDFs of 5 MB).
  *
- * Between runs the files a run wrote are emptied, not deleted; all of them go at the end. ext4
- * skips inodes deleted in the last minute when it picks one for a new file, reading the inode
- * table for each: deleting a run's 200 to 20,000 files made the next run's file creation scan
- * past them (our export of the 5 MB set, four runs in a row each way, medians of two blocks each:
- * 1.75 and 1.78 s after deletions, 1.57 and 1.65 s without; the peers' runs paid it too). A
- * user's export does not follow thousands of deletions.
- * Install the peers with `apt-get install aria2 curl`.
+ * Every tool runs as a child process measured as `/usr/bin/time` measures (bench/max-rss.ts):
+ * wall time, maximum resident set and CPU seconds from wait4. Our wall time is the whole command
+ * as a user runs it (start-up, token, listing, downloads, manifest); the peers' starts after the
+ * URLs were listed for them. Wall times are medians, with the fastest and slowest run beside them,
+ * since on a shared machine the same export varies from run to run.
+ *
+ * Between runs the files a run wrote are emptied, not deleted, and all of them go at the end:
+ * deleting thousands of files slows the creation of the next run's files (ext4 skips recently
+ * freed inodes), a cost a user's export does not pay.
+ * Install the peers with `apt-get install aria2 curl`; python3 measures the processes.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, readdir, rm, stat, truncate, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -39,6 +38,7 @@ import { request } from 'undici';
 import { WdsClient } from '../src/client/client.js';
 import { UrlLister, attachmentTargets, type ListTarget } from '../src/stages/list-urls.js';
 import { DEFAULT_EXPORT_CONCURRENCY, PHOTO_EXPORT_CONCURRENCY, defaultConcurrency } from '../src/pipelines/export.js';
+import { measure, type Measured } from './max-rss.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const ROOT = join(HERE, '..');
@@ -48,24 +48,26 @@ interface BenchSet {
   name: string;
   what: 'photos' | 'attachments';
   files: number;
-  bytes: number;
+  /** Known in advance for sets of one size; for the mixes, the first run's total, which every other run must match. */
+  bytes?: number;
   generate: Record<string, unknown>;
   peers: boolean;
 }
 
+/** Photos only, at the generated company's default sizes (20 to 500 KB). */
+const mix = (members: number): Record<string, unknown> => ({ members, photo_ratio: 1, attachments_per_member: [0, 0] });
+const photosOf = (members: number, bytes: number): Record<string, unknown> => ({ members, photo_bytes: [bytes, bytes], photo_ratio: 1, attachments_per_member: [0, 0] });
+
 const SETS: Record<string, BenchSet> = {
-  photos: {
-    name: 'photos', what: 'photos', files: 2000, bytes: 2000 * 100_000, peers: true,
-    generate: { members: 2000, photo_bytes: [100_000, 100_000], photo_ratio: 1, attachments_per_member: [0, 0] },
-  },
+  photos: { name: 'photos', what: 'photos', files: 2000, bytes: 2000 * 100_000, peers: true, generate: photosOf(2000, 100_000) },
+  mix: { name: 'mix', what: 'photos', files: 2000, peers: true, generate: mix(2000) },
+  'photos-large': { name: 'photos-large', what: 'photos', files: 20_000, bytes: 20_000 * 100_000, peers: true, generate: photosOf(20_000, 100_000) },
+  'mix-large': { name: 'mix-large', what: 'photos', files: 20_000, peers: true, generate: mix(20_000) },
   attachments: {
     name: 'attachments', what: 'attachments', files: 200, bytes: 200 * 5_000_000, peers: true,
     generate: { members: 200, photo_ratio: 0, attachments_per_member: [1, 1], attachment_bytes: [5_000_000, 5_000_000] },
   },
-  large: {
-    name: 'large', what: 'photos', files: 20_000, bytes: 20_000 * 20_000, peers: false,
-    generate: { members: 20_000, photo_bytes: [20_000, 20_000], photo_ratio: 1, attachments_per_member: [0, 0] },
-  },
+  large: { name: 'large', what: 'photos', files: 20_000, bytes: 20_000 * 20_000, peers: false, generate: photosOf(20_000, 20_000) },
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -81,33 +83,40 @@ const list = (name: string, fallback: string): string[] => (argValue(name) ?? fa
 const sweep = flag('sweep');
 const runs = Number(argValue('runs') ?? 3);
 const warmups = Number(argValue('warmup') ?? 1);
-const setNames = list('sets', sweep ? 'photos,attachments' : 'photos,attachments,large');
+const setNames = list('sets', sweep ? 'photos,attachments' : 'photos,mix,photos-large,mix-large,attachments,large');
+const build = !flag('no-build');
 const latencies = list('latencies', sweep ? '20' : '0,20').map(Number);
 const sweepConcurrency = list('concurrency', '8,16,32,64').map(Number);
 const withPeers = !flag('no-peers') && !sweep;
 const withZip = !flag('no-zip') && !sweep;
 for (const name of setNames) if (!SETS[name]) throw new Error(`unknown set ${name}; sets: ${Object.keys(SETS).join(', ')}`);
+// --files N shrinks every set to N files: a quick check that the bench runs, not a measurement.
+const smallFiles = argValue('files') === undefined ? undefined : Number(argValue('files'));
+if (smallFiles !== undefined) {
+  if (!Number.isInteger(smallFiles) || smallFiles < 1) throw new Error(`--files must be a whole number of at least 1, got ${argValue('files')}`);
+  for (const set of Object.values(SETS)) {
+    if (set.bytes !== undefined) set.bytes = (set.bytes / set.files) * smallFiles;
+    set.files = smallFiles;
+    set.generate = { ...set.generate, members: smallFiles };
+  }
+}
 if (!Number.isInteger(runs) || runs < 1) throw new Error(`--runs must be a whole number, got ${runs}`);
 if (!Number.isInteger(warmups) || warmups < 0) throw new Error(`--warmup must be a whole number, got ${warmups}`);
 
 // ---------------------------------------------------------------------------------------------
 // Processes
 
-/** Our export, compiled into one ESM file next to node_modules (so its packages resolve). */
-async function buildChild(): Promise<{ command: string; args: string[]; note: string }> {
-  const outdir = join(ROOT, 'node_modules', '.cache', 'wds-bench');
-  try {
-    const esbuild = await import('esbuild');
-    // Split at dynamic imports, as tsc's one file per module is: archiver loads only for a zip.
-    await esbuild.build({
-      entryPoints: [join(HERE, 'export-child.ts')], bundle: true, splitting: true, platform: 'node', format: 'esm', target: 'node20',
-      packages: 'external', outdir, outExtension: { '.js': '.mjs' }, logLevel: 'warning',
-    });
-    return { command: process.execPath, args: [join(outdir, 'export-child.mjs')], note: 'compiled with esbuild' };
-  } catch (error) {
-    // Without esbuild the child runs through tsx, whose loader thread adds about 30 MB.
-    return { command: process.execPath, args: ['--import', 'tsx', join(HERE, 'export-child.ts')], note: `run through tsx (esbuild: ${(error as Error).message})` };
+const CLI = join(ROOT, 'dist', 'cli', 'main.js');
+
+/** The shipped CLI, built from the sources as `npm pack` builds it (unless --no-build). */
+function ensureBuilt(): string {
+  if (build) {
+    const built = spawnSync('npm', ['run', '--silent', 'build'], { cwd: ROOT, stdio: 'inherit' });
+    if (built.status !== 0) throw new Error(`npm run build failed (${built.signal ?? `exit code ${built.status}`})`);
+    return 'node dist/cli/main.js, built now';
   }
+  if (!existsSync(CLI)) throw new Error(`${CLI} is missing: run npm run build, or leave out --no-build`);
+  return 'node dist/cli/main.js as built before (--no-build)';
 }
 
 interface Emulator {
@@ -145,40 +154,10 @@ async function setLatency(emulator: Emulator, latencyMs: number): Promise<void> 
   await res.body.dump();
 }
 
-interface Exit {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-  ms: number;
-}
-
-function run(command: string, args: string[], cwd = ROOT): Promise<Exit> {
-  return new Promise((resolve, reject) => {
-    const started = performance.now();
-    const child = spawn(command, args, { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    child.once('error', reject);
-    child.once('exit', (code) => resolve({ code, stdout, stderr, ms: performance.now() - started }));
-  });
-}
-
-const haveTime = existsSync('/usr/bin/time');
 const have = (tool: string): boolean => spawnSync(tool, ['--version'], { stdio: 'ignore' }).status === 0;
 
-/** Runs a peer under `/usr/bin/time`, answering its wall time and peak RSS (kB). */
-async function runMeasured(command: string, args: string[], cwd: string): Promise<{ ms: number; peakKb: number | null; exit: Exit }> {
-  if (!haveTime) {
-    const exit = await run(command, args, cwd);
-    return { ms: exit.ms, peakKb: null, exit };
-  }
-  const timeFile = join(cwd, '..', `time-${process.pid}.txt`);
-  const exit = await run('/usr/bin/time', ['-f', '%M', '-o', timeFile, command, ...args], cwd);
-  const peakKb = Number(readFileSync(timeFile, 'utf8').trim().split('\n').pop());
-  await rm(timeFile, { force: true });
-  return { ms: exit.ms, peakKb: Number.isFinite(peakKb) ? peakKb : null, exit };
+function mustSucceed(tool: string, run: Measured): void {
+  if (run.code !== 0) throw new Error(`${tool} ${run.signal ? `was ended by signal ${run.signal}` : `exited with ${run.code}`}:\n${run.stdout}${run.stderr}`);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -192,11 +171,10 @@ interface Sample {
   files: number;
   bytes: number;
   ms: number;
-  peakKb: number | null;
-  /** Ours only: what the largest sampled RSS was made of. */
-  atPeak?: Record<string, number>;
-  /** Ours only: CPU seconds, in all and by thread. */
-  cpu?: Record<string, number>;
+  /** Maximum resident set, kB, from wait4. */
+  peakKb: number;
+  /** CPU seconds, user and system. */
+  cpuS: number;
 }
 
 /** Empties every file under `dir` (their pages go back, their inodes stay until the end). */
@@ -217,22 +195,34 @@ async function folderTotals(dir: string): Promise<{ files: number; bytes: number
   return { files, bytes };
 }
 
+/** Totals of the mixes, taken from their first complete run. */
+const mixBytes = new Map<string, number>();
+
 function check(set: BenchSet, tool: string, got: { files: number; bytes: number }): void {
-  if (got.files !== set.files || got.bytes !== set.bytes) {
-    throw new Error(`${tool} on ${set.name}: expected ${set.files} files of ${set.bytes} bytes, got ${got.files} files of ${got.bytes} bytes`);
+  const bytes = set.bytes ?? mixBytes.get(set.name) ?? (got.files === set.files ? got.bytes : undefined);
+  if (set.bytes === undefined && bytes !== undefined) mixBytes.set(set.name, bytes);
+  if (got.files !== set.files || got.bytes !== bytes) {
+    throw new Error(`${tool} on ${set.name}: expected ${set.files} files of ${bytes ?? '?'} bytes, got ${got.files} files of ${got.bytes} bytes`);
   }
 }
 
-async function runOurs(child: { command: string; args: string[] }, emulator: Emulator, set: BenchSet, work: string, concurrency: number, sink: 'folder' | 'zip'): Promise<Omit<Sample, 'set' | 'latency' | 'tool'>> {
+async function runOurs(emulator: Emulator, set: BenchSet, work: string, concurrency: number, sink: 'folder' | 'zip'): Promise<Omit<Sample, 'set' | 'latency' | 'tool'>> {
   const out = join(work, sink === 'zip' ? 'out.zip' : 'out');
-  const options = { base_url: emulator.baseUrl, consumer_key: emulator.consumerKey, consumer_secret: emulator.consumerSecret, what: set.what, out, concurrency };
-  const exit = await run(child.command, [...child.args, JSON.stringify(options)]);
-  if (exit.code !== 0) throw new Error(`our export failed (${exit.code}):\n${exit.stderr}`);
-  const result = JSON.parse(exit.stdout.trim().split('\n').pop()!) as { ms: number; files: number; failed: number; bytes: number; peak_rss_kb: number | null; at_peak_mb: Record<string, number>; cpu_s: Record<string, number> };
+  // The default is left to the CLI, as a user leaves it.
+  const args = [CLI, set.what, 'export', '--out', out, '--json', ...(concurrency === defaultConcurrency(set.what) ? [] : ['--concurrency', String(concurrency)])];
+  const env = {
+    ...process.env,
+    WDS_BASE_URL: emulator.baseUrl, WDS_CONSUMER_KEY: emulator.consumerKey, WDS_CONSUMER_SECRET: emulator.consumerSecret,
+    XDG_CACHE_HOME: join(work, 'cache'), XDG_STATE_HOME: join(work, 'state'),
+  };
+  const exit = await measure(process.execPath, args, { cwd: work, env });
+  mustSucceed(`our export (${sink})`, exit);
+  const summary = JSON.parse(exit.stdout.trim().split('\n').pop()!) as { counts: { ok: number; failed: number }; bytes: number };
+  const result = { files: summary.counts.ok, bytes: summary.bytes };
   check(set, `ours (${sink})`, result);
   if (sink === 'folder') check(set, 'ours (folder on disk)', await folderTotals(out));
-  else if ((await stat(out)).size < set.bytes) throw new Error(`the zip is smaller than its files: ${(await stat(out)).size}`);
-  return { concurrency, files: result.files, bytes: result.bytes, ms: result.ms, peakKb: result.peak_rss_kb, atPeak: result.at_peak_mb, cpu: result.cpu_s };
+  else if ((await stat(out)).size < result.bytes) throw new Error(`the zip is smaller than its files: ${(await stat(out)).size}`);
+  return { concurrency, ...result, ms: exit.ms, peakKb: exit.maxRssKb, cpuS: exit.userS + exit.systemS };
 }
 
 async function listFresh(emulator: Emulator, set: BenchSet): Promise<{ url: string; name: string }[]> {
@@ -253,14 +243,14 @@ async function runAria2(emulator: Emulator, set: BenchSet, work: string): Promis
   await mkdir(out, { recursive: true });
   const input = join(work, 'aria2-input.txt');
   await writeFile(input, files.map((f) => `${f.url}\n  out=${f.name}\n`).join(''));
-  const { ms, peakKb, exit } = await runMeasured('aria2c', [
+  const exit = await measure('aria2c', [
     `-j${PEER_CONCURRENCY}`, '-i', input, '-d', out, '--file-allocation=none', '--allow-overwrite=true', '--auto-file-renaming=false',
     '--console-log-level=warn', '--summary-interval=0', '--download-result=hide', '--quiet=true',
-  ], work);
-  if (exit.code !== 0) throw new Error(`aria2c exited with ${exit.code}:\n${exit.stdout}${exit.stderr}`);
+  ], { cwd: work });
+  mustSucceed('aria2c', exit);
   const got = await folderTotals(out);
   check(set, 'aria2c', got);
-  return { concurrency: PEER_CONCURRENCY, ...got, ms, peakKb };
+  return { concurrency: PEER_CONCURRENCY, ...got, ms: exit.ms, peakKb: exit.maxRssKb, cpuS: exit.userS + exit.systemS };
 }
 
 async function runCurl(emulator: Emulator, set: BenchSet, work: string): Promise<Omit<Sample, 'set' | 'latency' | 'tool'>> {
@@ -269,11 +259,11 @@ async function runCurl(emulator: Emulator, set: BenchSet, work: string): Promise
   await mkdir(out, { recursive: true });
   const config = join(work, 'curl.cfg');
   await writeFile(config, files.map((f) => `url = "${f.url}"\noutput = "${join(out, f.name)}"\n`).join(''));
-  const { ms, peakKb, exit } = await runMeasured('curl', ['-Z', '--parallel-max', String(PEER_CONCURRENCY), '-s', '-S', '--fail', '-K', config], work);
-  if (exit.code !== 0) throw new Error(`curl exited with ${exit.code}:\n${exit.stderr}`);
+  const exit = await measure('curl', ['-Z', '--parallel-max', String(PEER_CONCURRENCY), '-s', '-S', '--fail', '-K', config], { cwd: work });
+  mustSucceed('curl', exit);
   const got = await folderTotals(out);
   check(set, 'curl', got);
-  return { concurrency: PEER_CONCURRENCY, ...got, ms, peakKb };
+  return { concurrency: PEER_CONCURRENCY, ...got, ms: exit.ms, peakKb: exit.maxRssKb, cpuS: exit.userS + exit.systemS };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -297,10 +287,10 @@ interface Row {
   minWallS: number;
   maxWallS: number;
   mbPerS: number;
-  peakMb: number | null;
-  maxPeakMb: number | null;
-  /** Ours only: CPU seconds of the process, user and system, median. */
-  cpuS: number | null;
+  peakMb: number;
+  maxPeakMb: number;
+  /** CPU seconds of the process, user and system, median. */
+  cpuS: number;
   runs: number;
 }
 
@@ -313,13 +303,11 @@ function summarise(samples: Sample[]): Row[] {
   return [...groups.values()].map((g) => {
     const first = g[0]!;
     const wallS = median(g.map((s) => s.ms)) / 1000;
-    const peaks = g.map((s) => s.peakKb).filter((p): p is number => p !== null);
-    const cpus = g.map((s) => (s.cpu ? s.cpu.user! + s.cpu.system! : null)).filter((c): c is number => c !== null);
+    const peaks = g.map((s) => s.peakKb);
     return {
       set: first.set, latency: first.latency, tool: first.tool, concurrency: first.concurrency, files: first.files,
       mb: first.bytes / 1e6, wallS, minWallS: Math.min(...g.map((s) => s.ms)) / 1000, maxWallS: Math.max(...g.map((s) => s.ms)) / 1000, mbPerS: first.bytes / 1e6 / wallS,
-      peakMb: peaks.length ? median(peaks) / 1024 : null, maxPeakMb: peaks.length ? Math.max(...peaks) / 1024 : null,
-      cpuS: cpus.length ? median(cpus) : null, runs: g.length,
+      peakMb: median(peaks) / 1024, maxPeakMb: Math.max(...peaks) / 1024, cpuS: median(g.map((s) => s.cpuS)), runs: g.length,
     };
   });
 }
@@ -328,11 +316,19 @@ function table(rows: Row[]): string {
   const header = ['set', 'latency', 'tool', 'conc', 'files', 'MB', 'wall s', 'min-max s', 'MB/s', 'peak RSS MB', 'max RSS MB', 'CPU s', 'runs'];
   const body = rows.map((r) => [
     r.set, `${r.latency} ms`, r.tool, String(r.concurrency), String(r.files), r.mb.toFixed(0), r.wallS.toFixed(2), `${r.minWallS.toFixed(2)}-${r.maxWallS.toFixed(2)}`, r.mbPerS.toFixed(0),
-    r.peakMb === null ? '-' : r.peakMb.toFixed(0), r.maxPeakMb === null ? '-' : r.maxPeakMb.toFixed(0), r.cpuS === null ? '-' : r.cpuS.toFixed(2), String(r.runs),
+    r.peakMb.toFixed(0), r.maxPeakMb.toFixed(0), r.cpuS.toFixed(2), String(r.runs),
   ]);
   const widths = header.map((h, i) => Math.max(h.length, ...body.map((b) => b[i]!.length)));
   const line = (cells: string[]): string => cells.map((c, i) => (i >= 3 ? c.padStart(widths[i]!) : c.padEnd(widths[i]!))).join('  ');
   return [line(header), widths.map((w) => '-'.repeat(w)).join('  '), ...body.map(line)].join('\n');
+}
+
+/** The memory bound of our export at its default concurrency, per set and latency. */
+const RSS_BOUND_MB = 150;
+
+function bounds(rows: Row[]): string[] {
+  return rows.filter((r) => r.tool.startsWith('ours') && r.concurrency === defaultConcurrency(SETS[r.set]!.what)).map((r) =>
+    `${r.set}, ${r.latency} ms, ${r.tool}: max RSS ${r.maxPeakMb.toFixed(0)} MB over ${r.runs} runs (bound ${RSS_BOUND_MB} MB: ${r.maxPeakMb <= RSS_BOUND_MB ? 'met' : 'NOT met'})`);
 }
 
 function ratios(rows: Row[]): string[] {
@@ -358,11 +354,11 @@ function ratios(rows: Row[]): string[] {
 // ---------------------------------------------------------------------------------------------
 
 async function main(): Promise<void> {
-  const child = await buildChild();
+  const ours = ensureBuilt();
   const peers = withPeers ? ['aria2c', 'curl'].filter(have) : [];
   const missing = withPeers ? ['aria2c', 'curl'].filter((p) => !peers.includes(p)) : [];
   console.log(`export benchmark: sets ${setNames.join(', ')}; storage latency ${latencies.join(', ')} ms; ${runs} runs each, medians`);
-  console.log(`ours: ${child.note}; default concurrency ${PHOTO_EXPORT_CONCURRENCY} for photos, ${DEFAULT_EXPORT_CONCURRENCY} for attachments${sweep ? `; sweep over ${sweepConcurrency.join('/')}` : ''}`);
+  console.log(`ours: ${ours}; default concurrency ${PHOTO_EXPORT_CONCURRENCY} for photos, ${DEFAULT_EXPORT_CONCURRENCY} for attachments${sweep ? `; sweep over ${sweepConcurrency.join('/')}` : ''}`);
   if (missing.length) console.log(`not installed, skipped: ${missing.join(', ')} (apt-get install aria2 curl)`);
   const samples: Sample[] = [];
   const base = await mkdtemp(join(tmpdir(), 'wds-bench-'));
@@ -375,8 +371,8 @@ async function main(): Promise<void> {
           await setLatency(emulator, latency);
           const ourConcurrency = sweep ? sweepConcurrency : [...new Set([defaultConcurrency(set.what), ...(set.peers && peers.length ? [PEER_CONCURRENCY] : [])])];
           const tools: { tool: string; go: (work: string) => Promise<Omit<Sample, 'set' | 'latency' | 'tool'>> }[] = [];
-          for (const c of ourConcurrency) tools.push({ tool: 'ours', go: (w) => runOurs(child, emulator, set, w, c, 'folder') });
-          if (withZip) tools.push({ tool: 'ours (zip)', go: (w) => runOurs(child, emulator, set, w, defaultConcurrency(set.what), 'zip') });
+          for (const c of ourConcurrency) tools.push({ tool: 'ours', go: (w) => runOurs(emulator, set, w, c, 'folder') });
+          if (withZip) tools.push({ tool: 'ours (zip)', go: (w) => runOurs(emulator, set, w, defaultConcurrency(set.what), 'zip') });
           if (set.peers && peers.includes('aria2c')) tools.push({ tool: 'aria2c', go: (w) => runAria2(emulator, set, w) });
           if (set.peers && peers.includes('curl')) tools.push({ tool: 'curl', go: (w) => runCurl(emulator, set, w) });
           // A first, untimed export warms the emulator up (its JIT, its sockets' buffers): a cold
@@ -384,7 +380,7 @@ async function main(): Promise<void> {
           for (let w = 0; w < warmups; w += 1) {
             const work = join(base, `${set.name}-${latency}-warmup-${w}`);
             await mkdir(work, { recursive: true });
-            await runOurs(child, emulator, set, work, defaultConcurrency(set.what), 'folder');
+            await runOurs(emulator, set, work, defaultConcurrency(set.what), 'folder');
             await releaseData(work);
           }
           // Runs interleave the tools, so that load from elsewhere on the machine falls on all of them.
@@ -394,7 +390,7 @@ async function main(): Promise<void> {
               await mkdir(work, { recursive: true });
               const sample = { set: set.name, latency, tool, ...(await go(work)) };
               samples.push(sample);
-              process.stderr.write(`  ${set.name} ${latency} ms run ${r + 1}: ${tool} c${sample.concurrency} ${(sample.ms / 1000).toFixed(2)} s, peak ${sample.peakKb === null ? '-' : (sample.peakKb / 1024).toFixed(0)} MB${sample.atPeak ? ` (at the sampled peak, MB: ${Object.entries(sample.atPeak).map(([k, v]) => `${k} ${v}`).join(', ')})` : ''}${sample.cpu ? `\n    CPU s: ${Object.entries(sample.cpu).map(([k, v]) => `${k} ${v.toFixed(2)}`).join(', ')}` : ''}\n`);
+              process.stderr.write(`  ${set.name} ${latency} ms run ${r + 1}: ${tool} c${sample.concurrency} ${(sample.ms / 1000).toFixed(2)} s, max RSS ${(sample.peakKb / 1024).toFixed(0)} MB, CPU ${sample.cpuS.toFixed(2)} s\n`);
               await releaseData(work);
             }
           }
@@ -411,6 +407,8 @@ async function main(): Promise<void> {
   console.log(table(rows));
   console.log('');
   for (const line of ratios(rows)) console.log(line);
+  for (const line of bounds(rows)) console.log(line);
+  if (smallFiles !== undefined) console.log(`(every set shrunk to ${smallFiles} files with --files: not a measurement)`);
 }
 
 await main();
