@@ -11,6 +11,9 @@ import { emulatorCommand } from './commands/emulator.js';
 import { apiCommand } from './commands/api.js';
 import { photosExportCommand, attachmentsExportCommand } from './commands/export.js';
 import { verifyCommand } from './commands/verify.js';
+import { validateCommand } from './commands/validate.js';
+import { planCommand } from './commands/plan.js';
+import { runCommand } from './commands/run.js';
 import { photosImportCommand } from './commands/photo-import.js';
 import { attachmentsImportCommand } from './commands/attachment-import.js';
 import { UsageError } from './connection.js';
@@ -63,6 +66,9 @@ export async function main(argv: string[]): Promise<void> {
     .command('photos', 'Face photos: export and import', (y) => y.command(photosExportCommand).command(photosImportCommand).demandCommand(1, 'name a photos command'))
     .command('attachments', 'Attachments: export and import', (y) => y.command(attachmentsExportCommand).command(attachmentsImportCommand).demandCommand(1, 'name an attachments command'))
     .command(verifyCommand)
+    .command(validateCommand)
+    .command(planCommand)
+    .command(runCommand)
     .completion('completion', 'Print a bash or zsh completion script (wds-files completion >> ~/.bashrc)')
     .demandCommand(1, 'name a command; see --help')
     .strict()

@@ -290,3 +290,11 @@ function toLoaded(p: PipelineInput, file: string): LoadedPipeline {
     ...(p.retention ? { retention: p.retention } : {}),
   };
 }
+
+/** Where `path` is in the pipeline file `file` (its value, or the nearest key above it that is there). */
+export async function locate(file: string, shown: string, path: Path, message: string): Promise<PipelineProblem> {
+  const lines = new LineCounter();
+  const doc = parseDocument(await readFile(file, 'utf8'), { lineCounter: lines });
+  const { line, col } = lines.linePos(placeOf(doc, { code: 'custom', path }));
+  return { file: shown, line, column: col, message };
+}

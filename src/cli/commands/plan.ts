@@ -1,0 +1,43 @@
+/**
+ * `wds-files plan FILE`: what a run of the pipeline would do, changing nothing: the files to
+ * fetch or send, the requests of each kind against the service's limits, and the time the
+ * limits alone impose.
+ */
+import type { Argv, CommandModule } from 'yargs';
+import { connectPipeline } from '../../pipeline-files/connection.js';
+import { planLines, planPipeline } from '../../pipeline-files/plan.js';
+import { say, UsageError } from '../connection.js';
+import { clientLogger } from '../log.js';
+import { SAMPLE_COMPANY_DIR } from '../paths.js';
+import { loadOrExit } from './pipeline-file.js';
+
+interface PlanArgs {
+  file: string;
+  json: boolean;
+  quiet?: boolean;
+}
+
+export const planCommand: CommandModule<object, PlanArgs> = {
+  command: 'plan <file>',
+  describe: 'Show what a run of a pipeline file would do; changes nothing',
+  builder: (y: Argv) =>
+    y.positional('file', { type: 'string', demandOption: true, describe: 'Pipeline file (YAML)' })
+      .option('json', { type: 'boolean', default: false, describe: 'The plan as one JSON document on stdout' }) as unknown as Argv<PlanArgs>,
+  handler: async (argv) => {
+    const pipeline = await loadOrExit(argv.file);
+    const connection = await connectPipeline(pipeline, { embedded: true, seed: SAMPLE_COMPANY_DIR, log: (line) => say(argv, line), logger: clientLogger })
+      .catch((error: Error) => {
+        throw new UsageError(error.message);
+      });
+    try {
+      const plan = await planPipeline(pipeline, connection.client);
+      if (argv.json) process.stdout.write(`${JSON.stringify(plan)}\n`);
+      else {
+        console.log(`plan of ${pipeline.name} (${argv.file}):`);
+        for (const line of planLines(plan)) console.log(`  ${line}`);
+      }
+    } finally {
+      await connection.close();
+    }
+  },
+};

@@ -1,0 +1,105 @@
+/**
+ * `wds-files run FILE [--dry-run]`: one run of a pipeline file, with the exit codes, report and
+ * interruption of the other commands (0, 1, 2, 3, 130/143), and its notification when `notify.on`
+ * asks for one.
+ */
+import { writeFile } from 'node:fs/promises';
+import type { Argv, CommandModule } from 'yargs';
+import { notifyRun } from '../../pipeline-files/notify.js';
+import { connectPipeline } from '../../pipeline-files/connection.js';
+import { planLines, planPipeline } from '../../pipeline-files/plan.js';
+import { runPipelineOnce } from '../../pipeline-files/run.js';
+import { redactValue } from '../../util/redact.js';
+import { parseDuration } from '../../util/duration.js';
+import { say, UsageError } from '../connection.js';
+import { clientLogger, sayError } from '../log.js';
+import { finishRun } from '../output.js';
+import { Preflight, commandLine } from '../preflight.js';
+import { SAMPLE_COMPANY_DIR } from '../paths.js';
+import { stopSignal } from '../stop-signal.js';
+import { loadOrExit } from './pipeline-file.js';
+
+interface RunArgs {
+  file: string;
+  'dry-run': boolean;
+  emulator: boolean;
+  json: boolean;
+  report?: string;
+  'wait-lock'?: string;
+  quiet?: boolean;
+}
+
+export const runCommand: CommandModule<object, RunArgs> = {
+  command: 'run <file>',
+  describe: 'Run a pipeline file once',
+  builder: (y: Argv) =>
+    y.positional('file', { type: 'string', demandOption: true, describe: 'Pipeline file (YAML)' })
+      .option('dry-run', { type: 'boolean', default: false, describe: 'Imports: every check, sent with Dry-Run: 1, nothing moved; exports: the plan, nothing written' })
+      .option('emulator', { type: 'boolean', default: false, describe: 'An import with no base URL goes to the embedded emulator all the same (it forgets everything when the command ends)' })
+      .option('json', { type: 'boolean', default: false, describe: 'The run summary as one JSON line on stdout; logs on stderr' })
+      .option('report', { type: 'string', describe: 'Write the per-file report (JSON) to FILE' })
+      .option('wait-lock', { type: 'string', describe: 'If another run holds the target, wait for it up to DURATION (30s, 5m, 1h) instead of refusing' })
+      .check((args) => {
+        if (args['wait-lock'] !== undefined && parseDuration(String(args['wait-lock'])) === null) throw new UsageError(`--wait-lock must be a duration such as 30s, 5m or 1h, got "${args['wait-lock']}"`);
+        return true;
+      })
+      .example('wds-files run pipelines/photos-to-zip.yaml', 'one run, now')
+      .example('*/15 * * * * cd /srv/wds && wds-files run pipelines/photo-dropbox.yaml -q', 'a crontab line') as unknown as Argv<RunArgs>,
+  handler: async (argv) => {
+    const pipeline = await loadOrExit(argv.file);
+    const log = (line: string): void => say(argv, line);
+    const isImport = !('service' in pipeline.from);
+    const hasBaseUrl = Boolean(pipeline.connection.base_url ?? process.env.WDS_BASE_URL);
+    if (isImport && !hasBaseUrl && !argv['dry-run'] && !argv.emulator) {
+      throw new UsageError(`${argv.file}: no connection.base_url or WDS_BASE_URL: the import would go to the embedded emulator, which forgets everything when this command ends. Set one, or add --emulator to try it there all the same.`);
+    }
+    if (argv['dry-run'] && !isImport) return printPlan(pipeline, argv, log);
+    const preflight = new Preflight(argv);
+    try {
+      await preflight.report(argv.report);
+      const { summary, report, lines } = await runPipelineOnce(pipeline, {
+        signal: stopSignal(),
+        dryRun: argv['dry-run'],
+        log,
+        embedded: true,
+        seed: SAMPLE_COMPANY_DIR,
+        command: commandLine(),
+        waitLockMs: argv['wait-lock'] ? parseDuration(argv['wait-lock']) ?? 0 : 0,
+        logger: clientLogger,
+      });
+      // A dry run changed nothing: no one is told about it.
+      if (!argv['dry-run']) await notifyRun(pipeline, summary, log);
+      const extra = { pipeline: pipeline.name, status: summary.status, ...(summary.snapshot ? { snapshot: summary.snapshot } : {}), ...(summary.moved ? { moved: summary.moved } : {}) };
+      if (summary.status === 'failed' || !report) {
+        if (argv.json) process.stdout.write(`${JSON.stringify(redactValue(summary))}\n`);
+        if (summary.error) sayError(`wds-files: ${summary.error}`);
+        process.exitCode = summary.exit_code;
+        return;
+      }
+      if (argv.json) {
+        if (argv.report) await writeFile(argv.report, `${JSON.stringify(redactValue(report.toJSON(extra)), null, 2)}\n`);
+        process.stdout.write(`${JSON.stringify(redactValue(summary))}\n`);
+        if (report.interrupted) process.stderr.write(`interrupted: ${report.items.length} of ${report.interrupted.total ?? '?'} done; run it again to continue (stopped by ${report.interrupted.signal})\n`);
+        process.exitCode = summary.exit_code;
+        return;
+      }
+      await finishRun(argv, report, extra, lines);
+    } finally {
+      await preflight.end();
+    }
+  },
+};
+
+async function printPlan(pipeline: Awaited<ReturnType<typeof loadOrExit>>, argv: RunArgs, log: (line: string) => void): Promise<void> {
+  const connection = await connectPipeline(pipeline, { embedded: true, seed: SAMPLE_COMPANY_DIR, log, logger: clientLogger });
+  try {
+    const plan = await planPipeline(pipeline, connection.client);
+    if (argv.json) process.stdout.write(`${JSON.stringify(plan)}\n`);
+    else {
+      console.log(`dry run of ${pipeline.name}: nothing is written; a run would do this:`);
+      for (const line of planLines(plan)) console.log(`  ${line}`);
+    }
+  } finally {
+    await connection.close();
+  }
+}

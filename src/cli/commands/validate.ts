@@ -1,0 +1,52 @@
+/**
+ * `wds-files validate FILE... [--online] [--schema]`: each problem of each pipeline file as
+ * `FILE:LINE:COLUMN: message` (exit 2), or every file ok (exit 0). `--schema` prints the JSON
+ * Schema of the format, made from the same zod schema that validates.
+ */
+import type { Argv, CommandModule } from 'yargs';
+import { pipelineJsonSchema } from '../../pipeline-files/schema.js';
+import { validatePipelineFiles } from '../../pipeline-files/validate.js';
+import { UsageError, say } from '../connection.js';
+import { EXIT } from '../exit-codes.js';
+import { SAMPLE_COMPANY_DIR } from '../paths.js';
+
+interface ValidateArgs {
+  files: string[];
+  online: boolean;
+  schema: boolean;
+  json: boolean;
+  quiet?: boolean;
+}
+
+export const validateCommand: CommandModule<object, ValidateArgs> = {
+  command: 'validate [files..]',
+  describe: 'Check pipeline files: each problem as FILE:LINE:COLUMN: message',
+  builder: (y: Argv) =>
+    y.positional('files', { type: 'string', array: true, describe: 'Pipeline files (YAML)' })
+      .option('online', { type: 'boolean', default: false, describe: 'Also ask the service whether the sheets, file parts and members named exist' })
+      .option('schema', { type: 'boolean', default: false, describe: 'Print the JSON Schema of pipeline files and exit' })
+      .option('json', { type: 'boolean', default: false, describe: 'The problems as one JSON document on stdout' })
+      .example('wds-files validate pipelines/*.yaml', 'check every example')
+      .example('wds-files validate --schema > pipeline.schema.json', 'the schema, for an editor') as unknown as Argv<ValidateArgs>,
+  handler: async (argv) => {
+    if (argv.schema) {
+      process.stdout.write(`${JSON.stringify(pipelineJsonSchema(), null, 2)}\n`);
+      return;
+    }
+    const files = argv.files ?? [];
+    if (!files.length) throw new UsageError('name one or more pipeline files to validate (or --schema for the JSON Schema)');
+    const { problems } = await validatePipelineFiles(files, {
+      online: argv.online,
+      embedded: true,
+      seed: SAMPLE_COMPANY_DIR,
+      log: (line) => say(argv, line),
+    });
+    if (argv.json) process.stdout.write(`${JSON.stringify({ ok: problems.length === 0, problems })}\n`);
+    else {
+      for (const p of problems) process.stdout.write(`${p.file}:${p.line}:${p.column}: ${p.message}\n`);
+      const bad = new Set(problems.map((p) => p.file));
+      for (const file of files.filter((f) => !bad.has(f))) say(argv, `${file}: ok`);
+    }
+    if (problems.length) process.exitCode = EXIT.usage;
+  },
+};

@@ -1,0 +1,91 @@
+/**
+ * A drop folder's `move` (from: {folder, move: {done, refused}}): after an import, each file whose
+ * fate is settled leaves the folder, so the next run reads only what is new or still open.
+ * - sent, or already held by the service (ok, converted, skipped): to `done/`;
+ * - refused for good (invalid, conflict): to `refused/`, with `<name>.reason.txt` beside it;
+ * - failed or unknown: left where it is, for the next run to try or settle.
+ * A file is never moved over an existing one: the second `A0001.jpg` becomes `A0001 (2).jpg`.
+ */
+import { createHash } from 'node:crypto';
+import { createReadStream } from 'node:fs';
+import { copyFile, constants, link, mkdir, unlink, writeFile } from 'node:fs/promises';
+import { basename, dirname, extname, join, relative, isAbsolute } from 'node:path';
+import type { ItemReport, RunReport } from '../stages/report.js';
+
+export interface MoveCounts {
+  done: number;
+  refused: number;
+  /** Left in the folder: failed, unknown, or changed since it was read. */
+  left: number;
+}
+
+const DONE = new Set<ItemReport['outcome']>(['ok', 'converted', 'skipped']);
+const REFUSED = new Set<ItemReport['outcome']>(['invalid', 'conflict']);
+
+export async function moveSettled(report: RunReport, folder: string, move: { done: string; refused: string }, log: (line: string) => void): Promise<MoveCounts> {
+  const counts: MoveCounts = { done: 0, refused: 0, left: 0 };
+  const seen = new Set<string>();
+  for (const item of report.items) {
+    const path = item.path;
+    if (!path || seen.has(path)) continue;
+    seen.add(path);
+    const rel = relative(folder, path);
+    if (!rel || rel.startsWith('..') || isAbsolute(rel)) continue;
+    const to = DONE.has(item.outcome) ? move.done : REFUSED.has(item.outcome) ? move.refused : null;
+    if (!to) {
+      counts.left += 1;
+      continue;
+    }
+    try {
+      // A file replaced in the folder while the run read it is a new drop: it stays for the next run.
+      if (item.sha256 && (await sha256Of(path)) !== item.sha256) {
+        log(`${path}: changed since it was read; left for the next run`);
+        counts.left += 1;
+        continue;
+      }
+      const placed = await placeWithoutOverwrite(path, join(to, rel));
+      if (to === move.refused) await writeFile(`${placed}.reason.txt`, `${item.reason ?? item.outcome}\n`, { flag: 'wx' }).catch(() => undefined);
+      if (to === move.done) counts.done += 1;
+      else counts.refused += 1;
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      // Gone already (moved by hand, or a folder refused whole): nothing to move.
+      if (code === 'ENOENT' || code === 'EISDIR' || code === 'EPERM') continue;
+      log(`${path}: could not be moved to ${to} (${code ?? (error as Error).message}); left where it is`);
+      counts.left += 1;
+    }
+  }
+  return counts;
+}
+
+async function sha256Of(path: string): Promise<string> {
+  const hash = createHash('sha256');
+  for await (const chunk of createReadStream(path)) hash.update(chunk as Buffer);
+  return hash.digest('hex');
+}
+
+/** Links the file at its new place under the first free name, then removes the old name; copies across file systems. */
+async function placeWithoutOverwrite(from: string, wanted: string): Promise<string> {
+  await mkdir(dirname(wanted), { recursive: true });
+  const ext = extname(wanted);
+  const stem = basename(wanted, ext);
+  for (let n = 1; n < 1000; n += 1) {
+    const target = n === 1 ? wanted : join(dirname(wanted), `${stem} (${n})${ext}`);
+    try {
+      await link(from, target);
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code === 'EEXIST') continue;
+      if (code !== 'EXDEV') throw error;
+      try {
+        await copyFile(from, target, constants.COPYFILE_EXCL);
+      } catch (copyError) {
+        if ((copyError as NodeJS.ErrnoException).code === 'EEXIST') continue;
+        throw copyError;
+      }
+    }
+    await unlink(from);
+    return target;
+  }
+  throw new Error(`no free name for ${basename(wanted)} in ${dirname(wanted)}`);
+}

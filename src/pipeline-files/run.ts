@@ -1,0 +1,200 @@
+/**
+ * One run of a pipeline file: the target's lock, the export or import the file describes, the
+ * drop folder's moves, the archive's retention, and a summary. An item or service failure never
+ * throws: it becomes the summary's status (`partial`, `failed`), so a scheduler can go on.
+ */
+import { mkdir } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { runExport, type ExportOptions } from '../pipelines/export.js';
+import { ImportJournal, stateFolder } from '../stages/journal.js';
+import type { RunReport } from '../stages/report.js';
+import { openSource } from '../sources/open-source.js';
+import { TargetLockedError, acquireTargetLock, lockFileOf, type TargetLock } from '../util/target-lock.js';
+import { redact } from '../util/redact.js';
+import { isWdsError } from '../client/errors.js';
+import { connectPipeline } from './connection.js';
+import type { LoadedPipeline } from './load.js';
+import { moveSettled } from './move.js';
+
+/** What a run did: what `run --json` prints, notifications carry and the scheduler counts. */
+export interface PipelineRunSummary {
+  pipeline: string;
+  status: 'ok' | 'partial' | 'failed' | 'interrupted';
+  exit_code: number;
+  started_at: string;
+  finished_at: string;
+  duration_ms: number;
+  /** Files that went through (downloaded, linked into a snapshot, or sent). */
+  files: number;
+  bytes: number;
+  /** Files by outcome (ok, converted, skipped, invalid, conflict, failed, unknown). */
+  counts: Record<string, number>;
+  /** Why a run failed as a whole. */
+  error?: string;
+  /** The snapshot an archive run made. */
+  snapshot?: string;
+  /** A drop folder's files moved after the run. */
+  moved?: { done: number; refused: number; left: number };
+}
+
+export interface RunPipelineOptions {
+  /** Stops the run as SIGINT/SIGTERM stop the other commands (reason: the signal's name). */
+  signal?: AbortSignal;
+  /** Imports send with Dry-Run: 1 and move nothing. */
+  dryRun?: boolean;
+  log?: (line: string) => void;
+  /** With no base URL, run against the embedded emulator (the CLI's default). Default false. */
+  embedded?: boolean;
+  /** The embedded emulator's company (default: the emulator's own). */
+  seed?: string;
+  env?: NodeJS.ProcessEnv;
+  /** Shown to other runs that find the lock taken. */
+  command?: string;
+  /** How long to wait for another run's lock; 0 (the default) refuses at once. */
+  waitLockMs?: number;
+  /** The client's request lines and warnings. */
+  logger?: import('../client/options.js').Logger;
+}
+
+/** A run's summary, with the per-file report and lines for a person when there is one. */
+export interface PipelineRunResult {
+  summary: PipelineRunSummary;
+  report?: RunReport;
+  lines: string[];
+}
+
+const EXIT_CODES = { ok: 0, failed: 1, partial: 3 } as const;
+
+/** Runs a pipeline once; see {@link runPipelineOnce} for the report as well. */
+export async function runPipelineFile(pipeline: LoadedPipeline, options: RunPipelineOptions = {}): Promise<PipelineRunSummary> {
+  return (await runPipelineOnce(pipeline, options)).summary;
+}
+
+/** The file the run locks: its target folder, zip or archive; for an import, the drop folder or the pipeline's name. */
+export function lockFileFor(pipeline: LoadedPipeline): string {
+  const { to, from } = pipeline;
+  if ('archive' in to) return lockFileOf(to.archive, 'folder');
+  if ('folder' in to) return lockFileOf(to.folder, 'folder');
+  if ('zip' in to) return lockFileOf(to.zip, 'file');
+  // Beside the drop folder, not in it: a lock file inside would be read as a photo.
+  if ('folder' in from) return lockFileOf(from.folder, 'file');
+  return join(stateFolder(), 'pipelines', `${pipeline.name}.lock`);
+}
+
+export async function runPipelineOnce(pipeline: LoadedPipeline, options: RunPipelineOptions = {}): Promise<PipelineRunResult> {
+  const started = Date.now();
+  const log = options.log ?? (() => undefined);
+  let lock: TargetLock | undefined;
+  let report: RunReport | undefined;
+  const lines: string[] = [];
+  const extra: Partial<PipelineRunSummary> = {};
+  let error: string | undefined;
+  try {
+    const lockFile = lockFileFor(pipeline);
+    await mkdir(dirname(lockFile), { recursive: true });
+    try {
+      lock = await acquireTargetLock(lockFile, {
+        command: options.command ?? `wds-files run ${pipeline.file}`,
+        waitMs: options.waitLockMs ?? 0,
+        signal: options.signal,
+        onWait: (holder) => log(`${pipeline.name}: ${lockFile} is held by ${holder ? `pid ${holder.pid} on ${holder.host}` : 'another run'}; waiting for it`),
+      });
+    } catch (lockError) {
+      if (!(lockError instanceof TargetLockedError)) throw lockError;
+      const h = lockError.holder;
+      throw new Error(`${pipeline.name}: another run holds ${lockError.lockFile}${h ? ` (pid ${h.pid} on ${h.host}, since ${h.started_at})` : ''}; this run did nothing`);
+    }
+    if (lock.tookOver) log(`${pipeline.name}: took over the lock of an earlier run (${lock.tookOver})`);
+    report = await execute(pipeline, options, log, lines, extra);
+  } catch (caught) {
+    error = redact(caught instanceof Error ? `${caught.message}${isWdsError(caught) ? ` [${caught.code}]` : ''}` : String(caught));
+  } finally {
+    await lock?.release();
+  }
+  const finished = Date.now();
+  // Stopped while waiting for the lock: nothing was done, and that is an interruption, not a failure.
+  const stoppedEarly = !report && options.signal?.aborted ? { signal: options.signal.reason === 'SIGTERM' ? 'SIGTERM' as const : 'SIGINT' as const } : null;
+  if (stoppedEarly) error = undefined;
+  const interrupted = report?.interrupted ?? stoppedEarly;
+  const status: PipelineRunSummary['status'] = error ? 'failed' : interrupted ? 'interrupted' : report && report.problems > 0 ? 'partial' : 'ok';
+  const exitCode = status === 'interrupted' ? (interrupted!.signal === 'SIGTERM' ? 143 : 130) : EXIT_CODES[status];
+  const counts = report ? { ...report.counts } : {};
+  const summary: PipelineRunSummary = {
+    pipeline: pipeline.name,
+    status,
+    exit_code: exitCode,
+    started_at: new Date(started).toISOString(),
+    finished_at: new Date(finished).toISOString(),
+    duration_ms: finished - started,
+    files: report ? report.counts.ok + report.counts.converted : 0,
+    bytes: report?.bytes ?? 0,
+    counts,
+    ...(error ? { error } : {}),
+    ...extra,
+  };
+  return { summary, report, lines };
+}
+
+async function execute(pipeline: LoadedPipeline, options: RunPipelineOptions, log: (line: string) => void, lines: string[], extra: Partial<PipelineRunSummary>): Promise<RunReport> {
+  const { from, to, steps } = pipeline;
+  const dryRun = options.dryRun || steps.submit?.dry_run === true;
+  const connection = await connectPipeline(pipeline, { env: options.env, embedded: options.embedded, seed: options.seed, dryRun, log, logger: options.logger });
+  try {
+    const { client } = connection;
+    if ('service' in from) {
+      if ('service' in to) throw new Error('a pipeline from the service goes to an archive, a folder or a zip');
+      const out = 'archive' in to ? to.archive : 'folder' in to ? to.folder : to.zip;
+      await mkdir('zip' in to ? dirname(out) : out, { recursive: true });
+      const exportOptions: ExportOptions = {
+        client,
+        what: from.service,
+        out,
+        since: steps.list?.since,
+        concurrency: steps.download?.concurrency,
+        signal: options.signal,
+        ...(from.service === 'attachments' ? { sheet: from.sheet, field: from.field } : {}),
+        ...('archive' in to ? { archive: { pipeline: pipeline.name } } : {}),
+      };
+      const result = await runExport(exportOptions);
+      lines.push(`written to ${result.out}`, ...result.report.notes);
+      if (result.snapshot) {
+        const s = result.snapshot;
+        extra.snapshot = s.id;
+        lines.push(`snapshot ${s.id}${s.complete ? '' : ' (incomplete)'}: ${s.counts.files} files, ${s.counts.new} new, ${s.counts.changed} changed, ${s.counts.unchanged} unchanged, ${s.counts.deleted} deleted`);
+        // A snapshot left incomplete still counts as a partial run (exit 3), as its failed files say.
+      }
+      return result.report;
+    }
+    if (!('service' in to)) throw new Error('a pipeline from a folder, zip or CSV goes to the service');
+    const sourcePath = 'folder' in from ? from.folder : 'zip' in from ? from.zip : from.csv;
+    const source = await openSource(sourcePath);
+    // The embedded emulator is a new company each run: it has no journal. A dry run writes none.
+    const journal = connection.embedded || dryRun ? undefined : ImportJournal.open(client.options.consumerKey);
+    let report: RunReport;
+    try {
+      if (to.service === 'photos') {
+        const { runPhotoImport } = await import('../pipelines/photo-import.js');
+        const result = await runPhotoImport({
+          client, source, mode: to.mode, trimming: steps.submit?.trim, normalize: steps.check?.normalize, dryRun, signal: options.signal, journal,
+        });
+        report = result.report;
+        lines.push(`${result.requests.register + result.requests.update} update requests (${result.requests.register} register, ${result.requests.update} update)`);
+      } else {
+        const { runAttachmentImport } = await import('../pipelines/attachment-import.js');
+        const result = await runAttachmentImport({ client, source, sheet: to.sheet, field: to.field, mode: to.mode, dryRun, signal: options.signal, journal });
+        report = result.report;
+        lines.push(`${result.requests.register + result.requests.update} update requests (${result.requests.register} register, ${result.requests.update} update)`);
+      }
+    } finally {
+      await source.close();
+    }
+    if ('folder' in from && from.move && !dryRun) {
+      const moved = await moveSettled(report, from.folder, from.move, log);
+      extra.moved = moved;
+      lines.push(`moved ${moved.done} to ${from.move.done}, ${moved.refused} to ${from.move.refused}; ${moved.left} left in ${from.folder}`);
+    }
+    return report;
+  } finally {
+    await connection.close();
+  }
+}

@@ -1,0 +1,106 @@
+/**
+ * `wds-files validate`: every problem of each file at its line and column, names unique across
+ * the files given, and with `online` what the service must hold for the files to run: the sheets
+ * and file parts they name, and the members their sources' files are for.
+ */
+import { UnknownTargetError, attachmentTargets } from '../stages/list-urls.js';
+import { openSource } from '../sources/open-source.js';
+import { connectPipeline } from './connection.js';
+import { PipelineFileError, loadPipelineFile, locate, type LoadedPipeline, type PipelineProblem } from './load.js';
+
+export interface ValidateOptions {
+  env?: NodeJS.ProcessEnv;
+  online?: boolean;
+  /** Online checks with no base URL run against the embedded emulator. */
+  embedded?: boolean;
+  /** The embedded emulator's company. */
+  seed?: string;
+  log?: (line: string) => void;
+}
+
+/** Members a source names that the service lacks, listed at most this many at once. */
+const MISSING_SHOWN = 10;
+
+export async function validatePipelineFiles(files: string[], options: ValidateOptions = {}): Promise<{ problems: PipelineProblem[]; pipelines: LoadedPipeline[] }> {
+  const problems: PipelineProblem[] = [];
+  const pipelines: { pipeline: LoadedPipeline; shown: string }[] = [];
+  for (const shown of files) {
+    try {
+      pipelines.push({ pipeline: await loadPipelineFile(shown, options.env), shown });
+    } catch (error) {
+      if (!(error instanceof PipelineFileError)) throw error;
+      problems.push(...error.problems);
+    }
+  }
+  const names = new Map<string, string>();
+  for (const { pipeline, shown } of pipelines) {
+    const first = names.get(pipeline.name);
+    if (first) problems.push(await locate(pipeline.file, shown, ['name'], `name: "${pipeline.name}" is also the name of ${first}; a name is the pipeline's lock, report and notifications, so each must be unique`));
+    else names.set(pipeline.name, shown);
+  }
+  if (options.online) {
+    for (const { pipeline, shown } of pipelines) problems.push(...(await onlineProblems(pipeline, shown, options)));
+  }
+  return { problems, pipelines: pipelines.map((p) => p.pipeline) };
+}
+
+async function onlineProblems(pipeline: LoadedPipeline, shown: string, options: ValidateOptions): Promise<PipelineProblem[]> {
+  const problems: PipelineProblem[] = [];
+  let connection;
+  try {
+    connection = await connectPipeline(pipeline, { env: options.env, embedded: options.embedded, seed: options.seed, log: options.log });
+  } catch (error) {
+    return [await locate(pipeline.file, shown, ['connection'], (error as Error).message)];
+  }
+  try {
+    const { client } = connection;
+    const { from, to } = pipeline;
+    const target = async (only: { sheet?: number; field?: number }, path: (string | number)[]): Promise<void> => {
+      if (only.sheet === undefined) return;
+      try {
+        await attachmentTargets(client, only);
+      } catch (error) {
+        if (!(error instanceof UnknownTargetError)) throw error;
+        problems.push(await locate(pipeline.file, shown, path, error.message));
+      }
+    };
+    if ('service' in from && from.service === 'attachments') await target({ sheet: from.sheet, field: from.field }, from.field !== undefined ? ['from', 'fields', 0] : ['from', 'sheets', 0]);
+    if ('service' in to && to.service === 'attachments') await target({ sheet: to.sheet, field: to.field }, to.field !== undefined ? ['to', 'field'] : ['to', 'sheet']);
+    if (!('service' in from)) {
+      const missing = await membersMissing(pipeline, client);
+      if (missing.length) {
+        const list = missing.slice(0, MISSING_SHOWN).map((m) => `${m.code} (${m.where})`).join(', ');
+        problems.push(await locate(pipeline.file, shown, ['from'], `the source names members the service does not have: ${list}${missing.length > MISSING_SHOWN ? ` and ${missing.length - MISSING_SHOWN} more` : ''}`));
+      }
+    }
+  } catch (error) {
+    problems.push(await locate(pipeline.file, shown, ['connection'], `the service could not be asked: ${(error as Error).message}`));
+  } finally {
+    await connection.close();
+  }
+  return problems;
+}
+
+/** The files of the source whose member code no member has. */
+async function membersMissing(pipeline: LoadedPipeline, client: import('../client/client.js').WdsClient): Promise<{ code: string; where: string }[]> {
+  const { from } = pipeline;
+  if ('service' in from) return [];
+  const path = 'folder' in from ? from.folder : 'zip' in from ? from.zip : from.csv;
+  const { codeFromName } = await import('../pipelines/photo-import.js');
+  const photos = 'service' in pipeline.to && pipeline.to.service === 'photos';
+  const source = await openSource(path);
+  const named: { code: string; where: string }[] = [];
+  try {
+    for await (const entry of source.entries()) {
+      if (entry.kind !== 'file') continue;
+      const file = entry.file;
+      // Attachments laid out <code>/<file> name the member by their folder.
+      const code = file.code ?? (photos ? codeFromName(file.relPath) : file.relPath.split('/')[0]!);
+      named.push({ code, where: file.relPath });
+    }
+  } finally {
+    await source.close();
+  }
+  const members = new Set((await client.members.list()).member_data.map((m) => m.code));
+  return named.filter((n) => !members.has(n.code));
+}
