@@ -1,0 +1,120 @@
+/**
+ * Archive runs that do not end well (DESIGN.md sections 8 and 10): a run stopped by a signal
+ * leaves `snapshots/<id>.partial/`, and the next run continues it and downloads only what is
+ * missing, also after what a SIGKILL leaves (a manifest line cut short, temporary files, a file
+ * whose bytes are not whole); a run whose downloads fail finishes its snapshot with complete:
+ * false, latest unmoved, and the next run fetches only the missing files.
+ */
+import { appendFile, mkdir, readdir, readFile, truncate, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { useEmulator } from '../helpers/emulator.js';
+import { useClient } from '../helpers/client.js';
+import { state, tempDir } from '../helpers/export.js';
+import { verifyExport } from '../../src/pipelines/verify.js';
+import { archiveRun, changeAttachments, fileId, inodesOf, manifestOf, resetStats, snapshotJson, storageDownloads } from './helpers.js';
+
+const emu = useEmulator({ generate: { members: 80, photo_ratio: 0, attachments_per_member: [1, 2], attachment_bytes: [3000, 20_000] } });
+const api = useClient(emu);
+
+/** A run stopped (as by Ctrl-C) once `after` files were downloaded. */
+async function stoppedRun(archive: string, after: number) {
+  const stop = new AbortController();
+  const result = await archiveRun(api(), archive, {
+    signal: stop.signal,
+    concurrency: 2,
+    onProgress: (p) => {
+      if (p.done >= after && !stop.signal.aborted) stop.abort('SIGINT');
+    },
+  });
+  expect(result.report.interrupted?.signal).toBe('SIGINT');
+  expect(result.snapshot!.path.endsWith('.partial')).toBe(true);
+  expect(result.snapshot!.complete).toBe(false);
+  return result;
+}
+
+describe('an interrupted archive run', () => {
+  it('leaves a .partial that the next run continues, downloading only what is missing', async () => {
+    const archive = join(tempDir('wds-archive-'), 'a');
+    const stopped = await stoppedRun(archive, 10);
+    expect(await readdir(join(archive, 'snapshots'))).toEqual([`${stopped.snapshot!.id}.partial`]);
+    await expect(readFile(join(archive, 'latest'))).rejects.toThrow();
+    const present = (await manifestOf(stopped.snapshot!.path)).size;
+    expect(present).toBeGreaterThanOrEqual(10);
+
+    await resetStats(emu());
+    const rerun = await archiveRun(api(), archive);
+    const s = await state(emu());
+    expect(await storageDownloads(emu())).toBe(s.attachments.length - present);
+    expect(rerun.snapshot!.complete).toBe(true);
+    expect(rerun.snapshot!.counts).toMatchObject({ files: s.attachments.length, new: s.attachments.length, failed: 0 });
+    expect(rerun.report.notes.join('\n')).toContain(`continued the snapshot an interrupted run left (${stopped.snapshot!.id}.partial)`);
+    expect(await readdir(join(archive, 'snapshots'))).toEqual([rerun.snapshot!.id]);
+    const held = new Map([...(await manifestOf(rerun.snapshot!.path)).values()].map((l) => [fileId(l), l.sha256]));
+    expect(held).toEqual(new Map(s.attachments.map((f) => [`${f.sheet_id}/${f.custom_field_id}/${f.code}/${f.file_name}`, f.sha256])));
+    expect((await verifyExport(rerun.snapshot!.path)).problems).toEqual([]);
+    expect((await readFile(join(archive, 'latest'), 'utf8')).trim()).toBe(rerun.snapshot!.id);
+  });
+
+  it('after what a SIGKILL leaves (a cut manifest line, temporary files, a file cut short), fetches only what is missing or damaged', async () => {
+    const archive = join(tempDir('wds-archive-'), 'a');
+    const first = (await archiveRun(api(), archive)).snapshot!;
+    const changed = await changeAttachments(emu(), 8);
+    const stopped = await stoppedRun(archive, 3);
+    const partial = stopped.snapshot!.path;
+    const lines = await manifestOf(partial);
+    const changedInPartial = [...lines.values()].filter((l) => changed.includes(fileId(l)));
+    expect(changedInPartial.length).toBeGreaterThanOrEqual(3);
+    expect(changedInPartial.length).toBeLessThan(changed.length);
+    // Unchanged files were linked before any download started.
+    expect(lines.size - changedInPartial.length).toBe(first.counts.files - changed.length);
+    // What a kill leaves: a line cut short, a temporary file, and a file whose bytes were cut.
+    await appendFile(join(partial, 'manifest.jsonl'), '{"kind":"attachment","code":"G0000');
+    await mkdir(join(partial, '.wds-tmp'), { recursive: true });
+    await writeFile(join(partial, '.wds-tmp', '7-deadbeef'), 'half a download');
+    const damaged = changedInPartial[0]!;
+    await truncate(join(partial, damaged.path), 100);
+
+    await resetStats(emu());
+    const rerun = await archiveRun(api(), archive);
+    expect(await storageDownloads(emu())).toBe(changed.length - changedInPartial.length + 1);
+    const snap = rerun.snapshot!;
+    expect(snap.complete).toBe(true);
+    expect(snap.counts).toMatchObject({ files: first.counts.files, changed: changed.length, unchanged: first.counts.files - changed.length, new: 0, failed: 0 });
+    expect((await verifyExport(snap.path)).problems).toEqual([]);
+    expect((await verifyExport(first.path)).problems).toEqual([]);
+    const [a, b] = [await inodesOf(first.path), await inodesOf(snap.path)];
+    const after = await manifestOf(snap.path);
+    for (const [key, ino] of b) expect(ino === a.get(key), key).toBe(!changed.includes(fileId(after.get(key)!)));
+    expect(await readdir(join(archive, 'snapshots'))).toEqual([first.id, snap.id]);
+  });
+});
+
+describe('an archive run whose downloads fail', () => {
+  it('finishes its snapshot with complete: false and latest unmoved; the next run fetches only the missing files', async () => {
+    const archive = join(tempDir('wds-archive-'), 'a');
+    const first = (await archiveRun(api(), archive)).snapshot!;
+    const changed = await changeAttachments(emu(), 4);
+    await emu().control('POST', '/faults', { storage: { error_rate: 1 } });
+    let failing;
+    try {
+      failing = await archiveRun(api(), archive, { retry: { maxAttempts: 1 } });
+    } finally {
+      await emu().control('DELETE', '/faults');
+    }
+    const broken = failing.snapshot!;
+    expect(failing.report.counts.failed).toBe(changed.length);
+    expect(broken.complete).toBe(false);
+    expect(broken.path).toBe(join(archive, 'snapshots', broken.id));
+    expect(await snapshotJson(broken.path)).toMatchObject({ complete: false, previous: first.id, counts: { failed: changed.length, files: first.counts.files - changed.length } });
+    expect((await readFile(join(archive, 'latest'), 'utf8')).trim()).toBe(first.id);
+    expect((await verifyExport(broken.path)).problems).toEqual([]);
+
+    await resetStats(emu());
+    const next = await archiveRun(api(), archive);
+    expect(await storageDownloads(emu())).toBe(changed.length);
+    expect(next.snapshot!.complete).toBe(true);
+    expect(await snapshotJson(next.snapshot!.path)).toMatchObject({ previous: broken.id, counts: { changed: changed.length, failed: 0 } });
+    expect((await readFile(join(archive, 'latest'), 'utf8')).trim()).toBe(next.snapshot!.id);
+  });
+});
