@@ -28,7 +28,6 @@
  * Install the peers with `apt-get install aria2 curl`; python3 measures the processes.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, readdir, rm, stat, truncate, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -39,6 +38,7 @@ import { WdsClient } from '../src/client/client.js';
 import { UrlLister, attachmentTargets, type ListTarget } from '../src/stages/list-urls.js';
 import { DEFAULT_EXPORT_CONCURRENCY, PHOTO_EXPORT_CONCURRENCY, defaultConcurrency } from '../src/pipelines/export.js';
 import { measure, type Measured } from './max-rss.js';
+import { CLI, ensureBuilt } from './shipped-cli.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const ROOT = join(HERE, '..');
@@ -105,19 +105,6 @@ if (!Number.isInteger(warmups) || warmups < 0) throw new Error(`--warmup must be
 
 // ---------------------------------------------------------------------------------------------
 // Processes
-
-const CLI = join(ROOT, 'dist', 'cli', 'main.js');
-
-/** The shipped CLI, built from the sources as `npm pack` builds it (unless --no-build). */
-function ensureBuilt(): string {
-  if (build) {
-    const built = spawnSync('npm', ['run', '--silent', 'build'], { cwd: ROOT, stdio: 'inherit' });
-    if (built.status !== 0) throw new Error(`npm run build failed (${built.signal ?? `exit code ${built.status}`})`);
-    return 'node dist/cli/main.js, built now';
-  }
-  if (!existsSync(CLI)) throw new Error(`${CLI} is missing: run npm run build, or leave out --no-build`);
-  return 'node dist/cli/main.js as built before (--no-build)';
-}
 
 interface Emulator {
   baseUrl: string;
@@ -354,7 +341,7 @@ function ratios(rows: Row[]): string[] {
 // ---------------------------------------------------------------------------------------------
 
 async function main(): Promise<void> {
-  const ours = ensureBuilt();
+  const ours = ensureBuilt(build);
   const peers = withPeers ? ['aria2c', 'curl'].filter(have) : [];
   const missing = withPeers ? ['aria2c', 'curl'].filter((p) => !peers.includes(p)) : [];
   console.log(`export benchmark: sets ${setNames.join(', ')}; storage latency ${latencies.join(', ')} ms; ${runs} runs each, medians`);

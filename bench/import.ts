@@ -1,8 +1,10 @@
 /**
- * Import benchmark (issue 5), in two halves, each against an emulator in a process of its own at
- * clock speed 60 (one service minute per second), with the client's update window set to 1,000 ms
- * so that the service's 5 update requests a minute hold. The import runs in a child process too,
- * built into one file with esbuild as the published CLI runs, so its peak RSS is the import's alone.
+ * Import benchmark, in two halves, each against an emulator in a process of its own at clock speed
+ * 60 (one service minute per second). The import is the shipped CLI (`node dist/cli/main.js photos
+ * import` / `attachments import`, built first with `npm run build` unless --no-build) with
+ * WDS_CLIENT_LIMITS scaled to that clock (5 updates a second), measured as `/usr/bin/time`
+ * measures (bench/max-rss.ts): wall time, maximum resident set and CPU from wait4. The maximum
+ * resident set is the importing process's, or its photo checker's when that peaked higher.
  *
  * - Photos: 1,000 real photos made here with sharp (JPEGs of 50 KB to 2 MB sent as they are, and
  *   HEIC, WebP and oversized JPEGs to convert) into a generated company with photos for 90 % of
@@ -14,15 +16,16 @@
  *   npx tsx bench/import.ts                           both halves, trimming off
  *   npx tsx bench/import.ts --photos 300 --trim --keep
  *   npx tsx bench/import.ts --photos 0 --attachments 3000   attachments only (0 skips a half)
+ *   npx tsx bench/import.ts --no-build                      use dist/ as it is
  *
  * Prints for each half: requests sent per route (the emulator's count) against the minimum
  * (photos: ceil(photos / 100) per route, from the emulator's state before the run; attachments:
  * the fewest that 1,000 files and 250 MB of body allow, from the files' sizes), 429 answers
- * (emulator stats), peak RSS of the importing process, files per second of validation (and
- * normalisation for photos: the import's checkMs), total time.
+ * (emulator stats), max RSS, CPU seconds, files per second of validation (and normalisation for
+ * photos: the import's check_ms), total time.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -31,6 +34,8 @@ import sharp from 'sharp';
 import { heic } from '../test/import/heic.js';
 import { pdf } from '../test/import/attachment-files.js';
 import { MAX_ATTACHMENTS_PER_REQUEST, MAX_REQUEST_BYTES, base64Length } from '../src/spec/limits.js';
+import { measure } from './max-rss.js';
+import { CLI, ensureBuilt } from './shipped-cli.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const ROOT = join(HERE, '..');
@@ -46,6 +51,7 @@ const photos = Number(argValue('photos') ?? 1000);
 const attachments = Number(argValue('attachments') ?? 3000);
 const keep = process.argv.includes('--keep');
 const trimming = process.argv.includes('--trim');
+const build = !process.argv.includes('--no-build');
 if (!Number.isInteger(photos) || (photos !== 0 && photos < 10)) throw new Error(`--photos must be 0 or a whole number of at least 10, got ${argValue('photos')}`);
 if (!Number.isInteger(attachments) || attachments < 0) throw new Error(`--attachments must be a whole number, got ${argValue('attachments')}`);
 
@@ -214,25 +220,6 @@ function attachmentMinimum(files: MadeAttachments['files']): number {
 // ---------------------------------------------------------------------------------------------
 // Processes
 
-/**
- * The import child compiled into ESM files under node_modules (so their packages resolve), with
- * the photo checker's script beside it, where the compiled checker looks for it.
- */
-async function buildChild(): Promise<{ args: string[]; note: string }> {
-  const outdir = join(ROOT, 'node_modules', '.cache', 'wds-bench', 'import');
-  try {
-    const esbuild = await import('esbuild');
-    await esbuild.build({
-      entryPoints: { 'import-child': join(HERE, 'import-child.ts'), 'photo-check-child': join(ROOT, 'src/stages/photo-check-child.ts') },
-      bundle: true, platform: 'node', format: 'esm', target: 'node20', packages: 'external', outdir, logLevel: 'warning',
-    });
-    await writeFile(join(outdir, 'package.json'), '{"type": "module"}\n');
-    return { args: [join(outdir, 'import-child.js')], note: 'compiled with esbuild' };
-  } catch (error) {
-    return { args: ['--import', 'tsx', join(HERE, 'import-child.ts')], note: `run through tsx (esbuild: ${(error as Error).message})` };
-  }
-}
-
 interface Emulator {
   baseUrl: string;
   consumerKey: string;
@@ -268,36 +255,23 @@ async function control<T>(emulator: Emulator, path: string): Promise<T> {
   return (await res.json()) as T;
 }
 
-function runChild(args: string[]): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
-    let stdout = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.once('error', reject);
-    child.once('exit', (code) => (code === 0 ? resolve(stdout) : reject(new Error(`the import child exited with ${code}`))));
-  });
-}
-
 // ---------------------------------------------------------------------------------------------
 // The run
 
-interface ChildResult {
-  ms: number;
+/** The CLI's --json summary of an import. */
+interface Summary {
   counts: Record<string, number>;
   requests: { register: number; update: number; minimum: number; resubmitted: number };
   check_ms: number;
   waited_ms: number;
-  rate_limited: number;
-  peak_rss_kb: number | null;
-  /** The photo checker's own peak (VmHWM), when the import started one. */
-  children_peak_rss_kb: number;
-  peak_rss_check_mb: number;
-  peak_rss_send_mb: number;
-  /**
-   * At each phase's sampled peak of the importing process and its children together: their RSS
-   * (`ours`, `children`) and what V8 held in the importing process.
-   */
-  at_peaks_mb: Record<'check' | 'send', Record<string, number>>;
+}
+
+interface ImportRun {
+  summary: Summary;
+  ms: number;
+  maxRssKb: number;
+  cpuS: number;
+  /** The first items that did not go in, from the --report file. */
   problems: unknown[];
 }
 
@@ -307,33 +281,39 @@ interface Stats {
   rate_limited: number;
 }
 
-/** Allocator settings the children inherit from this process (the photo checker sets its own unless some are given: photo-checker.ts). */
+/** Allocator settings the CLI inherits from this process (the photo checker sets its own unless some are given: photo-checker.ts). */
 const MALLOC_ENV = Object.entries(process.env)
   .filter(([k]) => k.startsWith('MALLOC_') || k === 'GLIBC_TUNABLES' || k === 'LD_PRELOAD')
   .map(([k, v]) => `${k}=${v}`).join(' ') || 'glibc defaults';
 
 const mb = (bytes: number): string => `${(bytes / 1e6).toFixed(1)} MB`;
 const outcomes = (counts: Record<string, number>): string => Object.entries(counts).filter(([, v]) => v).map(([k, v]) => `${v} ${k}`).join(', ');
-const rss = (result: ChildResult, phase: string): string =>
-  `${result.peak_rss_check_mb} MB ${phase}, ${result.peak_rss_send_mb} MB sending (sampled every 50 ms, the checker process included); `
-  + `VmHWM: importing process ${result.peak_rss_kb === null ? 'n/a' : `${(result.peak_rss_kb / 1024).toFixed(0)} MB`}`
-  + `${result.children_peak_rss_kb ? `, photo checker ${(result.children_peak_rss_kb / 1024).toFixed(0)} MB` : ''}`;
-const v8At = (at: Record<string, number>): string =>
-  `${at.ours} MB importing + ${at.children} MB checker; importing V8 heap ${at.heap_total} MB, external ${at.external} MB (array buffers ${at.array_buffers} MB)`;
-const v8AtPeaks = (result: ChildResult): string => `checking: ${v8At(result.at_peaks_mb.check)}; sending: ${v8At(result.at_peaks_mb.send)}`;
 
-/** One import in the child against `emulator`, with the emulator's stats of it. */
-async function importRun(child: { args: string[] }, emulator: Emulator, options: Record<string, unknown>): Promise<{ result: ChildResult; stats: Stats }> {
+/** One import by the CLI against `emulator` (`args` after `node dist/cli/main.js`), with the emulator's stats of it. */
+async function importRun(emulator: Emulator, args: string[], work: string): Promise<{ run: ImportRun; stats: Stats }> {
   await fetch(`${emulator.baseUrl}/_emulator/stats/reset`, { method: 'POST' });
-  const all = {
-    base_url: emulator.baseUrl, consumer_key: emulator.consumerKey, consumer_secret: emulator.consumerSecret, update_window_ms: UPDATE_WINDOW_MS, ...options,
+  const report = join(work, 'report.json');
+  const env = {
+    ...process.env,
+    WDS_BASE_URL: emulator.baseUrl, WDS_CONSUMER_KEY: emulator.consumerKey, WDS_CONSUMER_SECRET: emulator.consumerSecret,
+    // The service's windows at the emulator's clock speed.
+    WDS_CLIENT_LIMITS: `update=5/${UPDATE_WINDOW_MS}ms,request=3000/${3_600_000 / CLOCK_SPEED}ms,token=1000/${3_600_000 / CLOCK_SPEED}ms`,
+    XDG_CACHE_HOME: join(work, 'cache'), XDG_STATE_HOME: join(work, 'state'),
   };
-  const result = JSON.parse((await runChild([...child.args, JSON.stringify(all)])).trim().split('\n').pop()!) as ChildResult;
-  return { result, stats: await control<Stats>(emulator, '/stats') };
+  const exit = await measure(process.execPath, [CLI, ...args, '--json', '--report', report], { cwd: work, env });
+  // 3: finished with some files not taken, which the output shows.
+  if (exit.code !== 0 && exit.code !== 3) throw new Error(`the import exited with ${exit.signal ? `signal ${exit.signal}` : exit.code}:\n${exit.stderr}`);
+  const summary = JSON.parse(exit.stdout.trim().split('\n').pop()!) as Summary;
+  const items = (JSON.parse(await readFile(report, 'utf8')) as { items: { outcome: string }[] }).items;
+  const problems = items.filter((i) => i.outcome !== 'ok' && i.outcome !== 'converted').slice(0, 5);
+  return { run: { summary, ms: exit.ms, maxRssKb: exit.maxRssKb, cpuS: exit.userS + exit.systemS, problems }, stats: await control<Stats>(emulator, '/stats') };
 }
 
-async function photoHalf(child: { args: string[]; note: string }): Promise<void> {
+const memory = (run: ImportRun): string => `${(run.maxRssKb / 1024).toFixed(0)} MB (wait4; the importing process or its photo checker, whichever peaked higher)`;
+
+async function photoHalf(cli: string): Promise<void> {
   const dir = await mkdtemp(join(tmpdir(), 'wds-bench-import-'));
+  const work = await mkdtemp(join(tmpdir(), 'wds-bench-run-'));
   let emulator: Emulator | undefined;
   try {
     process.stderr.write(`making ${photos} photos in ${dir} ...\n`);
@@ -346,34 +326,37 @@ async function photoHalf(child: { args: string[]; note: string }): Promise<void>
     const before = await control<{ members: { code: string; photo: unknown }[] }>(emulator, '/state');
     const withPhoto = before.members.filter((m) => m.photo).length;
     const minimum = { register: Math.ceil((photos - withPhoto) / PER_REQUEST), update: Math.ceil(withPhoto / PER_REQUEST) };
-    const { result, stats } = await importRun(child, emulator, { source: dir, trimming });
+    const { run, stats } = await importRun(emulator, ['photos', 'import', dir, ...(trimming ? [] : ['--no-trim'])], work);
+    const result = run.summary;
     const sent = { register: stats.requests['POST /members/face_image'] ?? 0, update: stats.requests['PATCH /members/face_image'] ?? 0 };
 
     const lines = [
       `photo import: ${photos} photos (${Object.entries(made.kinds).map(([k, v]) => `${v} ${k}`).join(', ')}; ${mb(made.bytes)}), trimming ${trimming ? 'on' : 'off'}`,
       `  emulator: generated company of ${photos} members, ${withPhoto} with a photo; clock speed ${CLOCK_SPEED}; client update window ${UPDATE_WINDOW_MS} ms (5 a window)`,
-      `  import child: ${child.note}; malloc: ${MALLOC_ENV}`,
+      `  import: ${cli}; malloc: ${MALLOC_ENV}`,
       `  outcomes:            ${outcomes(result.counts)}`,
       `  requests sent:       ${sent.register} register + ${sent.update} update = ${sent.register + sent.update} (emulator count)`,
       `  minimum possible:    ${minimum.register} register + ${minimum.update} update = ${minimum.register + minimum.update} (ceil(photos/100) per route; the import's own figure: ${result.requests.minimum})`,
       `  resubmitted files:   ${result.requests.resubmitted}`,
-      `  429 answers:         ${stats.rate_limited} (emulator), ${result.rate_limited} (client)`,
+      `  429 answers:         ${stats.rate_limited} (emulator)`,
       `  waited on limits:    ${(result.waited_ms / 1000).toFixed(1)} s`,
-      `  peak RSS:            ${rss(result, 'checking and converting')}`,
-      `  at the sampled peaks: ${v8AtPeaks(result)}`,
+      `  max RSS:             ${memory(run)}`,
+      `  CPU:                 ${run.cpuS.toFixed(1)} s`,
       `  check and convert:   ${(result.check_ms / 1000).toFixed(1)} s, ${((photos * 1000) / result.check_ms).toFixed(0)} files/s`,
-      `  total time:          ${(result.ms / 1000).toFixed(1)} s`,
+      `  total time:          ${(run.ms / 1000).toFixed(1)} s (the whole command)`,
     ];
     console.log(lines.join('\n'));
-    if (result.problems.length) console.log(`  problems (first 5): ${JSON.stringify(result.problems)}`);
+    if (run.problems.length) console.log(`  problems (first 5): ${JSON.stringify(run.problems)}`);
   } finally {
     if (emulator) await stopEmulator(emulator);
     if (!keep) await rm(dir, { recursive: true, force: true });
+    await rm(work, { recursive: true, force: true });
   }
 }
 
-async function attachmentHalf(child: { args: string[]; note: string }): Promise<void> {
+async function attachmentHalf(cli: string): Promise<void> {
   const dir = await mkdtemp(join(tmpdir(), 'wds-bench-attachments-'));
+  const work = await mkdtemp(join(tmpdir(), 'wds-bench-run-'));
   let emulator: Emulator | undefined;
   try {
     process.stderr.write(`making ${attachments} attachments in ${dir} ...\n`);
@@ -383,33 +366,35 @@ async function attachmentHalf(child: { args: string[]; note: string }): Promise<
     const members = Math.ceil(attachments / 3);
     emulator = await startEmulator(members, false);
     const minimum = attachmentMinimum(made.files);
-    const { result, stats } = await importRun(child, emulator, { kind: 'attachments', source: dir, sheet: 2, field: 1306 });
+    const { run, stats } = await importRun(emulator, ['attachments', 'import', dir, '--sheet', '2', '--field', '1306'], work);
+    const result = run.summary;
     const route = '/sheets/:sheet_id/custom_fields/:custom_field_id/file';
     const sent = { register: stats.requests[`POST ${route}`] ?? 0, update: stats.requests[`PATCH ${route}`] ?? 0 };
 
     const lines = [
       `attachment import: ${attachments} files (${Object.entries(made.kinds).map(([k, v]) => `${v} ${k}`).join(', ')}; ${mb(made.bytes)}, ${mb(made.bytes * 4 / 3)} as base64)`,
       `  emulator: generated company of ${members} members without files; sheet 2, file part 1306; clock speed ${CLOCK_SPEED}; client update window ${UPDATE_WINDOW_MS} ms (5 a window)`,
-      `  import child: ${child.note}; malloc: ${MALLOC_ENV}`,
+      `  import: ${cli}; malloc: ${MALLOC_ENV}`,
       `  outcomes:            ${outcomes(result.counts)}`,
       `  requests sent:       ${sent.register} register + ${sent.update} update = ${sent.register + sent.update} (emulator count)`,
       `  minimum possible:    ${minimum} (1,000 files and 250 MB of body a request, from the files' sizes; the import's own figure: ${result.requests.minimum})`,
       `  resubmitted files:   ${result.requests.resubmitted}`,
-      `  429 answers:         ${stats.rate_limited} (emulator), ${result.rate_limited} (client)`,
+      `  429 answers:         ${stats.rate_limited} (emulator)`,
       `  waited on limits:    ${(result.waited_ms / 1000).toFixed(1)} s`,
-      `  peak RSS:            ${rss(result, 'checking')}`,
-      `  at the sampled peaks: ${v8AtPeaks(result)}`,
+      `  max RSS:             ${memory(run)}`,
+      `  CPU:                 ${run.cpuS.toFixed(1)} s`,
       `  validation:          ${(result.check_ms / 1000).toFixed(1)} s, ${((attachments * 1000) / result.check_ms).toFixed(0)} files/s`,
-      `  total time:          ${(result.ms / 1000).toFixed(1)} s`,
+      `  total time:          ${(run.ms / 1000).toFixed(1)} s (the whole command)`,
     ];
     console.log(lines.join('\n'));
-    if (result.problems.length) console.log(`  problems (first 5): ${JSON.stringify(result.problems)}`);
+    if (run.problems.length) console.log(`  problems (first 5): ${JSON.stringify(run.problems)}`);
   } finally {
     if (emulator) await stopEmulator(emulator);
     if (!keep) await rm(dir, { recursive: true, force: true });
+    await rm(work, { recursive: true, force: true });
   }
 }
 
-const child = await buildChild();
-if (photos > 0) await photoHalf(child);
-if (attachments > 0) await attachmentHalf(child);
+const cli = ensureBuilt(build);
+if (photos > 0) await photoHalf(cli);
+if (attachments > 0) await attachmentHalf(cli);
