@@ -220,6 +220,10 @@ function crossChecks(p: PipelineInput): { path: Path; message: string }[] {
   const toService = 'service' in p.to;
   if (fromService && toService) problems.push({ path: ['to'], message: 'to: the files come from the service; send them to an archive, a folder or a zip' });
   if (!fromService && !toService) problems.push({ path: ['to'], message: 'to: the files come from a folder, zip or CSV; send them to the service (to: {service: photos} or {service: attachments})' });
+  if ('archive' in p.to) {
+    const since = (p.steps ?? []).findIndex((step) => step.list?.since !== undefined);
+    if (since >= 0) problems.push({ path: ['steps', since, 'list', 'since'], message: `steps[${since}].list.since: a snapshot holds every file; an archive takes no since` });
+  }
   if (p.retention && !('archive' in p.to)) problems.push({ path: ['retention'], message: 'retention: only an archive (to: {archive: DIR}) keeps snapshots to retain' });
   if ('service' in p.from && p.from.service === 'attachments' && p.from.fields && !p.from.sheets) problems.push({ path: ['from', 'fields'], message: 'from.fields: name the sheet the file part belongs to in from.sheets' });
   if ('service' in p.to && p.to.service === 'attachments' && p.to.field !== undefined && p.to.sheet === undefined) problems.push({ path: ['to', 'field'], message: 'to.field: needs to.sheet' });

@@ -7,7 +7,9 @@ import { mkdir } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { runExport, type ExportOptions } from '../pipelines/export.js';
 import { ImportJournal, stateFolder } from '../stages/journal.js';
-import type { RunReport } from '../stages/report.js';
+import { RunReport } from '../stages/report.js';
+import type { WdsClient } from '../client/client.js';
+import { planLines, planPipeline } from './plan.js';
 import { openSource } from '../sources/open-source.js';
 import { TargetLockedError, acquireTargetLock, lockFileOf, type TargetLock } from '../util/target-lock.js';
 import { redact } from '../util/redact.js';
@@ -33,6 +35,8 @@ export interface PipelineRunSummary {
   error?: string;
   /** The snapshot an archive run made. */
   snapshot?: string;
+  /** Snapshots the archive's retention removed after the run. */
+  removed?: string[];
   /** A drop folder's files moved after the run. */
   moved?: { done: number; refused: number; left: number };
 }
@@ -90,21 +94,10 @@ export async function runPipelineOnce(pipeline: LoadedPipeline, options: RunPipe
   const extra: Partial<PipelineRunSummary> = {};
   let error: string | undefined;
   try {
-    const lockFile = lockFileFor(pipeline);
-    await mkdir(dirname(lockFile), { recursive: true });
-    try {
-      lock = await acquireTargetLock(lockFile, {
-        command: options.command ?? `wds-files run ${pipeline.file}`,
-        waitMs: options.waitLockMs ?? 0,
-        signal: options.signal,
-        onWait: (holder) => log(`${pipeline.name}: ${lockFile} is held by ${holder ? `pid ${holder.pid} on ${holder.host}` : 'another run'}; waiting for it`),
-      });
-    } catch (lockError) {
-      if (!(lockError instanceof TargetLockedError)) throw lockError;
-      const h = lockError.holder;
-      throw new Error(`${pipeline.name}: another run holds ${lockError.lockFile}${h ? ` (pid ${h.pid} on ${h.host}, since ${h.started_at})` : ''}; this run did nothing`);
-    }
-    if (lock.tookOver) log(`${pipeline.name}: took over the lock of an earlier run (${lock.tookOver})`);
+    // An export's dry run writes nothing, so it needs no lock (and makes no folder for one).
+    const writes = !('service' in pipeline.from && (options.dryRun || pipeline.steps.submit?.dry_run));
+    if (writes) lock = await takeLock(pipeline, options, log);
+    if (lock?.tookOver) log(`${pipeline.name}: took over the lock of an earlier run (${lock.tookOver})`);
     report = await execute(pipeline, options, log, lines, extra);
   } catch (caught) {
     error = redact(caught instanceof Error ? `${caught.message}${isWdsError(caught) ? ` [${caught.code}]` : ''}` : String(caught));
@@ -135,6 +128,23 @@ export async function runPipelineOnce(pipeline: LoadedPipeline, options: RunPipe
   return { summary, report, lines };
 }
 
+async function takeLock(pipeline: LoadedPipeline, options: RunPipelineOptions, log: (line: string) => void): Promise<TargetLock> {
+  const lockFile = lockFileFor(pipeline);
+  await mkdir(dirname(lockFile), { recursive: true });
+  try {
+    return await acquireTargetLock(lockFile, {
+      command: options.command ?? `wds-files run ${pipeline.file}`,
+      waitMs: options.waitLockMs ?? 0,
+      signal: options.signal,
+      onWait: (holder) => log(`${pipeline.name}: ${lockFile} is held by ${holder ? `pid ${holder.pid} on ${holder.host}` : 'another run'}; waiting for it`),
+    });
+  } catch (lockError) {
+    if (!(lockError instanceof TargetLockedError)) throw lockError;
+    const h = lockError.holder;
+    throw new Error(`${pipeline.name}: another run holds ${lockError.lockFile}${h ? ` (pid ${h.pid} on ${h.host}: ${h.command}, since ${h.started_at})` : ''}; this run did nothing`);
+  }
+}
+
 async function execute(pipeline: LoadedPipeline, options: RunPipelineOptions, log: (line: string) => void, lines: string[], extra: Partial<PipelineRunSummary>): Promise<RunReport> {
   const { from, to, steps } = pipeline;
   const dryRun = options.dryRun || steps.submit?.dry_run === true;
@@ -143,6 +153,7 @@ async function execute(pipeline: LoadedPipeline, options: RunPipelineOptions, lo
     const { client } = connection;
     if ('service' in from) {
       if ('service' in to) throw new Error('a pipeline from the service goes to an archive, a folder or a zip');
+      if (dryRun) return await dryExport(pipeline, client, lines);
       const out = 'archive' in to ? to.archive : 'folder' in to ? to.folder : to.zip;
       await mkdir('zip' in to ? dirname(out) : out, { recursive: true });
       const exportOptions: ExportOptions = {
@@ -162,6 +173,13 @@ async function execute(pipeline: LoadedPipeline, options: RunPipelineOptions, lo
         extra.snapshot = s.id;
         lines.push(`snapshot ${s.id}${s.complete ? '' : ' (incomplete)'}: ${s.counts.files} files, ${s.counts.new} new, ${s.counts.changed} changed, ${s.counts.unchanged} unchanged, ${s.counts.deleted} deleted`);
         // A snapshot left incomplete still counts as a partial run (exit 3), as its failed files say.
+      }
+      // Retention after a stopped run would judge by a snapshot that is not there yet.
+      if ('archive' in to && pipeline.retention && !result.report.interrupted) {
+        const { forgetSnapshots } = await import('../archive/forget.js');
+        const { remove } = await forgetSnapshots(to.archive, pipeline.retention, { dryRun });
+        if (remove.length) lines.push(`retention ${dryRun ? 'would remove' : 'removed'} ${remove.length} snapshot${remove.length === 1 ? '' : 's'}: ${remove.join(', ')}`);
+        extra.removed = remove;
       }
       return result.report;
     }
@@ -197,4 +215,13 @@ async function execute(pipeline: LoadedPipeline, options: RunPipelineOptions, lo
   } finally {
     await connection.close();
   }
+}
+
+/** An export's dry run writes nothing: its report holds no file, and its lines say what a run would do. */
+async function dryExport(pipeline: LoadedPipeline, client: WdsClient, lines: string[]): Promise<RunReport> {
+  const plan = await planPipeline(pipeline, client);
+  lines.push('dry run: nothing was written; a run would do this:', ...planLines(plan));
+  const report = new RunReport(`${pipeline.name} (dry run)`);
+  report.finish();
+  return report;
 }

@@ -6,6 +6,7 @@
 import { Cron } from 'croner';
 import { z } from 'zod';
 import { isValidDate } from '../spec/time.js';
+import { hasRules, retentionPolicySchema } from '../archive/retention.js';
 
 const path = z.string().min(1, 'must name a path');
 const id = z.int().positive();
@@ -96,13 +97,9 @@ const stepSchema = z.strictObject({
 }).refine((step) => Object.keys(step).length === 1, 'a step names one stage: `- download: {concurrency: 8}`')
   .describe('One stage and its options');
 
-export const retentionSchema = z.strictObject({
-  keep_last: z.int().min(0).optional(),
-  keep_daily: z.int().min(0).optional(),
-  keep_weekly: z.int().min(0).optional(),
-  keep_monthly: z.int().min(0).optional(),
-  keep_yearly: z.int().min(0).optional(),
-}).describe('Archives only: which complete snapshots to keep after a run; the newest complete one always stays');
+export const retentionSchema = retentionPolicySchema
+  .refine(hasRules, 'name at least one keep_* rule above 0; with none, every snapshot but the newest complete one would be removed')
+  .describe('Archives only: which complete snapshots to keep after a run (keep_last, keep_daily, keep_weekly, keep_monthly, keep_yearly); the newest complete one always stays');
 
 export const notifySchema = z.strictObject({
   url: z.url({ protocol: /^https?$/, error: 'must be an http or https URL' }),

@@ -6,8 +6,6 @@
 import { writeFile } from 'node:fs/promises';
 import type { Argv, CommandModule } from 'yargs';
 import { notifyRun } from '../../pipeline-files/notify.js';
-import { connectPipeline } from '../../pipeline-files/connection.js';
-import { planLines, planPipeline } from '../../pipeline-files/plan.js';
 import { runPipelineOnce } from '../../pipeline-files/run.js';
 import { redactValue } from '../../util/redact.js';
 import { parseDuration } from '../../util/duration.js';
@@ -53,7 +51,6 @@ export const runCommand: CommandModule<object, RunArgs> = {
     if (isImport && !hasBaseUrl && !argv['dry-run'] && !argv.emulator) {
       throw new UsageError(`${argv.file}: no connection.base_url or WDS_BASE_URL: the import would go to the embedded emulator, which forgets everything when this command ends. Set one, or add --emulator to try it there all the same.`);
     }
-    if (argv['dry-run'] && !isImport) return printPlan(pipeline, argv, log);
     const preflight = new Preflight(argv);
     try {
       await preflight.report(argv.report);
@@ -89,17 +86,3 @@ export const runCommand: CommandModule<object, RunArgs> = {
     }
   },
 };
-
-async function printPlan(pipeline: Awaited<ReturnType<typeof loadOrExit>>, argv: RunArgs, log: (line: string) => void): Promise<void> {
-  const connection = await connectPipeline(pipeline, { embedded: true, seed: SAMPLE_COMPANY_DIR, log, logger: clientLogger });
-  try {
-    const plan = await planPipeline(pipeline, connection.client);
-    if (argv.json) process.stdout.write(`${JSON.stringify(plan)}\n`);
-    else {
-      console.log(`dry run of ${pipeline.name}: nothing is written; a run would do this:`);
-      for (const line of planLines(plan)) console.log(`  ${line}`);
-    }
-  } finally {
-    await connection.close();
-  }
-}
