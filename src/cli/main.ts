@@ -23,6 +23,7 @@ import { unknownWordMessage } from './did-you-mean.js';
 import { withHelpText } from './help-text.js';
 import { isWdsError } from '../client/errors.js';
 import { EXIT } from './exit-codes.js';
+import { scheduleCommand } from './commands/schedule.js';
 import { tuneMemory } from '../util/runtime.js';
 import { PACKAGE_ROOT } from './paths.js';
 
@@ -62,6 +63,7 @@ export async function main(argv: string[]): Promise<void> {
       }
     }, true)
     .command(emulatorCommand)
+    .command(scheduleCommand)
     .command(apiCommand)
     .command('photos', 'Face photos: export and import', (y) => y.command(photosExportCommand).command(photosImportCommand).demandCommand(1, 'name a photos command'))
     .command('attachments', 'Attachments: export and import', (y) => y.command(attachmentsExportCommand).command(attachmentsImportCommand).demandCommand(1, 'name an attachments command'))
