@@ -7,6 +7,7 @@
  * 1,000 files and 250 MB of body each, base64 counted as 4/3, each member's records in source order.
  * With a journal, and on a stop signal, as the photo import (section 8).
  */
+import type { ImportProgress } from './import-progress.js';
 import { createHash } from 'node:crypto';
 import type { WdsClient } from '../client/client.js';
 import type { ImportSource, SourceFile } from '../sources/source.js';
@@ -57,7 +58,7 @@ export interface AttachmentImportOptions {
    * While checking, the files checked so far; once every file is checked, `total` (= `done`) is
    * the number ready to send; while sending, the files whose request has ended, of `total`.
    */
-  onProgress?: (progress: { stage: 'check' | 'send'; done: number; total?: number }) => void;
+  onProgress?: (progress: ImportProgress) => void;
 }
 
 interface ReadyFile {
@@ -351,6 +352,9 @@ export async function runAttachmentImport(options: AttachmentImportOptions): Pro
         plans.push({ sheetId, fieldId, route, batches: planGroupedBatches(items, itemBytes, (item) => item.code, limits) });
       }
     }
+    let sentBytes = 0;
+    const totalBytes = [...register, ...update].reduce((sum, item) => sum + item.size, 0);
+    options.onProgress?.({ stage: 'send', done, total, bytes: 0, totalBytes, requests: 0, minimum });
     sending: for (const { sheetId, fieldId, route, batches } of plans) {
       const record: RequestRecord<ReadyFile> | undefined = journal && {
         sending: (items) => journal.sending('attachment', route, items.map(before)),
@@ -389,7 +393,8 @@ export async function runAttachmentImport(options: AttachmentImportOptions): Pro
           });
           done += 1;
         }
-        options.onProgress?.({ stage: 'send', done, total });
+        sentBytes += batch.reduce((sum, item) => sum + item.size, 0);
+        options.onProgress?.({ stage: 'send', done, total, bytes: sentBytes, totalBytes, requests: sent.register + sent.update, minimum });
       }
     }
     if (signal?.aborted) report.interrupted = { signal: signalName(signal), total: entries };

@@ -10,6 +10,7 @@
  * stop signal ends the checking and sending at the next file or request, and the run returns with
  * the files it reached.
  */
+import type { ImportProgress } from './import-progress.js';
 import { createReadStream } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import type { Readable } from 'node:stream';
@@ -62,7 +63,7 @@ export interface PhotoImportOptions {
    * While checking, the files checked so far; once every file is checked, `total` (= `done`) is
    * the number ready to send; while sending, the files whose request has ended, of `total`.
    */
-  onProgress?: (progress: { stage: 'check' | 'send'; done: number; total?: number }) => void;
+  onProgress?: (progress: ImportProgress) => void;
 }
 
 interface ReadyPhoto {
@@ -310,6 +311,9 @@ export async function runPhotoImport(options: PhotoImportOptions): Promise<Photo
     }));
     minimum = Math.ceil(register.length / MAX_PHOTOS_PER_REQUEST) + Math.ceil(update.length / MAX_PHOTOS_PER_REQUEST);
     const before = (item: ReadyPhoto): JournalFile => ({ code: item.code, sha256: item.sha256, before: photos.get(`photo:${item.code}`) ?? null });
+    let sentBytes = 0;
+    const totalBytes = [...register, ...update].reduce((sum, item) => sum + item.size, 0);
+    options.onProgress?.({ stage: 'send', done, total, bytes: 0, totalBytes, requests: 0, minimum });
     sending: for (const { route, batches } of plans) {
       const record: RequestRecord<ReadyPhoto> | undefined = journal && {
         sending: (items) => journal.sending('photo', route, items.map(before)),
@@ -342,7 +346,8 @@ export async function runPhotoImport(options: PhotoImportOptions): Promise<Photo
           report.add(photoItem(outcome, route, options.dryRun ?? false));
           done += 1;
         }
-        options.onProgress?.({ stage: 'send', done, total });
+        sentBytes += batch.reduce((sum, item) => sum + item.size, 0);
+        options.onProgress?.({ stage: 'send', done, total, bytes: sentBytes, totalBytes, requests: sent.register + sent.update, minimum });
       }
     }
     if (signal?.aborted) report.interrupted = { signal: signalName(signal), total: entries };

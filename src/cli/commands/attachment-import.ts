@@ -5,11 +5,13 @@
  */
 import type { Argv, CommandModule } from 'yargs';
 import { resolve } from 'node:path';
-import { connect, say, withConnection, UsageError, type ConnectionArgs } from '../connection.js';
+import { connect, withConnection, UsageError, type ConnectionArgs } from '../connection.js';
 import { stopSignal } from '../stop-signal.js';
 import { ImportJournal } from '../../stages/journal.js';
 import { finishRun, type OutputArgs } from '../output.js';
 import { Preflight } from '../preflight.js';
+import { createImportProgress } from '../import-progress.js';
+import type { WindowOption } from '../../client/options.js';
 import type { AttachmentImportMode } from '../../pipelines/attachment-import.js';
 import { openSource } from '../../sources/open-source.js';
 
@@ -46,9 +48,18 @@ export const attachmentsImportCommand: CommandModule<object, AttachmentImportArg
     try {
       await preflight.report(argv.report);
       const source = await openSource(resolve(argv.source));
-      const connection = await connect(argv, { writes: { allowEmbedded: argv.emulator } });
+      // On a terminal the progress line shows the waits as a countdown; elsewhere each wait is a line.
+      // The client's update window, known once connected.
+      const known: { update?: WindowOption } = {};
+      const progress = createImportProgress('attachments import', { quiet: argv.quiet, json: argv.json, update: () => known.update });
+      const connection = await connect(argv, {
+        writes: { allowEmbedded: argv.emulator },
+        onWait: (event) => progress.wait(event),
+        quietWaits: progress.showsWaits,
+      });
+      const limits = connection.client.options.limits;
+      known.update = limits ? limits.update : undefined;
       try {
-        let lastNote = 0;
         const result = await runAttachmentImport({
           client: connection.client,
           source,
@@ -59,12 +70,9 @@ export const attachmentsImportCommand: CommandModule<object, AttachmentImportArg
           signal: stopSignal(),
           // The company's import journal; the embedded emulator is a new company each run, so it has none.
           journal: connection.embedded ? undefined : ImportJournal.open(connection.client.options.consumerKey),
-          onProgress: (p) => {
-            if (Date.now() - lastNote < 5000 && !(p.total !== undefined && p.done === p.total)) return;
-            lastNote = Date.now();
-            say(argv, p.stage === 'check' ? (p.total === undefined ? `checked ${p.done} file${p.done === 1 ? '' : 's'}` : `checked every file: ${p.done} to send`) : `sent ${p.done} of ${p.total} files`);
-          },
+          onProgress: (p) => progress.update(p),
         });
+        progress.stop();
         const r = result.requests;
         const n = r.register + r.update;
         await finishRun(argv, result.report, { requests: r, waited_ms: result.waitedMs, check_ms: result.checkMs }, [
@@ -72,6 +80,7 @@ export const attachmentsImportCommand: CommandModule<object, AttachmentImportArg
           `waited ${(result.waitedMs / 1000).toFixed(1)} s on the service's limits`,
         ]);
       } finally {
+        progress.stop();
         await connection.close();
       }
     } finally {

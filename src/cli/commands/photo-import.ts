@@ -10,9 +10,10 @@ import { stopSignal } from '../stop-signal.js';
 import { ImportJournal } from '../../stages/journal.js';
 import { finishRun, type OutputArgs } from '../output.js';
 import { Preflight } from '../preflight.js';
+import { createImportProgress } from '../import-progress.js';
+import type { WindowOption } from '../../client/options.js';
 import type { PhotoImportMode } from '../../pipelines/photo-import.js';
 import { openSource } from '../../sources/open-source.js';
-import { say } from '../connection.js';
 
 interface PhotoImportArgs extends ConnectionArgs, OutputArgs {
   source: string;
@@ -44,9 +45,18 @@ export const photosImportCommand: CommandModule<object, PhotoImportArgs> = {
     try {
       await preflight.report(argv.report);
       const source = await openSource(resolve(argv.source));
-      const connection = await connect(argv, { writes: { allowEmbedded: argv.emulator } });
+      // On a terminal the progress line shows the waits as a countdown; elsewhere each wait is a line.
+      // The client's update window, known once connected.
+      const known: { update?: WindowOption } = {};
+      const progress = createImportProgress('photos import', { quiet: argv.quiet, json: argv.json, update: () => known.update });
+      const connection = await connect(argv, {
+        writes: { allowEmbedded: argv.emulator },
+        onWait: (event) => progress.wait(event),
+        quietWaits: progress.showsWaits,
+      });
+      const limits = connection.client.options.limits;
+      known.update = limits ? limits.update : undefined;
       try {
-        let lastNote = 0;
         const result = await runPhotoImport({
           client: connection.client,
           source,
@@ -57,18 +67,16 @@ export const photosImportCommand: CommandModule<object, PhotoImportArgs> = {
           signal: stopSignal(),
           // The company's import journal; the embedded emulator is a new company each run, so it has none.
           journal: connection.embedded ? undefined : ImportJournal.open(connection.client.options.consumerKey),
-          onProgress: (p) => {
-            if (Date.now() - lastNote < 5000 && !(p.total !== undefined && p.done === p.total)) return;
-            lastNote = Date.now();
-            say(argv, p.stage === 'check' ? (p.total === undefined ? `checked ${p.done} file${p.done === 1 ? '' : 's'}` : `checked every file: ${p.done} to send`) : `sent ${p.done} of ${p.total} photos`);
-          },
+          onProgress: (p) => progress.update(p),
         });
+        progress.stop();
         const r = result.requests;
         await finishRun(argv, result.report, { requests: r, waited_ms: result.waitedMs, check_ms: result.checkMs }, [
           `${r.register + r.update} update request${r.register + r.update === 1 ? '' : 's'} (${r.register} register, ${r.update} update; the fewest possible: ${r.minimum})${r.resubmitted ? `; ${r.resubmitted} files sent again after their request ended NG for others` : ''}`,
           `waited ${(result.waitedMs / 1000).toFixed(1)} s on the service's limits`,
         ]);
       } finally {
+        progress.stop();
         await connection.close();
       }
     } finally {
