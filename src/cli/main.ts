@@ -14,6 +14,7 @@ import { verifyCommand } from './commands/verify.js';
 import { validateCommand } from './commands/validate.js';
 import { planCommand } from './commands/plan.js';
 import { runCommand } from './commands/run.js';
+import { archiveCommand } from './commands/archive.js';
 import { photosImportCommand } from './commands/photo-import.js';
 import { attachmentsImportCommand } from './commands/attachment-import.js';
 import { UsageError } from './connection.js';
@@ -71,6 +72,7 @@ export async function main(argv: string[]): Promise<void> {
     .command(validateCommand)
     .command(planCommand)
     .command(runCommand)
+    .command(archiveCommand)
     .completion('completion', 'Print a bash or zsh completion script (wds-files completion >> ~/.bashrc)')
     .demandCommand(1, 'name a command; see --help')
     .strict()

@@ -75,7 +75,14 @@ export const fileId = (l: ManifestRow): string => `${l.sheet_id}/${l.custom_fiel
 
 export async function manifestOf(dir: string): Promise<Map<string, ManifestRow>> {
   const text = await readFile(join(dir, 'manifest.jsonl'), 'utf8');
-  const rows = text.split('\n').filter(Boolean).map((l) => JSON.parse(l) as ManifestRow);
+  // A line cut short (a run killed while appending it) names no file yet.
+  const rows = text.split('\n').filter(Boolean).flatMap((l) => {
+    try {
+      return [JSON.parse(l) as ManifestRow];
+    } catch {
+      return [];
+    }
+  });
   return new Map(rows.map((r) => [keyOf(r), r]));
 }
 

@@ -1,0 +1,93 @@
+/**
+ * `archive restore [@ID] --out DIR|ZIP`: a snapshot copied out as an ordinary export folder or zip
+ * (DESIGN.md section 4) through the export's own sinks, so the result verifies and imports like
+ * any export. Each file's bytes are checked against the snapshot's manifest as they are copied: a
+ * file that differs is left out and reported, never written. The copies share nothing with the
+ * archive. A rerun into the same place copies only what is not there yet.
+ */
+import { createReadStream } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { join } from 'node:path';
+import { FolderSink } from '../sinks/folder.js';
+import { TargetError, type ExportSink } from '../sinks/sink.js';
+import { LinkCheck, manifestKey, sortLines, type ManifestLine } from '../sinks/manifest.js';
+import { RunReport } from '../stages/report.js';
+import { findSnapshot, readSnapshotManifest } from './store.js';
+
+export interface RestoreResult {
+  snapshot: string;
+  out: string;
+  report: RunReport;
+}
+
+const isZip = (out: string): boolean => out.toLowerCase().endsWith('.zip');
+
+/** Copies one file into the sink, hashing it on the way; answers why it was not written, or null. */
+async function copyInto(sink: ExportSink, from: string, line: ManifestLine): Promise<string | null> {
+  const writer = await sink.open(line.path, line.size);
+  const hash = createHash('sha256');
+  let size = 0;
+  try {
+    for await (const chunk of createReadStream(from) as AsyncIterable<Buffer>) {
+      hash.update(chunk);
+      size += chunk.length;
+      await writer.write(chunk);
+    }
+  } catch (error) {
+    await writer.abort();
+    return `cannot be read: ${(error as Error).message}`;
+  }
+  const sha256 = hash.digest('hex');
+  if (size !== line.size || sha256 !== line.sha256) {
+    await writer.abort();
+    return size !== line.size ? `size ${size} bytes in the archive, the manifest says ${line.size}` : 'sha256 in the archive differs from the manifest';
+  }
+  await writer.commit();
+  await sink.record(line);
+  return null;
+}
+
+export async function restoreSnapshot(archive: string, ref: string | undefined, out: string, options: { signal?: AbortSignal } = {}): Promise<RestoreResult> {
+  const snapshot = await findSnapshot(archive, ref);
+  const manifest = await readSnapshotManifest(snapshot.dir);
+  const report = new RunReport('archive restore');
+  for (const problem of manifest.problems) report.notes.push(`${join(snapshot.dir, 'manifest.jsonl')} ${problem}; that line is not restored`);
+  const onDisk = async <T>(step: () => Promise<T>): Promise<T> => {
+    try {
+      return await step();
+    } catch (error) {
+      throw error instanceof TargetError ? error : new TargetError(out, error);
+    }
+  };
+  const sink: ExportSink = await onDisk(async () => (isZip(out) ? (await import('../sinks/zip.js')).ZipSink.create(out) : FolderSink.create(out)));
+  const lines = sortLines(manifest.lines.values());
+  try {
+    const intact = await onDisk(() => sink.intactFromEarlierRun());
+    const already = lines.filter((line) => intact.get(manifestKey(line))?.sha256 === line.sha256);
+    const notKept = new Set((await onDisk(() => sink.keep(already, options.signal))).map(manifestKey));
+    const keptKeys = new Set(already.map(manifestKey).filter((key) => !notKept.has(key)));
+    const links = new LinkCheck(snapshot.dir);
+    let reached = 0;
+    for (const line of lines) {
+      if (options.signal?.aborted) break;
+      reached += 1;
+      const base = { key: manifestKey(line), code: line.code, file_name: line.file_name, path: line.path, size: line.size, sha256: line.sha256 };
+      if (keptKeys.has(base.key)) {
+        report.add({ ...base, outcome: 'skipped', reason: 'already restored: size and sha256 match' });
+        continue;
+      }
+      const link = await links.linkIn(line.path);
+      const why = link ? LinkCheck.reason(link) : await onDisk(() => copyInto(sink, join(snapshot.dir, line.path), line));
+      report.add(why ? { ...base, outcome: 'failed', reason: why } : { ...base, outcome: 'ok' });
+    }
+    if (reached < lines.length) {
+      await onDisk(() => sink.pause());
+      report.interrupted = { signal: options.signal?.reason === 'SIGTERM' ? 'SIGTERM' : 'SIGINT', total: lines.length };
+    } else await onDisk(() => sink.finish());
+  } catch (error) {
+    await sink.abort().catch(() => undefined);
+    throw error;
+  }
+  report.finish();
+  return { snapshot: snapshot.id, out, report };
+}

@@ -1,0 +1,228 @@
+/**
+ * `wds-files archive list|show|diff|restore|check|forget <ARCHIVE> ...` (DESIGN.md section 10):
+ * thin commands over src/archive. list, show, diff and check only read; restore locks its output
+ * as an export does, forget locks the archive (`<archive>/.wds-lock`).
+ */
+import { stat } from 'node:fs/promises';
+import { resolve } from 'node:path';
+import type { Argv, CommandModule } from 'yargs';
+import { UsageError } from '../connection.js';
+import { EXIT } from '../exit-codes.js';
+import { finishRun } from '../output.js';
+import { Preflight, withTargetOptions, type TargetArgs } from '../preflight.js';
+import { formatBytes } from '../progress.js';
+import { stopSignal } from '../stop-signal.js';
+import { parseDuration } from '../../util/duration.js';
+import { checkArchive } from '../../archive/check.js';
+import { diffSnapshots } from '../../archive/diff.js';
+import { forgetSnapshots } from '../../archive/forget.js';
+import { restoreSnapshot } from '../../archive/restore.js';
+import { hasRules, retentionPolicySchema, type RetentionPolicy } from '../../archive/retention.js';
+import { findSnapshot, listSnapshots, readLatest, readSnapshotManifest, snapshotsDir } from '../../archive/store.js';
+
+interface ArchiveArgs {
+  archive: string;
+  json: boolean;
+  quiet?: boolean;
+}
+
+const withArchive = <T>(y: Argv<T>): Argv<T & ArchiveArgs> =>
+  y.positional('archive', { type: 'string', demandOption: true, describe: 'The archive folder (the one holding snapshots/ and latest)' })
+    .option('json', { type: 'boolean', default: false, describe: 'One JSON document on stdout' }) as unknown as Argv<T & ArchiveArgs>;
+
+/** The archive folder, which must hold `snapshots/`. */
+async function archiveDir(path: string): Promise<string> {
+  const dir = resolve(path);
+  const info = await stat(snapshotsDir(dir)).catch(() => null);
+  if (!info?.isDirectory()) throw new UsageError(`${path} is not a snapshot archive: it has no snapshots/ folder`);
+  return dir;
+}
+
+/** A snapshot the user named, or a usage error naming what the archive holds. */
+async function snapshotArg(archive: string, ref: string | undefined) {
+  try {
+    return await findSnapshot(archive, ref);
+  } catch (error) {
+    throw new UsageError((error as Error).message);
+  }
+}
+
+const print = (json: boolean, value: unknown, text: () => string[]): void => {
+  if (json) process.stdout.write(`${JSON.stringify(value)}\n`);
+  else for (const line of text()) console.log(line);
+};
+
+const listCommand: CommandModule<object, ArchiveArgs> = {
+  command: 'list <archive>',
+  describe: 'The snapshots: id, complete, files, new files, bytes',
+  builder: (y: Argv) => withArchive(y),
+  handler: async (argv) => {
+    const dir = await archiveDir(argv.archive);
+    const { snapshots, partial } = await listSnapshots(dir);
+    const latest = await readLatest(dir);
+    const rows = snapshots.map((s) => ({
+      id: s.id, complete: s.doc?.complete ?? null, files: s.doc?.counts.files ?? null, new: s.doc ? s.doc.counts.new + s.doc.counts.changed : null,
+      bytes: s.doc?.bytes.total ?? null, latest: s.id === latest, ...(s.problem ? { problem: s.problem } : {}),
+    }));
+    print(argv.json, { archive: dir, latest, snapshots: rows, partial }, () => [
+      `${'ID'.padEnd(22)}${'COMPLETE'.padEnd(10)}${'FILES'.padStart(8)}${'NEW'.padStart(8)}${'BYTES'.padStart(12)}`,
+      ...rows.map((r) => r.problem
+        ? `${r.id.padEnd(22)}${r.problem}`
+        : `${r.id.padEnd(22)}${(r.complete ? 'yes' : 'no').padEnd(10)}${String(r.files).padStart(8)}${String(r.new).padStart(8)}${formatBytes(r.bytes ?? 0).padStart(12)}${r.latest ? '  (latest)' : ''}`),
+      ...partial.map((id) => `${`${id}.partial`.padEnd(22)}being built, or left by an interrupted run; the next run continues it`),
+    ]);
+  },
+};
+
+interface ShowArgs extends ArchiveArgs { snapshot?: string }
+
+const showCommand: CommandModule<object, ShowArgs> = {
+  command: 'show <archive> [snapshot]',
+  describe: 'One snapshot (@ID; default the latest): its snapshot.json and what it holds',
+  builder: (y: Argv) => withArchive(y).positional('snapshot', { type: 'string', describe: '@ID, or latest' }) as unknown as Argv<ShowArgs>,
+  handler: async (argv) => {
+    const snapshot = await snapshotArg(await archiveDir(argv.archive), argv.snapshot);
+    const lines = [...(await readSnapshotManifest(snapshot.dir)).lines.values()];
+    const members = new Set(lines.map((l) => l.code)).size;
+    const photos = lines.filter((l) => l.kind === 'photo').length;
+    const parts = new Map<string, number>();
+    for (const l of lines) if (l.kind === 'attachment') parts.set(`sheet ${l.sheet_id}, field ${l.custom_field_id}`, (parts.get(`sheet ${l.sheet_id}, field ${l.custom_field_id}`) ?? 0) + 1);
+    const summary = { members, photos, attachments: Object.fromEntries(parts) };
+    print(argv.json, { id: snapshot.id, path: snapshot.dir, snapshot: snapshot.doc, problem: snapshot.problem, summary }, () => {
+      const d = snapshot.doc;
+      if (!d) return [`${snapshot.id}: ${snapshot.problem}`];
+      const c = d.counts;
+      return [
+        `snapshot ${snapshot.id} (${snapshot.dir})`,
+        `  pipeline ${d.pipeline}; ${d.started_at} to ${d.finished_at}; ${d.complete ? 'complete' : `incomplete: ${c.failed} files failed`}`,
+        `  ${c.files} files, ${formatBytes(d.bytes.total)}: ${c.new} new, ${c.changed} changed, ${c.unchanged} unchanged (${d.unchanged_files ?? 'hard links'}), ${c.deleted} deleted since ${d.previous ?? 'nothing (the first snapshot)'}; ${formatBytes(d.bytes.new)} new`,
+        `  ${members} members: ${photos} photos${[...parts].map(([part, n]) => `, ${n} attachments in ${part}`).join('')}`,
+      ];
+    });
+  },
+};
+
+interface DiffArgs extends ArchiveArgs { a: string; b: string }
+
+const diffCommand: CommandModule<object, DiffArgs> = {
+  command: 'diff <archive> <a> <b>',
+  describe: 'Files added, changed and deleted from snapshot A to snapshot B, by member',
+  builder: (y: Argv) => withArchive(y).positional('a', { type: 'string', demandOption: true, describe: '@ID' }).positional('b', { type: 'string', demandOption: true, describe: '@ID, or latest' }) as unknown as Argv<DiffArgs>,
+  handler: async (argv) => {
+    const dir = await archiveDir(argv.archive);
+    const [a, b] = [await snapshotArg(dir, argv.a), await snapshotArg(dir, argv.b)];
+    const diff = await diffSnapshots(dir, a.id, b.id);
+    const mark = { added: '+', changed: 'M', deleted: '-' } as const;
+    print(argv.json, { from: diff.from, to: diff.to, counts: diff.counts, members: diff.members.map((m) => ({ code: m.code, files: m.files.map((f) => ({ change: f.change, ...f.line })) })) }, () => [
+      `${diff.from} -> ${diff.to}: ${diff.counts.added} added, ${diff.counts.changed} changed, ${diff.counts.deleted} deleted, in ${diff.members.length} members`,
+      ...diff.members.flatMap((m) => [`member ${m.code}`, ...m.files.map((f) => `  ${mark[f.change]} ${f.line.path}`)]),
+    ]);
+  },
+};
+
+interface RestoreArgs extends ArchiveArgs, TargetArgs { snapshot?: string; out: string; report?: string }
+
+const restoreCommand: CommandModule<object, RestoreArgs> = {
+  command: 'restore <archive> [snapshot]',
+  describe: 'Copy a snapshot (@ID; default the latest) out as an export folder or zip',
+  builder: (y: Argv) => withTargetOptions(withArchive(y))
+    .positional('snapshot', { type: 'string', describe: '@ID, or latest' })
+    .option('out', { type: 'string', demandOption: true, describe: 'A folder, or a file ending in .zip' })
+    .option('report', { type: 'string', describe: 'Write the per-file report (JSON) to FILE' }) as unknown as Argv<RestoreArgs>,
+  handler: async (argv) => {
+    const dir = await archiveDir(argv.archive);
+    const snapshot = await snapshotArg(dir, argv.snapshot);
+    const out = resolve(argv.out);
+    if (out === dir || out.startsWith(`${dir}/`)) throw new UsageError(`--out ${argv.out} is inside the archive; restore to a folder or zip outside it`);
+    const preflight = new Preflight(argv);
+    try {
+      await preflight.report(argv.report);
+      await preflight.exportTarget(argv.out, { zip: out.toLowerCase().endsWith('.zip'), force: argv.force ?? false, waitLock: argv['wait-lock'] });
+      const result = await restoreSnapshot(dir, snapshot.id, out, { signal: stopSignal() });
+      await finishRun(argv, result.report, { snapshot: result.snapshot, out }, [`snapshot ${result.snapshot} restored to ${out}`, ...result.report.notes]);
+    } finally {
+      await preflight.end();
+    }
+  },
+};
+
+interface CheckArgs extends ArchiveArgs { 'read-data'?: number }
+
+const checkCommand: CommandModule<object, CheckArgs> = {
+  command: 'check <archive>',
+  describe: 'Check every snapshot: each file its manifest lists is there with its size; --read-data also hashes a share of the files',
+  builder: (y: Argv) => withArchive(y).option('read-data', { type: 'number', describe: 'Read PERCENT (1-100) of the files, chosen at random, and check their sha256' })
+    .check((args) => {
+      const p = args['read-data'];
+      if (p !== undefined && !(typeof p === 'number' && p > 0 && p <= 100)) throw new UsageError(`--read-data must be a percentage from 1 to 100, got ${String(p)}`);
+      return true;
+    }) as unknown as Argv<CheckArgs>,
+  handler: async (argv) => {
+    const dir = await archiveDir(argv.archive);
+    const result = await checkArchive(dir, { readDataPercent: argv['read-data'] });
+    print(argv.json, { archive: dir, ...result }, () => [
+      `check ${dir}: ${result.snapshots} snapshots, ${result.files} files listed${argv['read-data'] ? `, ${result.read} files read` : ''}; ${result.problems.length ? `${result.problems.length} problems:` : 'no problem found'}`,
+      ...result.problems.map((p) => `  ${p.snapshot}${p.path ? ` ${p.path}` : ''}: ${p.problem}`),
+      ...result.partial.map((id) => `  ${id}.partial: being built, or left by an interrupted run`),
+    ]);
+    if (result.problems.length) process.exitCode = EXIT.partial;
+  },
+};
+
+interface ForgetArgs extends ArchiveArgs {
+  'keep-last'?: number; 'keep-daily'?: number; 'keep-weekly'?: number; 'keep-monthly'?: number; 'keep-yearly'?: number;
+  'dry-run': boolean; 'wait-lock'?: string;
+}
+
+const RULES = ['last', 'daily', 'weekly', 'monthly', 'yearly'] as const;
+
+function policyOf(argv: ForgetArgs): RetentionPolicy {
+  const raw = Object.fromEntries(RULES.filter((r) => argv[`keep-${r}`] !== undefined).map((r) => [`keep_${r}`, argv[`keep-${r}`]]));
+  const parsed = retentionPolicySchema.safeParse(raw);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    throw new UsageError(`--${String(issue.path[0]).replace('_', '-')} ${issue.message}, got ${String(raw[String(issue.path[0])])}`);
+  }
+  if (!hasRules(parsed.data)) throw new UsageError('give at least one of --keep-last, --keep-daily, --keep-weekly, --keep-monthly, --keep-yearly with a count of 1 or more; forget removes nothing without one');
+  return parsed.data;
+}
+
+const forgetCommand: CommandModule<object, ForgetArgs> = {
+  command: 'forget <archive>',
+  describe: 'Remove the snapshots the --keep-* rules do not keep (the newest complete one always stays)',
+  builder: (y: Argv) => {
+    let b = withArchive(y).option('wait-lock', { type: 'string', describe: 'If a run is writing the archive, wait for it up to DURATION (30s, 5m, 1h) instead of refusing' })
+      .check((args) => {
+        const wait = args['wait-lock'];
+        if (wait !== undefined && parseDuration(String(wait)) === null) throw new UsageError(`--wait-lock must be a duration such as 30s, 5m or 1h, got "${wait}"`);
+        return true;
+      }) as unknown as Argv<ForgetArgs>;
+    for (const r of RULES) b = b.option(`keep-${r}`, { type: 'number', describe: r === 'last' ? 'Keep the N newest complete snapshots' : `Keep the newest snapshot of each of the last N ${r === 'daily' ? 'days' : r.replace('ly', 's')} that have one` });
+    return b.option('dry-run', { type: 'boolean', default: false, describe: 'List what would be removed; remove nothing' }) as unknown as Argv<ForgetArgs>;
+  },
+  handler: async (argv) => {
+    const policy = policyOf(argv);
+    const dir = await archiveDir(argv.archive);
+    const preflight = new Preflight(argv);
+    try {
+      if (!argv['dry-run']) await preflight.exportTarget(dir, { zip: false, force: false, waitLock: argv['wait-lock'] });
+      const result = await forgetSnapshots(dir, policy, { dryRun: argv['dry-run'] });
+      const verb = argv['dry-run'] ? 'would remove' : 'removed';
+      print(argv.json, { archive: dir, dry_run: argv['dry-run'], policy, keep: result.decision.keep, remove: result.decision.remove }, () => [
+        `forget ${dir}: keep ${result.keep.length}, ${verb} ${result.remove.length}`,
+        ...result.decision.keep.map((k) => `  keep    ${k.id}  ${k.reasons.join(', ')}`),
+        ...result.decision.remove.map((r) => `  ${argv['dry-run'] ? 'would remove' : 'remove'}  ${r.id}  ${r.reason}`),
+      ]);
+    } finally {
+      await preflight.end();
+    }
+  },
+};
+
+export const archiveCommand: CommandModule = {
+  command: 'archive',
+  describe: 'Snapshot archives: list, show, diff, restore, check, forget',
+  builder: (y: Argv) => y.command(listCommand).command(showCommand).command(diffCommand).command(restoreCommand).command(checkCommand).command(forgetCommand)
+    .demandCommand(1, 'name an archive command: list, show, diff, restore, check or forget'),
+  handler: () => undefined,
+};
