@@ -16,56 +16,29 @@ import { extensionOf } from '../spec/extensions.js';
 import { DEFAULT_RETRY, type RetryPolicy } from '../client/retry.js';
 
 /**
- * Chosen with `npx tsx bench/export.ts --sweep --runs 3` (storage latency 20 ms, folder, medians;
- * 2-core machine shared with the emulator; 16 large bodies read at once), 2026-11-21, with one
- * connection per download slot (ConnectionLanes):
- *
- *   concurrency                8      16      32      64
- *   2,000 photos of 100 KB  5.59 s  2.78 s  1.49 s  0.98 s   peak RSS 110-115 MB throughout
- *   200 files of 5 MB        544     654     692     587 MB/s, peak RSS 136 / 130 / 138 / 158 MB
- *   20,000 photos of 20 KB                 14.70 s  8.05 s   peak RSS 123 / 121 MB
- *
- * Before the lanes (one undici Pool), more connections gained less: 3.78, 2.70 and 2.38 s for the
- * photos at 16, 32 and 64. Many connections hide the storage latency of small files: photos to a
- * folder take 64 (`PHOTO_EXPORT_CONCURRENCY`), at the same memory as 32, starting with 16 until
- * answers show small files and a storage far enough away to need more (START_CONNECTIONS,
- * LatencyWindow). Photos can be 5 MB too, and a first wave of
- * 64 such files took the peak to 150-160 MB (137-144 MB at 16); with the slow start, 64 is at
- * 133-137 MB there, and 2,000 small photos take 3 % longer (1.11 s against 1.07 s, medians of 8).
- * At 0 ms latency 64 was a little slower than 32 in each of three pairs (2.32/2.07, 2.44/2.14,
- * 0.95/0.87 s: the spread between runs is the kernel's file creation), and 128 went over 150 MB.
- * Attachments keep 16: documents run to megabytes, and more connections gain little there and
- * cost memory (the 5 MB set's peak is the closest to the 150 MB bound).
- *
- * Photos to a zip take 64 as well, since the files waiting for the zip wait in blocks of their own
- * (WaitingBlocks in sinks/zip.ts) and no download starts while 16 wait: 20,000 photos of 20 KB at
- * 20 ms took 28 s with 16 connections, 7.2-7.4 s with 64, at 123-128 MB (before those two, 64
- * peaked at 150-190 MB). At 0 ms latency 64 under way gained nothing over 16 (2.7 s either way)
- * and peaked higher (158-177 MB against 137 MB): with the storage that near, the zip, one entry at
- * a time on the main thread, is the bound, and the objects of more downloads under way reach V8's
- * old generation before they are garbage. So an export opens more than 16 connections only while
- * answers come slowly (LatencyWindow): at 0 ms the zip then peaked at 133/140 MB, a folder at
- * 124-134 MB (159/160 MB with 64 under way), and at 20 ms nothing changed.
+ * Downloads in flight by default. Attachments keep 16: documents run to megabytes, and more
+ * connections gain little there and cost memory. Photos take PHOTO_EXPORT_CONCURRENCY, since many
+ * connections hide the storage latency of small files; the figures are in bench/notes.md.
  */
 export const DEFAULT_EXPORT_CONCURRENCY = 16;
 
-/** The default for photos to a folder (see DEFAULT_EXPORT_CONCURRENCY). */
+/**
+ * The default for photos, to a folder or a zip: it starts with fewer connections and opens more
+ * only while answers come slowly (START_CONNECTIONS, LatencyWindow), which keeps a first wave of
+ * large photos and a near storage within the memory bound.
+ */
 export const PHOTO_EXPORT_CONCURRENCY = 64;
 
 /**
  * Bodies over 1 MB read at once, whatever the concurrency (`largeBodies` in stages/download.ts).
- * 16 rather than 8: at the default 16 connections every large answer is read as it comes, instead
- * of half of them waiting open (5 MB set, four sets of 8-12 interleaved runs: 5-12 % faster,
- * about 3-5 MB more at the peak).
+ * 16, so that at the default 16 connections every large answer is read as it comes instead of
+ * waiting open.
  */
 export const LARGE_BODY_CONCURRENCY = 16;
 
 /**
  * Downloads at once to a folder while bodies over 1 MB are read (LargeFilePace; the concurrency
- * otherwise).
- * 5 MB set at 20 ms, two sets of eight runs taken in turn: at 16, 1.62 and 1.62 s, peak RSS
- * 140/149 and 142/155 MB (median/max); held to 10, 1.55 and 1.63 s, 137/148 and 136/143 MB; to
- * 12, 1.60 and 1.73 s, 135/143 and 140/146 MB.
+ * otherwise): fewer large bodies in memory at once, at no cost in time.
  */
 export const LARGE_FILE_CONNECTIONS = 10;
 

@@ -12,14 +12,10 @@
  * format allows but streaming readers refuse for stored entries: Java's ZipInputStream ("only
  * DEFLATED entries can have EXT descriptor") and Apache Commons Compress by default, both common
  * in the HR systems a backup is fed to. archiver writes a Buffer entry into zip-stream at once,
- * past its backpressure (a bench zipping 20,000 entries of 20 KB from memory, appended without
- * waiting, peaked at 757 MB), so after each one the sink waits until the file's writer has taken
- * it. Entries of WHOLE_REUSE bytes or more are read into one buffer kept for the run, given back
- * when the writer has written that very buffer. A fresh 5 MB buffer per entry, freed only when the
- * garbage collector came round, took a zip of the 5 MB set at 20 ms from 143 to 160 MB (medians);
- * with the one buffer, 139-153 MB against 146-151 MB for streamed entries in runs taken in turn,
- * though bench/export put the zip at 131-132 MB (median of 3) before and 142-148 MB after, with
- * the pacing below. Deflated entries, and stored ones over WHOLE_LIMIT (the service keeps files to
+ * past its backpressure, so after each one the sink waits until the file's writer has taken it.
+ * Entries of WHOLE_REUSE bytes or more are read into one buffer kept for the run, given back when
+ * the writer has written that very buffer: a fresh buffer per entry lives until the garbage
+ * collector comes round, and large ones add up. Deflated entries, and stored ones over WHOLE_LIMIT (the service keeps files to
  * 5 MB; older ones may be larger), go as streams, with a data descriptor.
  *
  * A run stopped by a signal (`pause`) completes the zip as `<name>.partial`. The next run moves it
@@ -54,15 +50,12 @@ const WHOLE_LIMIT = 16 * 1024 * 1024;
  * Downloads at once while files too large to wait in memory are on their way into the zip (the
  * export's concurrency otherwise). The zip takes one entry at a time, slower than 16 connections
  * bring large files in; the extra downloads only competed with it for the CPU and held more read
- * buffers. A zip of the 5 MB set at 20 ms, eight runs each taken in turn: 3.74 s and 145/162 MB
- * (median/max peak) at 16, 3.34 s and 142/149 MB at 8, 3.44 s and 145/158 MB at 6.
+ * buffers.
  */
 const LARGE_FILE_CONNECTIONS = 8;
 /**
- * Entries waiting for the zip past which no new download starts (`starts`). 20,000 photos of 20 KB
- * with 64 connections, two runs each: at 0 ms storage latency 3.25 s and 188 MB peak without this
- * hold, 2.71 s and 158 MB with it (4: 2.84 s, 159 MB); at 20 ms 7.39 s and 129 MB against 7.35 s
- * and 123 MB.
+ * Entries waiting for the zip past which no new download starts (`starts`): with a near storage
+ * the zip, one entry at a time, is slower than 64 connections, and waiting entries would pile up.
  */
 const WAITING_ENTRIES = 16;
 /** Stored entries of this size or more are read into a buffer kept for the run. */
@@ -440,9 +433,7 @@ export class ZipSink implements ExportSink {
  * needed while they fit in `budget` bytes, and used again. A file waits in one block, copied out
  * of the socket's read buffers as it comes. Kept instead, those buffers outlived two young-
  * generation collections while the file waited its turn, went to the old generation and were freed
- * only by a full collection, which V8 runs after 64 MB of such memory: a zip of 20,000 photos of
- * 20 KB at 20 ms peaked at 150-190 MB with 64 connections (the external memory V8 reported grew
- * by 1 MB at each young collection), so zips were held to 16 connections.
+ * only by a full collection, which V8 runs after 64 MB of such memory.
  */
 export class WaitingBlocks {
   private readonly free = new Map<number, Buffer[]>();
