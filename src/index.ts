@@ -46,6 +46,7 @@ export { runPhotoImport } from './pipelines/photo-import.js';
 export type { PhotoImportMode, PhotoImportOptions, PhotoImportResult } from './pipelines/photo-import.js';
 export { runAttachmentImport } from './pipelines/attachment-import.js';
 export type { AttachmentImportMode, AttachmentImportOptions, AttachmentImportResult } from './pipelines/attachment-import.js';
+export type { ImportProgress } from './pipelines/import-progress.js';
 export { verifyExport } from './pipelines/verify.js';
 export type { VerifyProblem, VerifyResult } from './pipelines/verify.js';
 export { openSource } from './sources/open-source.js';
