@@ -106,8 +106,7 @@ async function sinkStep<T>(path: string, step: () => Promise<T>): Promise<T> {
  * Feeds `body` to `writer` as it comes, pausing the body while the writer asks to wait. Resolves
  * when the body has ended; rejects with the connection's error (a cut or truncated body), or with
  * a SinkError when the writer failed. Read by events rather than `for await`: no promise per chunk
- * unless the writer holds it back (5 MB set at 20 ms, medians of ten and of eight runs taken in
- * turn: 1.58 -> 1.52 s and 1.80 -> 1.57 s, our CPU 3.05 -> 2.58 s in the second; photos alike).
+ * unless the writer holds it back, which saves CPU on every body.
  */
 function pump(body: Readable, path: string, writer: EntryWriter, onBytes: (bytes: number) => void): Promise<void> {
   return new Promise<void>((resolve, reject) => {
@@ -349,11 +348,8 @@ export class LargeFilePace implements StartGate {
 
 /**
  * An answer that took at least this long (ms, from the request to its headers) lets one more
- * download start (LatencyWindow). Storage 20 ms away answered 20,000 photos in 20.4 ms or more
- * (p10) at 16 and at 64 connections; storage on the same machine in 0.9 / 1.8 / 3.4 ms (p10 / p50
- * / p90) at 16, and in 4.5 / 7.8 / 12.7 ms at 64, the time they waited for this busy process:
- * below that, once at 64, the window would hold itself there. A zip of those photos at 0 ms, three
- * runs each: peak 133/140 MB (median/max) with 10 ms, 138/148 MB with 5 ms.
+ * download start (LatencyWindow). It is above the time a near storage's answers wait for this
+ * busy process at 64 connections, so that such answers do not hold the window open by themselves.
  */
 export const SLOW_ANSWER_MS = 10;
 
@@ -362,13 +358,11 @@ export const SLOW_ANSWER_MS = 10;
  * file answered in SLOW_ANSWER_MS or more, one fewer (down to `start`) for each answered sooner,
  * and `start` again at a large file.
  *
- * More connections pay only while the storage's latency bounds the run: at 20 ms, 64 connections
- * took 2,000 photos in 0.98 s against 2.78 s with 16. With the storage near, the bound is this
- * process's CPU; 64 gained nothing, and the objects of more downloads under way outlived young-
- * generation collections: 20,000 photos of 20 KB at 0 ms peaked at 159-160 MB to a folder and
- * 168-177 MB to a zip with 64 under way, 119 and 137 MB with 16. Requests sent before the first
- * answer cannot be held back, and with 64 the first wave of 5 MB files alone took a folder's peak
- * to 150-160 MB: hence the start, and the start again at a large file.
+ * More connections pay only while the storage's latency bounds the run. With the storage near,
+ * the bound is this process's CPU, and the objects of more downloads under way outlive young-
+ * generation collections and raise the memory. Requests sent before the first answer cannot be
+ * held back, and a first wave of 64 large files alone would be too much memory: hence the start,
+ * and the start again at a large file.
  */
 export class LatencyWindow implements StartGate {
   private size: number;
@@ -422,11 +416,9 @@ export function allOf(...gates: StartGate[]): StartGate {
  * the event loop after the answer ends; the Client then waits a second turn before it writes to the
  * idle socket (its check that the server did not close it). Given to the Client directly, the next
  * request waits only that second turn. Each turn of a busy export's event loop handles every other
- * answer and file that came in meanwhile, so the wait grew with the concurrency: the Pool left its
- * connections idle between requests about a millisecond longer than curl did (bench/export, 2,000
- * photos at 20 ms storage latency, concurrency 16, ten runs taken in turn: Pool 3.01 s, lanes
- * 2.78 s, curl 2.80 s). A lane never has two requests on the wire: `pool` gives it to one download
- * at a time.
+ * answer and file that came in meanwhile, so the wait grew with the concurrency and the Pool left
+ * its connections idle between requests longer than curl does. A lane never has two requests on
+ * the wire: `pool` gives it to one download at a time.
  */
 export class ConnectionLanes {
   private readonly agents: Agent[];

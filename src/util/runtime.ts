@@ -39,12 +39,9 @@ let tuned = false;
  * Node reads each socket into a new buffer of up to 64 KB, dead once its bytes are on disk; V8
  * frees it at the next young-generation collection. Those run when the JavaScript heap's young
  * generation is full, and a large body makes little JavaScript garbage for its bytes: between two
- * collections, tens of MB of read buffers waited. bench/export's 5 MB set at 20 ms, twelve runs
- * taken in turn: peak RSS 132 MB median and 150 max without; 120 and 123 with a collection every
- * 8 MB (125 and 134 every 16 MB); 1.53 and 1.52 s. A zip of it, six runs: 135/143 against 117/123
- * MB. Small bodies do not count: their requests make garbage enough, and collecting more often
- * moves their objects still under way into the old generation (with the young generation held at
- * 1 MB instead, 20,000 photos to a folder peaked at 172 MB against 120 MB).
+ * collections, tens of MB of read buffers waited. Small bodies do not count: their requests make
+ * garbage enough, and collecting more often moves their objects still under way into the old
+ * generation.
  */
 export const COLLECT_EVERY_BYTES = 8 * 2 ** 20;
 
