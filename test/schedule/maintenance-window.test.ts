@@ -10,6 +10,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { launch, type TestEmulator } from '../helpers/emulator.js';
 import { Scheduler } from '../../src/schedule/scheduler.js';
 import { ScheduleState } from '../../src/schedule/state.js';
+import { inMaintenanceWindow, localClock, probeService } from '../../src/schedule/service-time.js';
 import type { RunOutcome, ScheduledJob } from '../../src/schedule/types.js';
 
 const cleanups: (() => Promise<void> | void)[] = [];
@@ -84,5 +85,61 @@ describe('the nightly window', () => {
     await scheduler.finished();
     expect(started.length).toBeGreaterThanOrEqual(1);
     expect(started[0]!.slice(11, 16)).toBe('00:58');
+  });
+});
+
+describe('the service clock', () => {
+  let emu: TestEmulator;
+  afterEach(async () => {
+    await emu?.close();
+  });
+
+  it('is read from the Date header, which follows the emulator clock at speed 60, and 503 in the window says how long to wait', async () => {
+    emu = await launch({ clockStart: '2026-04-01 00:59:50', clockSpeed: 60 });
+    const first = await probeService(emu.url);
+    expect(first!.status).not.toBe(503);
+    expect(localClock(first!.serviceMs!, 'Asia/Tokyo').text).toMatch(/^2026-04-01 00:59:5\d$/);
+    await sleep(1_000);
+    const second = await probeService(emu.url);
+    expect(second!.serviceMs! - first!.serviceMs!).toBeGreaterThanOrEqual(55_000);
+    expect(second!.status).toBe(503);
+    expect(localClock(second!.serviceMs!, 'Asia/Tokyo').text).toMatch(/^2026-04-01 01:00:\d\d$/);
+    // Retry-After counts real seconds: the rest of the window at 60 service seconds a second.
+    expect(second!.retryAfterMs).toBeGreaterThanOrEqual(29_000);
+    expect(second!.retryAfterMs).toBeLessThanOrEqual(31_000);
+    // Nothing of this reached the company: no token issued, no request in its windows.
+    const stats = await emu.control('GET', '/stats');
+    expect(stats.tokens_issued).toBe(0);
+  });
+
+  it('names the window in the service zone, not the machine\'s', () => {
+    const at = (iso: string) => Date.parse(iso);
+    expect(inMaintenanceWindow(at('2026-04-01T16:05:00Z'), 'Asia/Tokyo')).toBe(true);
+    expect(inMaintenanceWindow(at('2026-04-01T16:30:00Z'), 'Asia/Tokyo')).toBe(false);
+    expect(inMaintenanceWindow(at('2026-04-01T15:59:59Z'), 'Asia/Tokyo')).toBe(false);
+    expect(inMaintenanceWindow(at('2026-04-01T01:05:00Z'), 'Asia/Tokyo')).toBe(false);
+    expect(inMaintenanceWindow(at('2026-04-01T01:05:00Z'), 'UTC')).toBe(true);
+  });
+
+  it('a stop while a run waits for the window ends the wait at once, and the run never starts', async () => {
+    emu = await launch({ clockStart: '2026-04-01 01:10:00' });
+    let runs = 0;
+    const job: ScheduledJob = {
+      name: 'waiting', file: 'waiting.yaml', cron: '* * * * * *', catchUp: 'once', baseUrl: emu.url,
+      run: async () => {
+        runs += 1;
+        return outcome('ok', new Date());
+      },
+    };
+    const { scheduler, stop, lines } = setUp([job]);
+    await scheduler.start();
+    const deadline = Date.now() + 5_000;
+    while (!lines.some((l) => /waiting until it ends/.test(l)) && Date.now() < deadline) await sleep(100);
+    const stopping = Date.now();
+    stop.abort('SIGTERM');
+    await scheduler.finished();
+    expect(Date.now() - stopping).toBeLessThan(2_000);
+    expect(runs).toBe(0);
+    expect(lines.join('\n')).toMatch(/waiting: not started \(due at .*\): the scheduler is stopping/);
   });
 });
