@@ -161,6 +161,7 @@ const NOT_RUN: Record<string, string> = {
   'npm run lint': 'eslint over the whole tree: minutes on a shared machine, and not a user-visible behaviour',
   'npx tsx bench/storage.ts': 'a benchmark: minutes, and its figures are about the machine',
   'npm run bench': 'the benchmarks: minutes, and their figures are about the machine',
+  'npx tsx bench/import.ts': 'a benchmark: minutes, and its figures are about the machine',
 };
 
 const HANDLERS: Record<string, Handler> = {
