@@ -92,7 +92,7 @@ describe('archive commands', () => {
     const [cut, flipped] = [lines[0]!, lines[1]!];
     await writeFile(join(damaged, 'snapshots', ids[1]!, cut.path), 'short');
     const bytes = await readFile(join(damaged, 'snapshots', ids[1]!, flipped.path));
-    bytes[bytes.length - 1] ^= 0xff;
+    bytes[bytes.length - 1] = bytes.at(-1)! ^ 0xff;
     await writeFile(join(damaged, 'snapshots', ids[1]!, flipped.path), bytes);
 
     const structure = await runCli(['archive', 'check', damaged]);
