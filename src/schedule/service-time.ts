@@ -29,7 +29,9 @@ export interface ServiceProbe {
 export async function probeService(baseUrl: string, signal?: AbortSignal): Promise<ServiceProbe | null> {
   const timeout = AbortSignal.timeout(PROBE_TIMEOUT_MS);
   try {
-    const res = await fetch(`${baseUrl.replace(/\/+$/, '')}${API_PREFIX}/token`, {
+    // A base URL may be given with the API's prefix, as the client takes it.
+    const root = baseUrl.replace(/\/+$/, '').replace(new RegExp(`${API_PREFIX.replace(/\./g, '\\.')}$`), '');
+    const res = await fetch(`${root}${API_PREFIX}/token`, {
       method: 'GET',
       signal: signal ? AbortSignal.any([signal, timeout]) : timeout,
     });

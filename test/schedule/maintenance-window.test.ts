@@ -98,6 +98,8 @@ describe('the service clock', () => {
     emu = await launch({ clockStart: '2026-04-01 00:59:50', clockSpeed: 60 });
     const first = await probeService(emu.url);
     expect(first!.status).not.toBe(503);
+    // A base URL written with the API's prefix, as the client takes it, reaches the same endpoint.
+    expect((await probeService(`${emu.url}/api/v2.0/`))!.status).toBe(first!.status);
     expect(localClock(first!.serviceMs!, 'Asia/Tokyo').text).toMatch(/^2026-04-01 00:59:5\d$/);
     await sleep(1_000);
     const second = await probeService(emu.url);

@@ -73,7 +73,7 @@ describe('wds-files schedule', () => {
     const folder = mkdtempSync(join(tmpdir(), 'wds-schedule-cli-'));
     await emulator().control('POST', '/faults', { storage: { latency_ms: 400, bandwidth_bytes_per_s: 100_000 } });
     const file = pipelineFile(folder, 'slow-photos', 'schedule: "* * * * * *"\nfrom: { service: photos }\nto: { folder: out }\nsteps:\n  - download: { concurrency: 2 }\n');
-    const child = spawnCli(['schedule', file], env());
+    const child = spawnCli(['schedule', file, '--json'], env());
     const done = finished(child);
     await stderrMatching(child, /slow-photos: starting/, 20_000);
     await sleep(2_500);
@@ -89,6 +89,10 @@ describe('wds-files schedule', () => {
     expect(verified.problems).toEqual([]);
     expect(verified.files).toBeGreaterThan(0);
     expect(verified.files).toBeLessThan(26);
+    // --json: the run's summary on stdout, counting exactly the files the folder holds.
+    const summaries = run.stdout.trim().split('\n').map((line) => JSON.parse(line) as { pipeline: string; status: string; files: number; exit_code: number });
+    expect(summaries).toEqual([expect.objectContaining({ pipeline: 'slow-photos', status: 'interrupted', files: verified.files })]);
+    expect(run.stderr).toContain(`slow-photos: interrupted, ${verified.files} file`);
     const leftovers = readdirSync(join(out, 'photos')).filter((name) => /tmp|partial/i.test(name));
     expect(leftovers).toEqual([]);
   }, 40_000);
