@@ -1,0 +1,125 @@
+/**
+ * `run` and `plan` of pipeline files against the in-process emulator: a drop folder imported
+ * into the service with its files moved by their fate (sent to done/, refused to refused/ with a
+ * reason beside each, nothing overwritten, nothing moved when the run fails); the photos exported
+ * to a zip that verifies; a plan that changes nothing.
+ */
+import { readFile, readdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { loadPipelineFile } from '../../src/pipeline-files/load.js';
+import { planPipeline } from '../../src/pipeline-files/plan.js';
+import { runPipelineFile } from '../../src/pipeline-files/run.js';
+import { connectPipeline } from '../../src/pipeline-files/connection.js';
+import { verifyExport } from '../../src/pipelines/verify.js';
+import { useEmulator } from '../helpers/emulator.js';
+import { tempDir } from '../helpers/export.js';
+import { photoHashes, plain, sha256, stats, writeFiles } from '../import/photo-helpers.js';
+
+const KEY = 'pipeline-run-key';
+const SECRET = 'pipeline-run-secret-5c1d';
+const emu = useEmulator({ seed: 'samples/company', consumerKey: KEY, consumerSecret: SECRET, limits: { updatesPerMinute: 10000 } });
+
+/** A pipeline file in a folder of its own, its connection the test's emulator. */
+async function pipeline(lines: string[]): Promise<string> {
+  const dir = tempDir('wds-pipeline-');
+  const file = join(dir, 'pipeline.yaml');
+  await writeFile(file, [
+    ...lines,
+    'connection:',
+    `  base_url: ${emu().url}`,
+    `  consumer_key: ${KEY}`,
+    '  consumer_secret: ${TEST_SECRET}',
+    '',
+  ].join('\n'));
+  return file;
+}
+
+const load = (file: string, secret = SECRET) => loadPipelineFile(file, { TEST_SECRET: secret });
+const names = async (dir: string): Promise<string[]> => (await readdir(dir).catch(() => [] as string[])).sort();
+
+const DROPBOX = [
+  'name: dropbox-test',
+  'from: { folder: drop/inbox, move: { done: drop/done, refused: drop/refused } }',
+  'steps:',
+  '  - submit: { trim: false }',
+  'to: { service: photos }',
+];
+
+describe('pipeline files: run and plan', () => {
+  it('a drop folder: sent photos go to done/ (never over a file there), refused ones to refused/ with a reason; a run that fails moves nothing', async () => {
+    const file = await pipeline(DROPBOX);
+    const drop = join(file, '..', 'drop');
+    const a1 = await plain(40, 40, 11).jpeg().toBuffer();
+    const a17 = await plain(40, 40, 12).jpeg().toBuffer();
+    await writeFiles(join(drop, 'inbox'), { 'A0001.jpg': a1, 'A0017.jpg': a17, 'Q0001.jpg': await plain(40, 40, 13).jpeg().toBuffer(), 'notes.txt': 'not a photo' });
+    await writeFiles(join(drop, 'done'), { 'A0001.jpg': 'a photo done by an earlier run' });
+
+    // Refused credentials: the run fails as a whole, and every file stays where it was.
+    const failed = await runPipelineFile(await load(file, 'a-wrong-secret-9f2e'));
+    expect(failed).toMatchObject({ pipeline: 'dropbox-test', status: 'failed', exit_code: 1, files: 0 });
+    expect(failed.error).not.toContain('a-wrong-secret-9f2e');
+    expect(await names(join(drop, 'inbox'))).toEqual(['A0001.jpg', 'A0017.jpg', 'Q0001.jpg', 'notes.txt']);
+
+    const summary = await runPipelineFile(await load(file));
+    expect(summary).toMatchObject({ status: 'partial', exit_code: 3, files: 2, counts: { ok: 2, invalid: 2 }, moved: { done: 2, refused: 2, left: 0 } });
+    const held = await photoHashes(emu());
+    expect(held.get('A0001')).toBe(sha256(a1));
+    expect(held.get('A0017')).toBe(sha256(a17));
+    expect(await names(join(drop, 'inbox'))).toEqual([]);
+    expect(await names(join(drop, 'done'))).toEqual(['A0001 (2).jpg', 'A0001.jpg', 'A0017.jpg']);
+    expect(await readFile(join(drop, 'done', 'A0001.jpg'), 'utf8')).toBe('a photo done by an earlier run');
+    expect(sha256(await readFile(join(drop, 'done', 'A0001 (2).jpg')))).toBe(sha256(a1));
+    expect(await names(join(drop, 'refused'))).toEqual(['Q0001.jpg', 'Q0001.jpg.reason.txt', 'notes.txt', 'notes.txt.reason.txt']);
+    expect(await readFile(join(drop, 'refused', 'Q0001.jpg.reason.txt'), 'utf8')).toContain('no member has the code Q0001');
+    expect(await readFile(join(drop, 'refused', 'notes.txt.reason.txt'), 'utf8')).not.toBe('');
+
+    // The lock beside the drop folder is gone after the run.
+    expect(await names(drop)).toEqual(['done', 'inbox', 'refused']);
+  });
+
+  it('a plan reads the source and the listing and changes nothing', async () => {
+    const file = await pipeline(DROPBOX.map((l) => l.replace('dropbox-test', 'plan-test')));
+    const inbox = join(file, '..', 'drop', 'inbox');
+    await writeFiles(inbox, { 'A0002.jpg': await plain(30, 30, 2).jpeg().toBuffer(), 'A0003.jpg': await plain(30, 30, 3).jpeg().toBuffer() });
+    const before = await stats(emu());
+    const photosBefore = await photoHashes(emu());
+    const loaded = await load(file);
+    const connection = await connectPipeline(loaded);
+    try {
+      const plan = await planPipeline(loaded, connection.client);
+      expect(plan).toMatchObject({ direction: 'import', files: { total: 2, transfer: 2, refused: 0 } });
+      expect(plan.requests.update).toBeGreaterThanOrEqual(1);
+      expect(plan.requests.update).toBeLessThanOrEqual(2);
+      expect(plan.limit_seconds).toBe(0);
+    } finally {
+      await connection.close();
+    }
+    const after = await stats(emu());
+    expect(after.update_requests).toBe(before.update_requests);
+    expect(await photoHashes(emu())).toEqual(photosBefore);
+    expect(await names(inbox)).toEqual(['A0002.jpg', 'A0003.jpg']);
+    expect(await names(join(inbox, '..'))).toEqual(['inbox']);
+  });
+
+  it('the service\'s photos to a zip: every photo, a zip that verifies; a plan of the same pipeline lists them all', async () => {
+    const file = await pipeline(['name: zip-test', 'from: { service: photos }', 'steps:', '  - download: { concurrency: 4 }', 'to: { zip: backup/photos.zip }']);
+    const zip = join(file, '..', 'backup', 'photos.zip');
+    const withPhoto = [...(await photoHashes(emu())).values()].filter((h) => h !== null).length;
+    const loaded = await load(file);
+    const connection = await connectPipeline(loaded);
+    try {
+      const plan = await planPipeline(loaded, connection.client);
+      expect(plan.files).toMatchObject({ total: withPhoto, transfer: withPhoto });
+      expect(plan.requests.update).toBe(0);
+    } finally {
+      await connection.close();
+    }
+    const summary = await runPipelineFile(loaded);
+    expect(summary).toMatchObject({ pipeline: 'zip-test', status: 'ok', exit_code: 0, files: withPhoto });
+    const verified = await verifyExport(zip);
+    expect(verified.problems).toEqual([]);
+    expect(verified.ok).toBe(withPhoto);
+    expect(await names(join(zip, '..'))).toEqual(['photos.zip']);
+  });
+});
