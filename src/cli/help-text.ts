@@ -7,7 +7,8 @@ const ENVIRONMENT = `Environment:
   WDS_CONSUMER_SECRET  its consumer secret (as --consumer-secret; never printed)
   WDS_CLIENT_LIMITS    the client's own limit windows: off, or e.g. update=5/1m,request=3000/1h
   NO_COLOR             any value: no colour on stderr (none either when stderr is not a terminal)
-  XDG_STATE_HOME       where import journals are kept (default ~/.local/state/wds-files)
+  WDS_TIMEZONE         the service's time zone, in which schedule reads cron times (default Asia/Tokyo)
+  XDG_STATE_HOME       where import journals and the scheduler's state are kept (default ~/.local/state/wds-files)
   XDG_CACHE_HOME       where the shared limit windows are kept (default ~/.cache/wds-files)`;
 
 const EXIT_CODES = `Exit codes:
@@ -16,7 +17,7 @@ const EXIT_CODES = `Exit codes:
   2    a usage error (a bad option or argument, nothing sent)
   3    finished, but some files were invalid, conflicting or failed (see --report)
   130  stopped by Ctrl-C (SIGINT) after ending the work in flight; run it again to continue
-  143  stopped by SIGTERM, likewise`;
+  143  stopped by SIGTERM, likewise (schedule exits 0 once its runs have ended)`;
 
 export function withHelpText<T>(yargs: Argv<T>): Argv<T> {
   return yargs
