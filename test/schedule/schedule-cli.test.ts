@@ -131,6 +131,8 @@ describe('wds-files schedule', () => {
         `notify: { url: "${notifyUrl}", on: [failure] }`,
         '',
       ].join('\n'));
+      // A run takes at least two slow API answers, so /healthz is asked before the first one can fail.
+      await emulator().control('POST', '/faults', { api: { latency_ms: 300 } });
       const child = spawnCli(['schedule', join(folder, 'pipelines'), '--status-port', '0'], env());
       const done = finished(child);
       const start = await stderrMatching(child, /scheduling 2 pipelines/, 20_000);
