@@ -12,6 +12,8 @@
  *   npx tsx bench/archive.ts                          20,000 attachments (10,000 members x 2)
  *   npx tsx bench/archive.ts --what photos            20,000 photos
  *   npx tsx bench/archive.ts --files 500 --no-build   a quick check that the bench runs
+ *   npx tsx bench/archive.ts --latency 0              storage answering at once (default 20 ms, as a
+ *                                                     storage service on the network answers)
  *   npx tsx bench/archive.ts --keep                   leave the archive folder for a look
  *
  * The emulator runs in this process (its files are changed here, as another user's uploads would
@@ -35,6 +37,8 @@ const flag = (name: string): boolean => process.argv.includes(`--${name}`);
 
 const FILES = Number(argValue('files') ?? 20_000);
 const WHAT = (argValue('what') ?? 'attachments') as 'attachments' | 'photos';
+const LATENCY_MS = Number(argValue('latency') ?? 20);
+if (!(LATENCY_MS >= 0)) throw new Error(`--latency must be a number of milliseconds, got ${argValue('latency')}`);
 if (!Number.isInteger(FILES) || FILES < 2) throw new Error(`--files must be a whole number of 2 or more, got ${argValue('files')}`);
 if (WHAT !== 'attachments' && WHAT !== 'photos') throw new Error(`--what must be attachments or photos, got ${WHAT}`);
 
@@ -111,6 +115,7 @@ const mb = (bytes: number): string => `${(bytes / 1e6).toFixed(1)} MB`;
 async function main(): Promise<void> {
   const built = ensureBuilt(!flag('no-build'));
   const emu = await startEmulator({ port: 0, generate, clockStart: '2026-04-01 10:00:00', maintenance: false });
+  emu.emulator.storageFaults.configure({ latency_ms: LATENCY_MS });
   const work = await mkdtemp(join(tmpdir(), 'wds-bench-archive-'));
   const archive = join(work, 'archive');
   const pipeline = join(work, 'archive.yaml');
@@ -125,7 +130,7 @@ async function main(): Promise<void> {
   for (const name of ['WDS_BASE_URL', 'WDS_CONSUMER_KEY', 'WDS_CONSUMER_SECRET']) delete env[name];
   const company = emu.emulator.company()!;
   const total = filesOf(company).length;
-  console.log(`bench/archive: ${total} ${WHAT} (${mb(filesOf(company).reduce((n, f) => n + f.current.size, 0))}); ${built}; archive ${archive}`);
+  console.log(`bench/archive: ${total} ${WHAT} (${mb(filesOf(company).reduce((n, f) => n + f.current.size, 0))}); storage latency ${LATENCY_MS} ms; ${built}; archive ${archive}`);
 
   const rows: Row[] = [];
   const run = async (name: string): Promise<Row> => {

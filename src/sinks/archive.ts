@@ -47,6 +47,7 @@ export class SnapshotBuild {
   private readonly madeDirs = new Set<string>();
   private readonly links: LinkCheck;
   private readonly sourceLinks = new Map<string, LinkCheck>();
+  private readonly sourceFolders = new Map<string, Promise<boolean>>();
 
   private constructor(
     readonly archive: string,
@@ -126,9 +127,8 @@ export class SnapshotBuild {
   private async place(line: ManifestLine): Promise<boolean> {
     const from = this.earlier.get(manifestKey(line));
     if (!from) return false;
-    let check = this.sourceLinks.get(from.dir);
-    if (!check) this.sourceLinks.set(from.dir, (check = new LinkCheck(from.dir)));
-    if (await check.linkIn(from.line.path)) return false;
+    // The folders on the way are checked for links once each; the file itself by lstat below.
+    if (await this.sourceFolderHasLink(from.dir, dirname(from.line.path))) return false;
     const source = join(from.dir, from.line.path);
     try {
       const info = await lstat(source);
@@ -155,6 +155,18 @@ export class SnapshotBuild {
       await this.linkOrCopy(source, target);
     }
     return true;
+  }
+
+  private sourceFolderHasLink(dir: string, folder: string): Promise<boolean> {
+    const key = `${dir}\0${folder}`;
+    let known = this.sourceFolders.get(key);
+    if (!known) {
+      let check = this.sourceLinks.get(dir);
+      if (!check) this.sourceLinks.set(dir, (check = new LinkCheck(dir)));
+      known = folder === '.' ? Promise.resolve(false) : check.linkIn(folder).then((link) => link !== null);
+      this.sourceFolders.set(key, known);
+    }
+    return known;
   }
 
   private async linkOrCopy(source: string, target: string): Promise<void> {
