@@ -115,6 +115,11 @@ async function apiGet(url: string, path: string, key = KEY, secret = SECRET): Pr
   return { status: res.status, body: res.status === 200 ? await res.json() : await res.text() };
 }
 
+/** The checkout's pipelines/ in the scratch folder, as a user's checkout has it. */
+function linkPipelines(): void {
+  if (!existsSync(join(work, 'pipelines'))) symlinkSync(join(ROOT, 'pipelines'), join(work, 'pipelines'));
+}
+
 async function memberCount(url: string): Promise<number> {
   const { status, body } = await apiGet(url, '/members');
   expect(status).toBe(200);
@@ -226,6 +231,31 @@ const HANDLERS: Record<string, Handler> = {
     expectOk(await finished(inWork(l.command)), l.raw);
     const held = (await state()).attachments.filter((a) => a.code === 'A0001' && a.sheet_id === 2 && a.custom_field_id === 1306).map((a) => a.file_name);
     expect(held).toContain('first-aid-2026.pdf');
+  },
+  // The pipeline lines run the checkout's pipelines/ from the scratch folder: their ../out paths land there.
+  'npm run --silent wds -- validate pipelines/*.yaml': async (l) => {
+    linkPipelines();
+    const run = await finished(inWork(l.command));
+    expectOk(run, l.raw);
+    for (const name of ['nightly-attachments', 'photo-dropbox', 'photos-to-zip']) expect(run.stderr).toContain(`pipelines/${name}.yaml: ok`);
+  },
+  'npm run --silent wds -- validate --schema > pipeline.schema.json': async (l) => {
+    expectOk(await finished(inWork(l.command)), l.raw);
+    expect(JSON.parse(readFileSync(join(work, 'pipeline.schema.json'), 'utf8'))).toMatchObject({ title: 'wds-files pipeline file', type: 'object' });
+  },
+  'npm run --silent wds -- plan pipelines/nightly-attachments.yaml': async (l) => {
+    linkPipelines();
+    const run = await finished(inWork(l.command));
+    expectOk(run, l.raw);
+    expect(run.stdout).toMatch(/(\d+) files listed: \1 to download, 0 already in the target/);
+    expect(existsSync(join(work, 'out/archive/attachments'))).toBe(false);
+  },
+  'npm run --silent wds -- run pipelines/nightly-attachments.yaml': async (l) => {
+    linkPipelines();
+    const run = await finished(inWork(l.command));
+    expectOk(run, l.raw);
+    expect(run.stdout).toMatch(/snapshot \S+: \d+ files/);
+    expect(readFileSync(join(work, 'out/archive/attachments/latest'), 'utf8').trim()).toMatch(/^\d{4}-\d{2}-\d{2}T\d{6}/);
   },
   'npm run --silent wds -- api GET /members/face_image': async (l) => {
     const run = await throughNpm(l.command);
