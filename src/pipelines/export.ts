@@ -59,6 +59,8 @@ export interface ExportProgress {
   skipped: number;
   /** Files that failed after their retries. */
   failed: number;
+  /** Downloads tried again so far (a file may count several times). */
+  retries: number;
   /** Bytes downloaded so far. */
   bytes: number;
   /** Listings asked for again because download URLs expired (they are valid 15 minutes). */
@@ -253,7 +255,7 @@ export async function runExport(options: ExportOptions): Promise<ExportResult> {
   // The token is never sent to storage: downloads go through connections of their own, with no
   // auth at all.
   const lanes = new ConnectionLanes(concurrency, { keepAliveTimeout: 30_000 });
-  const progress: ExportProgress = { total: listing.length, done: 0, skipped: 0, failed: 0, bytes: 0, relists: 0 };
+  const progress: ExportProgress = { total: listing.length, done: 0, skipped: 0, failed: 0, retries: 0, bytes: 0, relists: 0 };
   let changed = 0;
   let snapshot: SnapshotInfo | undefined;
   /** Files of the listing not reported: the run was stopped before it reached them. */
@@ -302,8 +304,12 @@ export async function runExport(options: ExportOptions): Promise<ExportResult> {
     // A zip paces the downloads by the files waiting for it; a folder by the large bodies read.
     const pace = sink.starts ? undefined : new LargeFilePace(LARGE_FILE_CONNECTIONS);
     const window = new LatencyWindow(START_CONNECTIONS, concurrency);
+    const onRetry = (): void => {
+      progress.retries += 1;
+      options.onProgress?.({ ...progress });
+    };
     const download = (job: DownloadJob, release: () => void, lane: number): Promise<DownloadResult> =>
-      downloadFile(job, { dispatcher: lanes.lane(lane), lister, sink, retry, signal, onReceived: release, largeBodies, pace, window });
+      downloadFile(job, { dispatcher: lanes.lane(lane), lister, sink, retry, signal, onReceived: release, largeBodies, pace, window, onRetry });
     await pool(jobs, concurrency, download, async (result: DownloadResult) => {
       const { file, job } = result;
       if (result.outcome === 'stopped') return;

@@ -58,6 +58,8 @@ export interface DownloadOptions {
   pace?: LargeFilePace;
   /** Told how long each answer took to come, and of large bodies. */
   window?: LatencyWindow;
+  /** Told each time a download is about to be tried again. */
+  onRetry?: () => void;
 }
 
 /** Bodies above this size take one of the `largeBodies` slots while they are read. */
@@ -183,7 +185,10 @@ async function download(job: DownloadJob, options: DownloadOptions, state: { wri
     return { job, file: current, outcome, reason, changed };
   };
   /** Waits before the next attempt; a stop ends the wait at once (the loop then gives up). */
-  const pause = (ms: number): Promise<void> => sleep(ms, signal).catch(() => undefined);
+  const pause = (ms: number): Promise<void> => {
+    options.onRetry?.();
+    return sleep(ms, signal).catch(() => undefined);
+  };
   /** A fresh URL for this file; false when the file is gone from the service. */
   const refresh = async (): Promise<boolean> => {
     refreshes += 1;

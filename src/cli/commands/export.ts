@@ -73,7 +73,7 @@ async function exportWith(what: 'photos' | 'attachments', argv: ExportArgs): Pro
       concurrency: argv.concurrency,
       signal: stopSignal(),
       onProgress: (p) => progress.update({
-        done: p.done + p.skipped + p.failed, total: p.total, bytes: p.bytes,
+        done: p.done + p.skipped + p.failed, total: p.total, bytes: p.bytes, failed: p.failed, retries: p.retries,
         note: p.relists ? `${p.relists} re-lists` : undefined,
       }),
       // Stopped once, before the summary: a plain progress view prints its last line on stop.
