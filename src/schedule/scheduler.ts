@@ -16,7 +16,7 @@ import { redact } from '../util/redact.js';
 import { formatBytes } from '../util/format.js';
 import { formatDuration } from '../util/duration.js';
 import { ScheduleMetrics } from './metrics.js';
-import { waitForService, probeService } from './service-time.js';
+import { localClock, waitForService, probeService } from './service-time.js';
 import { ScheduleState, type PipelineState } from './state.js';
 import type { RunOutcome, ScheduledJob } from './types.js';
 
@@ -88,7 +88,8 @@ export class Scheduler {
       this.metrics.declare(job.name);
       if (saved?.last_success_at) this.metrics.restoreLastSuccess(job.name, saved.last_success_at);
       const next = slot.cron.nextRun();
-      this.options.log(`${job.name}: scheduled "${job.cron}" (${this.options.timeZone}) from ${job.file}; next run ${next ? next.toISOString() : 'never'}`);
+      const nextText = next ? `${localClock(next.getTime(), this.options.timeZone).text} service time (${next.toISOString()})` : 'never';
+      this.options.log(`${job.name}: scheduled "${job.cron}" (${this.options.timeZone}) from ${job.file}; next run ${nextText}`);
       if (saved) this.catchUp(slot);
       else this.save(slot);
     }

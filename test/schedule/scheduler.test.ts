@@ -115,7 +115,7 @@ describe('missed runs', () => {
     await scheduler.start();
     await sleep(300);
     expect(runs.length).toBe(0);
-    expect(lines.join('\n')).toMatch(/fresh: scheduled "0 \* \* \* \*" \(Asia\/Tokyo\)/);
+    expect(lines.join('\n')).toMatch(/fresh: scheduled "0 \* \* \* \*" \(Asia\/Tokyo\) from fresh\.yaml; next run \d{4}-\d\d-\d\d \d\d:00:00 service time \(/);
     const saved = JSON.parse(readFileSync(state.pathOf('fresh'), 'utf8'));
     expect(saved.pipeline).toBe('fresh');
   });
