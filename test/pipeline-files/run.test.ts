@@ -11,6 +11,7 @@ import { loadPipelineFile } from '../../src/pipeline-files/load.js';
 import { planPipeline } from '../../src/pipeline-files/plan.js';
 import { runPipelineFile } from '../../src/pipeline-files/run.js';
 import { connectPipeline } from '../../src/pipeline-files/connection.js';
+import { validatePipelineFiles } from '../../src/pipeline-files/validate.js';
 import { verifyExport } from '../../src/pipelines/verify.js';
 import { useEmulator } from '../helpers/emulator.js';
 import { tempDir } from '../helpers/export.js';
@@ -121,5 +122,43 @@ describe('pipeline files: run and plan', () => {
     expect(verified.problems).toEqual([]);
     expect(verified.ok).toBe(withPhoto);
     expect(await names(join(zip, '..'))).toEqual(['photos.zip']);
+  });
+
+  it('an archive: the second run links every file and its retention removes the first snapshot; the plan between them downloads nothing', async () => {
+    const file = await pipeline(['name: archive-test', 'from: { service: attachments }', 'to: { archive: archive }', 'retention: { keep_last: 1 }']);
+    const archive = join(file, '..', 'archive');
+    const loaded = await load(file);
+    const first = await runPipelineFile(loaded);
+    expect(first).toMatchObject({ status: 'ok', exit_code: 0 });
+    expect(first.snapshot).toMatch(/^\d{4}-\d{2}-\d{2}T\d{6}/);
+    const connection = await connectPipeline(loaded);
+    try {
+      const plan = await planPipeline(loaded, connection.client);
+      expect(plan.files.total).toBe(first.files);
+      expect(plan.files).toMatchObject({ transfer: 0, kept: first.files });
+      expect(plan.requests.storage).toBe(0);
+    } finally {
+      await connection.close();
+    }
+    const downloads = (await emu().control('GET', '/stats')).storage_downloads as number;
+    const second = await runPipelineFile(loaded);
+    expect(second).toMatchObject({ status: 'ok', removed: [first.snapshot] });
+    expect((await emu().control('GET', '/stats')).storage_downloads).toBe(downloads);
+    expect(await names(join(archive, 'snapshots'))).toEqual([second.snapshot]);
+    expect((await readFile(join(archive, 'latest'), 'utf8')).trim()).toBe(second.snapshot);
+    expect((await verifyExport(join(archive, 'snapshots', second.snapshot!))).problems).toEqual([]);
+  });
+
+  it('validate --online names a sheet the service lacks and the members a source names that it lacks, at their lines', async () => {
+    const sheet = await pipeline(['name: online-sheet', 'from:', '  service: attachments', '  sheets: [ 999 ]', 'to: { folder: out }']);
+    const drop = await pipeline(['name: online-drop', 'from: { folder: inbox }', 'to: { service: photos }']);
+    await writeFiles(join(drop, '..', 'inbox'), { 'A0001.jpg': await plain(20, 20, 1).jpeg().toBuffer(), 'Z0404.jpg': await plain(20, 20, 2).jpeg().toBuffer() });
+    const { problems } = await validatePipelineFiles([sheet, drop], { online: true, env: { TEST_SECRET: SECRET } });
+    expect(problems).toEqual([
+      { file: sheet, line: 4, column: 13, message: expect.stringMatching(/^there is no sheet 999; sheets with file parts: /) },
+      { file: drop, line: 2, column: 7, message: 'the source names members the service does not have: Z0404 (Z0404.jpg)' },
+    ]);
+    const offline = await validatePipelineFiles([sheet, drop], { env: { TEST_SECRET: SECRET } });
+    expect(offline.problems).toEqual([]);
   });
 });
