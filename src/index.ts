@@ -42,6 +42,8 @@ export type { WdsErrorCode, ErrorDetails, FinalTask } from './client/errors.js';
 // The pipelines.
 export { runExport, defaultConcurrency } from './pipelines/export.js';
 export type { ExportOptions, ExportProgress, ExportResult } from './pipelines/export.js';
+export type { SnapshotInfo } from './sinks/archive.js';
+export type { SnapshotCounts } from './archive/store.js';
 export { runPhotoImport } from './pipelines/photo-import.js';
 export type { PhotoImportMode, PhotoImportOptions, PhotoImportResult } from './pipelines/photo-import.js';
 export { runAttachmentImport } from './pipelines/attachment-import.js';

@@ -16,11 +16,17 @@ export const SNAPSHOT_FILE = 'snapshot.json';
 export const PARTIAL_SUFFIX = '.partial';
 
 const countsSchema = z.looseObject({
+  /** Files listed. */
   files: z.number().int().min(0),
+  /** Files the previous snapshot did not have. */
   new: z.number().int().min(0),
+  /** Files updated since the previous snapshot. */
   changed: z.number().int().min(0),
+  /** Files taken over from the previous snapshot as they were. */
   unchanged: z.number().int().min(0),
+  /** Files of the previous snapshot no longer listed. */
   deleted: z.number().int().min(0),
+  /** Files that could not be downloaded. */
   failed: z.number().int().min(0),
 });
 
@@ -38,6 +44,7 @@ export const snapshotDocSchema = z.looseObject({
   unchanged_files: z.enum(['hard links', 'copies']).optional(),
 });
 export type SnapshotDoc = z.infer<typeof snapshotDocSchema>;
+/** How a snapshot's files compare with the previous snapshot's. @interface */
 export type SnapshotCounts = z.infer<typeof countsSchema>;
 
 /** A finished snapshot folder, with its snapshot.json, or why that could not be read. */

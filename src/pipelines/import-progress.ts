@@ -7,11 +7,14 @@ export interface ImportProgress {
    * the number ready to send; while sending, the files whose request has ended, of `total`.
    */
   done: number;
+  /** Once every file is checked: the files to send. */
   total?: number;
-  /** While sending: the bytes of the files whose request has ended, and of every file to send. */
+  /** While sending: the bytes of the files whose request has ended. */
   bytes?: number;
+  /** While sending: the bytes of every file to send. */
   totalBytes?: number;
-  /** While sending: the update requests sent so far, and the fewest the files need. */
+  /** While sending: the update requests sent so far. */
   requests?: number;
+  /** While sending: the fewest update requests the files need. */
   minimum?: number;
 }
