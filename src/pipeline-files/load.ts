@@ -208,8 +208,11 @@ function messageOf(issue: Issue): string {
     }
     return `unknown key ${keys.map((k) => `"${k}"`).join(', ')}${place ? ` in ${place}` : ''}`;
   }
-  const text = (issue.message ?? 'invalid').replace(/^Invalid input: expected (\w+), received (\w+)$/, (_m, want: string, got: string) =>
-    got === 'undefined' ? 'is required' : `must be ${want === 'int' ? 'a whole number' : `a ${want}`}, not a ${got}`);
+  const message = issue.message ?? 'invalid';
+  if (/^Invalid input: expected \w+, received undefined$/.test(message)) return `${place} is required`;
+  const text = message
+    .replace(/^Invalid input: expected (\w+), received (\w+)$/, (_m, want: string, got: string) => `must be ${want === 'int' ? 'a whole number' : `a ${want}`}, not a ${got}`)
+    .replace(/^Invalid option: expected one of (.*)$/, (_m, list: string) => `must be one of ${list.replaceAll('"', '').split('|').join(', ')}`);
   return place ? `${place}: ${text}` : text;
 }
 
@@ -223,6 +226,10 @@ function crossChecks(p: PipelineInput): { path: Path; message: string }[] {
   if ('archive' in p.to) {
     const since = (p.steps ?? []).findIndex((step) => step.list?.since !== undefined);
     if (since >= 0) problems.push({ path: ['steps', since, 'list', 'since'], message: `steps[${since}].list.since: a snapshot holds every file; an archive takes no since` });
+  }
+  for (const kind of ['folder', 'archive'] as const) {
+    const dir = (p.to as Record<string, unknown>)[kind];
+    if (typeof dir === 'string' && /\.zip$/i.test(dir)) problems.push({ path: ['to', kind], message: `to.${kind}: ${dir} ends in .zip, which names a zip file; write to: { zip: ${dir} } for a zip, or name the folder otherwise` });
   }
   if (p.retention && !('archive' in p.to)) problems.push({ path: ['retention'], message: 'retention: only an archive (to: {archive: DIR}) keeps snapshots to retain' });
   if ('service' in p.from && p.from.service === 'attachments' && p.from.fields && !p.from.sheets) problems.push({ path: ['from', 'fields'], message: 'from.fields: name the sheet the file part belongs to in from.sheets' });

@@ -82,6 +82,20 @@ describe('validate', () => {
     ]);
   });
 
+  it('a missing part, a value outside its choices, a folder named like a zip, a duplicated key, a file that is not a mapping', async () => {
+    expect(await problemsOf('name: x\nto: { zip: a.zip }\n')).toEqual([expect.objectContaining({ line: 1, column: 1, message: 'from is required' })]);
+    const choices = await problemsOf('name: x\nfrom: { service: photos }\nto: { folder: out }\nnotify: { url: "ftp://x", on: [sometimes] }\n');
+    expect(choices.map((p) => [p.line, p.column, p.message])).toEqual([
+      [4, 16, 'notify.url: must be an http or https URL'],
+      [4, 32, 'notify.on[0]: must be one of success, partial, failure'],
+    ]);
+    expect(await problemsOf('name: x\nfrom: { service: photos }\nto: { folder: out.zip }\n')).toEqual([
+      expect.objectContaining({ line: 3, column: 15, message: expect.stringContaining('to.folder: out.zip ends in .zip') }),
+    ]);
+    expect(await problemsOf('name: x\nname: y\n')).toEqual([expect.objectContaining({ line: 2, column: 1, message: 'YAML: Map keys must be unique' })]);
+    expect(await problemsOf('- name: x\n')).toEqual([expect.objectContaining({ line: 1, column: 1, message: expect.stringContaining('a YAML mapping') })]);
+  });
+
   it('${VAR:-default} and ${VAR} are filled in, a plain ${VAR} read as a number where it is one; paths are taken from the file\'s folder', async () => {
     const file = await pipelineFile([
       'name: ${NAME:-nightly}',
