@@ -23,8 +23,15 @@ export interface SnapshotInfo {
   path: string;
   /** Every listed file is in it. */
   complete: boolean;
+  /** Its files, against the snapshot before it. */
   counts: SnapshotCounts;
-  bytes: { total: number; new: number };
+  /** The bytes of its files, and of those not taken over from the snapshot before. */
+  bytes: {
+    /** Every file's bytes. */
+    total: number;
+    /** New and changed files' bytes (and unchanged ones', where they were copied). */
+    new: number;
+  };
 }
 
 /** A line of an earlier snapshot, with the folder that holds its file. */
