@@ -161,4 +161,19 @@ describe('pipeline files: run and plan', () => {
     const offline = await validatePipelineFiles([sheet, drop], { env: { TEST_SECRET: SECRET } });
     expect(offline.problems).toEqual([]);
   });
+
+  it('pipelines/photo-dropbox.yaml as shipped, its folder and service from the environment: photos sent move to done/, the others to refused/', async () => {
+    const drop = tempDir('wds-dropbox-');
+    await writeFiles(join(drop, 'inbox'), { 'A0021.jpg': await plain(60, 80, 21).jpeg().toBuffer(), 'B9999.jpg': await plain(60, 80, 22).jpeg().toBuffer() });
+    const env = { WDS_DROPBOX: drop, WDS_BASE_URL: emu().url, WDS_CONSUMER_KEY: KEY, WDS_CONSUMER_SECRET: SECRET };
+    const before = (await photoHashes(emu())).get('A0021');
+    const loaded = await loadPipelineFile(join(import.meta.dirname, '../../pipelines/photo-dropbox.yaml'), env);
+    expect(loaded.from).toEqual({ folder: join(drop, 'inbox'), move: { done: join(drop, 'done'), refused: join(drop, 'refused') } });
+    const summary = await runPipelineFile(loaded, { env });
+    expect(summary).toMatchObject({ pipeline: 'photo-dropbox', status: 'partial', exit_code: 3, moved: { done: 1, refused: 1, left: 0 } });
+    expect((await photoHashes(emu())).get('A0021')).not.toBe(before);
+    expect(await names(join(drop, 'done'))).toEqual(['A0021.jpg']);
+    expect(await names(join(drop, 'refused'))).toEqual(['B9999.jpg', 'B9999.jpg.reason.txt']);
+    expect(await names(join(drop, 'inbox'))).toEqual([]);
+  });
 });
