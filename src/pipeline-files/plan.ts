@@ -149,14 +149,15 @@ export function planLines(plan: PipelinePlan): string[] {
   const f = plan.files;
   const r = plan.requests;
   const lines = plan.direction === 'export'
-    ? [`${f.total} files listed: ${f.transfer} to download, ${f.kept} already in the target`]
-    : [`${f.total} files in the source: ${f.transfer} to send (${(f.bytes ?? 0).toLocaleString('en-US')} bytes)${f.refused ? `, ${f.refused} refused by the source's rules` : ''}`];
+    ? [`${files(f.total)} listed: ${f.transfer} to download, ${f.kept} already in the target`]
+    : [`${files(f.total)} in the source: ${f.transfer} to send (${(f.bytes ?? 0).toLocaleString('en-US')} bytes)${f.refused ? `, ${f.refused} refused by the source's rules` : ''}`];
   lines.push(
-    `requests: ${r.read} to list and read, ${r.update} update requests (limit ${UPDATE_REQUESTS_PER_MINUTE} a minute) each with its task to poll, ${r.storage} downloads from the storage; all API requests count against ${REQUESTS_PER_HOUR.toLocaleString('en-US')} an hour`,
+    `requests: ${r.read} to list and read, ${r.update} update request${r.update === 1 ? '' : 's'} (limit ${UPDATE_REQUESTS_PER_MINUTE} a minute) each with its task to poll, ${r.storage} downloads from the storage; all API requests count against ${REQUESTS_PER_HOUR.toLocaleString('en-US')} an hour`,
     `the limits alone impose ${formatSeconds(plan.limit_seconds)}`,
     ...plan.notes,
   );
   return lines;
 }
 
+const files = (n: number): string => `${n} file${n === 1 ? '' : 's'}`;
 const formatSeconds = (s: number): string => (s === 0 ? 'no wait' : s < 3600 ? `at least ${Math.round(s / 60)} min` : `at least ${(s / 3600).toFixed(1)} h`);

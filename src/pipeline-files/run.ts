@@ -196,12 +196,12 @@ async function execute(pipeline: LoadedPipeline, options: RunPipelineOptions, lo
           client, source, mode: to.mode, trimming: steps.submit?.trim, normalize: steps.check?.normalize, dryRun, signal: options.signal, journal,
         });
         report = result.report;
-        lines.push(`${result.requests.register + result.requests.update} update requests (${result.requests.register} register, ${result.requests.update} update)`);
+        lines.push(requestLine(result.requests));
       } else {
         const { runAttachmentImport } = await import('../pipelines/attachment-import.js');
         const result = await runAttachmentImport({ client, source, sheet: to.sheet, field: to.field, mode: to.mode, dryRun, signal: options.signal, journal });
         report = result.report;
-        lines.push(`${result.requests.register + result.requests.update} update requests (${result.requests.register} register, ${result.requests.update} update)`);
+        lines.push(requestLine(result.requests));
       }
     } finally {
       await source.close();
@@ -225,3 +225,6 @@ async function dryExport(pipeline: LoadedPipeline, client: WdsClient, lines: str
   report.finish();
   return report;
 }
+
+const requestLine = (r: { register: number; update: number }): string =>
+  `${r.register + r.update} update request${r.register + r.update === 1 ? '' : 's'} (${r.register} register, ${r.update} update)`;
