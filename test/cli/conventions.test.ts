@@ -120,6 +120,12 @@ describe('verbose, quiet and the log file', () => {
     }
   });
 
+  it('-vv gives each line its time', async () => {
+    const run = await runCli(['photos', 'export', '-vv', '-o', join(tempDir(), 'out'), '--base-url', proxy.url, '--consumer-key', KEY, '--consumer-secret', SECRET]);
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stderr).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z GET \/api\/v2\.0\/members\/face_image 200 \d+ ms$/m);
+  });
+
   it('without -v there is no request line; -q leaves stderr empty; verify takes --quiet', async () => {
     const out = join(tempDir(), 'out');
     const plain = await runCli(['photos', 'export', '-o', out, '--base-url', proxy.url, '--consumer-key', KEY, '--consumer-secret', SECRET]);
