@@ -127,7 +127,7 @@ const restoreCommand: CommandModule<object, RestoreArgs> = {
   describe: 'Copy a snapshot (@ID; default the latest) out as an export folder or zip',
   builder: (y: Argv) => withTargetOptions(withArchive(y))
     .positional('snapshot', { type: 'string', describe: '@ID, or latest' })
-    .option('out', { type: 'string', demandOption: true, describe: 'A folder, or a file ending in .zip' })
+    .option('out', { alias: 'o', type: 'string', demandOption: true, describe: 'A folder, or a file ending in .zip' })
     .option('report', { type: 'string', describe: 'Write the per-file report (JSON) to FILE' }) as unknown as Argv<RestoreArgs>,
   handler: async (argv) => {
     const dir = await archiveDir(argv.archive);
