@@ -28,7 +28,7 @@ export class PipelineFileError extends Error {
 export type PipelineFrom =
   | { service: 'photos' }
   | { service: 'attachments'; sheet?: number; field?: number }
-  | { folder: string; move?: { done: string; refused: string } }
+  | { folder: string; move?: { done: string; refused: string }; settle_seconds: number }
   | { zip: string }
   | { csv: string };
 
@@ -58,6 +58,9 @@ export interface LoadedPipeline {
 }
 
 type Path = (string | number)[];
+
+/** A drop folder leaves files this recent for the next run: a copy into it may still be under way. */
+export const DROP_SETTLE_SECONDS = 10;
 const VARIABLE = /\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g;
 
 /** A pipeline file checked, or its problems. */
@@ -276,7 +279,11 @@ function toLoaded(p: PipelineInput, file: string): LoadedPipeline {
   if ('service' in p.from) {
     from = p.from.service === 'photos' ? { service: 'photos' } : { service: 'attachments', sheet: p.from.sheets?.[0], field: p.from.fields?.[0] };
   } else if ('folder' in p.from) {
-    from = { folder: abs(p.from.folder), ...(p.from.move ? { move: { done: abs(p.from.move.done), refused: abs(p.from.move.refused) } } : {}) };
+    from = {
+      folder: abs(p.from.folder),
+      ...(p.from.move ? { move: { done: abs(p.from.move.done), refused: abs(p.from.move.refused) } } : {}),
+      settle_seconds: p.from.settle_seconds ?? (p.from.move ? DROP_SETTLE_SECONDS : 0),
+    };
   } else if ('zip' in p.from) from = { zip: abs(p.from.zip) };
   else from = { csv: abs(p.from.csv) };
   let to: PipelineTo;

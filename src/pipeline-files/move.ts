@@ -8,9 +8,10 @@
  */
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
-import { copyFile, constants, link, mkdir, unlink, writeFile } from 'node:fs/promises';
+import { copyFile, constants, link, mkdir, stat, unlink, writeFile } from 'node:fs/promises';
 import { basename, dirname, extname, join, relative, isAbsolute } from 'node:path';
 import type { ItemReport, RunReport } from '../stages/report.js';
+import type { ImportSource } from '../sources/source.js';
 
 export interface MoveCounts {
   done: number;
@@ -88,4 +89,28 @@ async function placeWithoutOverwrite(from: string, wanted: string): Promise<stri
     return target;
   }
   throw new Error(`no free name for ${basename(wanted)} in ${dirname(wanted)}`);
+}
+
+/**
+ * The source without the files changed in the last `seconds`: a photo still being copied into a
+ * drop folder is left for the next run instead of being read half-written and refused.
+ */
+export function settledOnly(source: ImportSource, seconds: number, log: (line: string) => void): ImportSource {
+  if (seconds <= 0) return source;
+  return {
+    label: source.label,
+    close: () => source.close(),
+    async *entries() {
+      for await (const entry of source.entries()) {
+        if (entry.kind === 'file') {
+          const info = await stat(entry.file.where).catch(() => null);
+          if (info && Date.now() - info.mtimeMs < seconds * 1000) {
+            log(`${entry.file.where}: changed less than ${seconds} s ago (it may still be being copied); left for the next run`);
+            continue;
+          }
+        }
+        yield entry;
+      }
+    },
+  };
 }

@@ -16,7 +16,7 @@ import { redact } from '../util/redact.js';
 import { isWdsError } from '../client/errors.js';
 import { connectPipeline } from './connection.js';
 import type { LoadedPipeline } from './load.js';
-import { moveSettled } from './move.js';
+import { moveSettled, settledOnly } from './move.js';
 
 /** What a run did: what `run --json` prints, notifications carry and the scheduler counts. */
 export interface PipelineRunSummary {
@@ -185,7 +185,8 @@ async function execute(pipeline: LoadedPipeline, options: RunPipelineOptions, lo
     }
     if (!('service' in to)) throw new Error('a pipeline from a folder, zip or CSV goes to the service');
     const sourcePath = 'folder' in from ? from.folder : 'zip' in from ? from.zip : from.csv;
-    const source = await openSource(sourcePath);
+    const opened = await openSource(sourcePath);
+    const source = 'folder' in from ? settledOnly(opened, from.settle_seconds, log) : opened;
     // The embedded emulator is a new company each run: it has no journal. A dry run writes none.
     const journal = connection.embedded || dryRun ? undefined : ImportJournal.open(client.options.consumerKey);
     let report: RunReport;

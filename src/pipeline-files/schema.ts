@@ -54,7 +54,11 @@ export const fromSchema = z.union([
     sheets: z.array(id).min(1).max(1, 'one sheet per pipeline: name one, or leave `sheets` out for every sheet').optional(),
     fields: z.array(id).min(1).max(1, 'one file part per pipeline: name one, or leave `fields` out for every file part of the sheet').optional(),
   }),
-  z.strictObject({ folder: path, move: moveSchema.optional() }),
+  z.strictObject({
+    folder: path,
+    move: moveSchema.optional(),
+    settle_seconds: z.int().min(0).optional().describe('Files changed less than this many seconds ago are left for the next run, as they may still be being copied in (default 10 with move, else 0)'),
+  }),
   z.strictObject({ zip: path }),
   z.strictObject({ csv: path }),
 ]).describe('Where the files come from: the service, or a folder, zip or CSV manifest (code,path[,file_name]) to import');

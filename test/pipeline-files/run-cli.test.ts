@@ -73,7 +73,7 @@ describe('wds-files run', () => {
   it('a drop folder with a refused photo: a dry run changes nothing and tells no one; the run exits 3, moves the files and notifies the partial run', async () => {
     const file = await pipeline([
       'name: cli-dropbox',
-      'from: { folder: inbox, move: { done: done, refused: refused } }',
+      'from: { folder: inbox, move: { done: done, refused: refused }, settle_seconds: 0 }',
       'steps:',
       '  - submit: { trim: false }',
       'to: { service: photos }',

@@ -4,7 +4,7 @@
  * reason beside each, nothing overwritten, nothing moved when the run fails); the photos exported
  * to a zip that verifies; a plan that changes nothing.
  */
-import { readFile, readdir, writeFile } from 'node:fs/promises';
+import { readFile, readdir, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadPipelineFile } from '../../src/pipeline-files/load.js';
@@ -37,6 +37,11 @@ async function pipeline(lines: string[]): Promise<string> {
 }
 
 const load = (file: string, secret = SECRET) => loadPipelineFile(file, { TEST_SECRET: secret });
+/** Files dropped a minute ago: a drop folder takes only files that have settled. */
+async function settle(dir: string): Promise<void> {
+  const then = new Date(Date.now() - 60_000);
+  for (const name of await readdir(dir)) await utimes(join(dir, name), then, then);
+}
 const names = async (dir: string): Promise<string[]> => (await readdir(dir).catch(() => [] as string[])).sort();
 
 const DROPBOX = [
@@ -55,6 +60,7 @@ describe('pipeline files: run and plan', () => {
     const a17 = await plain(40, 40, 12).jpeg().toBuffer();
     await writeFiles(join(drop, 'inbox'), { 'A0001.jpg': a1, 'A0017.jpg': a17, 'Q0001.jpg': await plain(40, 40, 13).jpeg().toBuffer(), 'notes.txt': 'not a photo' });
     await writeFiles(join(drop, 'done'), { 'A0001.jpg': 'a photo done by an earlier run' });
+    await settle(join(drop, 'inbox'));
 
     // Refused credentials: the run fails as a whole, and every file stays where it was.
     const failed = await runPipelineFile(await load(file, 'a-wrong-secret-9f2e'));
@@ -62,12 +68,14 @@ describe('pipeline files: run and plan', () => {
     expect(failed.error).not.toContain('a-wrong-secret-9f2e');
     expect(await names(join(drop, 'inbox'))).toEqual(['A0001.jpg', 'A0017.jpg', 'Q0001.jpg', 'notes.txt']);
 
+    // A photo still being copied in (changed seconds ago) waits for the next run.
+    await writeFiles(join(drop, 'inbox'), { 'A0020.jpg': 'the first bytes of a photo' });
     const summary = await runPipelineFile(await load(file));
     expect(summary).toMatchObject({ status: 'partial', exit_code: 3, files: 2, counts: { ok: 2, invalid: 2 }, moved: { done: 2, refused: 2, left: 0 } });
     const held = await photoHashes(emu());
     expect(held.get('A0001')).toBe(sha256(a1));
     expect(held.get('A0017')).toBe(sha256(a17));
-    expect(await names(join(drop, 'inbox'))).toEqual([]);
+    expect(await names(join(drop, 'inbox'))).toEqual(['A0020.jpg']);
     expect(await names(join(drop, 'done'))).toEqual(['A0001 (2).jpg', 'A0001.jpg', 'A0017.jpg']);
     expect(await readFile(join(drop, 'done', 'A0001.jpg'), 'utf8')).toBe('a photo done by an earlier run');
     expect(sha256(await readFile(join(drop, 'done', 'A0001 (2).jpg')))).toBe(sha256(a1));
@@ -165,10 +173,11 @@ describe('pipeline files: run and plan', () => {
   it('pipelines/photo-dropbox.yaml as shipped, its folder and service from the environment: photos sent move to done/, the others to refused/', async () => {
     const drop = tempDir('wds-dropbox-');
     await writeFiles(join(drop, 'inbox'), { 'A0021.jpg': await plain(60, 80, 21).jpeg().toBuffer(), 'B9999.jpg': await plain(60, 80, 22).jpeg().toBuffer() });
+    await settle(join(drop, 'inbox'));
     const env = { WDS_DROPBOX: drop, WDS_BASE_URL: emu().url, WDS_CONSUMER_KEY: KEY, WDS_CONSUMER_SECRET: SECRET };
     const before = (await photoHashes(emu())).get('A0021');
     const loaded = await loadPipelineFile(join(import.meta.dirname, '../../pipelines/photo-dropbox.yaml'), env);
-    expect(loaded.from).toEqual({ folder: join(drop, 'inbox'), move: { done: join(drop, 'done'), refused: join(drop, 'refused') } });
+    expect(loaded.from).toEqual({ folder: join(drop, 'inbox'), move: { done: join(drop, 'done'), refused: join(drop, 'refused') }, settle_seconds: 10 });
     const summary = await runPipelineFile(loaded, { env });
     expect(summary).toMatchObject({ pipeline: 'photo-dropbox', status: 'partial', exit_code: 3, moved: { done: 1, refused: 1, left: 0 } });
     expect((await photoHashes(emu())).get('A0021')).not.toBe(before);
