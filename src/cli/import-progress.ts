@@ -59,10 +59,10 @@ function waitWords(event: WaitEvent, leftMs: number, update: WindowOption | unde
  * the wait under way.
  * Unknown (undefined) while checking, or when the client keeps no update window.
  */
-export function sendingEta(progress: ImportProgress, update: WindowOption | undefined, waitLeftMs: number): number | undefined {
+export function sendingEta(progress: ImportProgress, update: WindowOption | undefined, waitLeftMs: number, updateWaiting: boolean): number | undefined {
   if (progress.stage !== 'send' || progress.minimum === undefined || !update) return undefined;
-  // A request waiting goes out when its wait ends; the ones after it go at the window's pace.
-  const left = Math.max(0, progress.minimum - (progress.requests ?? 0) - (waitLeftMs > 0 ? 1 : 0));
+  // An update request waiting goes out when its wait ends; the ones after it go at the window's pace.
+  const left = Math.max(0, progress.minimum - (progress.requests ?? 0) - (updateWaiting && waitLeftMs > 0 ? 1 : 0));
   return waitLeftMs + (left / update.limit) * update.windowMs;
 }
 
@@ -83,7 +83,8 @@ export function createImportProgress(label: string, options: { quiet?: boolean; 
       out.push(`${p.requests ?? 0} of at least ${p.minimum ?? '?'} requests`);
     }
     if (lastWait && waitLeft() > 0) out.push(waitWords(lastWait, waitLeft(), options.update()));
-    const eta = sendingEta(p, options.update(), waitLeft());
+    const updateWaiting = lastWait?.reason === 'update-limit' || lastWait?.reason === 'rate-limited';
+    const eta = sendingEta(p, options.update(), waitLeft(), updateWaiting);
     if (eta !== undefined) out.push(`ETA ${duration(eta)}`);
     return out;
   };
