@@ -57,6 +57,8 @@ export function sayError(line: string): void {
  */
 export const clientLogger: Logger = {
   debug: (message) => {
+    // Called for every download of an export: nothing is done when nobody reads debug lines.
+    if (!file && settings.verbose < 1) return;
     const text = redact(message);
     file?.debug(text);
     if (settings.verbose >= 1) toStderr('debug', text);

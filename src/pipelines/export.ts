@@ -304,12 +304,15 @@ export async function runExport(options: ExportOptions): Promise<ExportResult> {
     // A zip paces the downloads by the files waiting for it; a folder by the large bodies read.
     const pace = sink.starts ? undefined : new LargeFilePace(LARGE_FILE_CONNECTIONS);
     const window = new LatencyWindow(START_CONNECTIONS, concurrency);
+    // Request lines for the client's logger: the path alone, since the query of a signed URL is its key.
+    const logger = options.client.options.logger;
+    const onAnswer = logger && ((url: string, status: number, ms: number): void => logger.debug(`GET ${new URL(url).pathname} ${status} ${Math.round(ms)} ms`));
     const onRetry = (): void => {
       progress.retries += 1;
       options.onProgress?.({ ...progress });
     };
     const download = (job: DownloadJob, release: () => void, lane: number): Promise<DownloadResult> =>
-      downloadFile(job, { dispatcher: lanes.lane(lane), lister, sink, retry, signal, onReceived: release, largeBodies, pace, window, onRetry });
+      downloadFile(job, { dispatcher: lanes.lane(lane), lister, sink, retry, signal, onReceived: release, largeBodies, pace, window, onRetry, onAnswer });
     await pool(jobs, concurrency, download, async (result: DownloadResult) => {
       const { file, job } = result;
       if (result.outcome === 'stopped') return;

@@ -60,6 +60,8 @@ export interface DownloadOptions {
   window?: LatencyWindow;
   /** Told each time a download is about to be tried again. */
   onRetry?: () => void;
+  /** Told of each answer's status and how long it took to come (for -v request lines). */
+  onAnswer?: (url: string, status: number, ms: number) => void;
 }
 
 /** Bodies above this size take one of the `largeBodies` slots while they are read. */
@@ -235,6 +237,7 @@ async function download(job: DownloadJob, options: DownloadOptions, state: { wri
       continue;
     }
     const status = res.statusCode;
+    options.onAnswer?.(current.url, status, performance.now() - asked);
     if (status === 403 || status === 404) {
       await res.body.dump();
       // 403: expired or refused URL; 404: the version listed is gone. A fresh listing tells.

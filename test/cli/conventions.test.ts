@@ -102,6 +102,10 @@ describe('verbose, quiet and the log file', () => {
     expect(api.length).toBeGreaterThanOrEqual(2);
     for (const r of api) expect(run.stderr).toMatch(new RegExp(`^${r.method} ${r.url.split('?')[0]!.replace(/[.]/g, '\\.')} ${r.status} \\d+ ms$`, 'm'));
 
+    // Downloads too, by path: the signed URL's query (its key) is never shown.
+    expect(run.stderr).toMatch(/^GET \/storage\/\S+\.\w+ 200 \d+ ms$/m);
+    expect(run.stderr).not.toMatch(/Expires=|Signature=|\?/);
+    expect(readFileSync(log, 'utf8')).not.toMatch(/Expires=|Signature=/);
     const lines = readFileSync(log, 'utf8').trim().split('\n');
     const entries = lines.map((line) => JSON.parse(line) as { level: number; time: string; msg: string });
     for (const e of entries) {
