@@ -283,10 +283,13 @@ export async function runExport(options: ExportOptions): Promise<ExportResult> {
       progress.skipped += 1;
     }
     options.onProgress?.({ ...progress });
+    // An archive links its unchanged files while the others download; a file it cannot link is
+    // downloaded after them.
+    let linking: Promise<DownloadJob[]> | null = null;
     if (build && link.length > 0) {
       const files = new Map(link.map(({ file }) => [file.key, file]));
       const lines = link.map(({ line }) => line);
-      const refused = await onDisk(build.dir, () => build.linkUnchanged(lines, async (line) => {
+      linking = onDisk(build.dir, () => build.linkUnchanged(lines, async (line) => {
         try {
           await sink.record(line);
         } catch (error) {
@@ -296,8 +299,8 @@ export async function runExport(options: ExportOptions): Promise<ExportResult> {
         report.add({ key: manifestKey(line), code: line.code, file_name: line.file_name, outcome: 'skipped', reason: `unchanged since snapshot ${build.previous}; ${build.copied ? 'copied' : 'hard-linked'} from it`, path: line.path, size: line.size, sha256: line.sha256 });
         progress.skipped += 1;
         options.onProgress?.({ ...progress });
-      }, signal));
-      for (const line of refused) jobs.push({ file: files.get(manifestKey(line))!, path: line.path });
+      }, signal)).then((refused) => refused.map((line) => ({ file: files.get(manifestKey(line))!, path: line.path })));
+      linking.catch(() => undefined); // awaited below; not an unhandled rejection meanwhile
     }
     const retry = { ...DEFAULT_RETRY, maxAttempts: 8, baseDelayMs: 100, maxDelayMs: 4_000, ...options.retry };
     const largeBodies = new Slots(Math.min(concurrency, LARGE_BODY_CONCURRENCY));
@@ -313,7 +316,7 @@ export async function runExport(options: ExportOptions): Promise<ExportResult> {
     };
     const download = (job: DownloadJob, release: () => void, lane: number): Promise<DownloadResult> =>
       downloadFile(job, { dispatcher: lanes.lane(lane), lister, sink, retry, signal, onReceived: release, largeBodies, pace, window, onRetry, onAnswer });
-    await pool(jobs, concurrency, download, async (result: DownloadResult) => {
+    const onResult = async (result: DownloadResult): Promise<void> => {
       const { file, job } = result;
       if (result.outcome === 'stopped') return;
       unreached -= 1;
@@ -337,7 +340,16 @@ export async function runExport(options: ExportOptions): Promise<ExportResult> {
       }
       progress.relists = lister.relists;
       options.onProgress?.({ ...progress });
-    }, allOf(window, ...[sink.starts, pace].filter((gate): gate is StartGate => gate !== undefined)), signal);
+    };
+    const gate = allOf(window, ...[sink.starts, pace].filter((g): g is StartGate => g !== undefined));
+    try {
+      await pool(jobs, concurrency, download, onResult, gate, signal);
+    } finally {
+      // A download's fatal error waits for the links under way before the sink is aborted.
+      await linking?.catch(() => undefined);
+    }
+    const unlinked = (await linking) ?? [];
+    if (unlinked.length > 0) await pool(unlinked, concurrency, download, onResult, gate, signal);
     if (signal?.aborted && unreached > 0) {
       await onDisk(options.out, () => sink.pause());
       report.interrupted = { signal: stoppedBy(signal), total: progress.total };
