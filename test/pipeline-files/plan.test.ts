@@ -12,6 +12,9 @@ import { useEmulator } from '../helpers/emulator.js';
 import { tempDir } from '../helpers/export.js';
 import { plain, writeFiles } from '../import/photo-helpers.js';
 
+// The import journal and the limit windows of this file's runs, not the user's.
+process.env.XDG_STATE_HOME = tempDir('wds-pipeline-state-');
+process.env.XDG_CACHE_HOME = tempDir('wds-pipeline-cache-');
 const emu = useEmulator({ seed: 'samples/company' });
 
 describe('plan', () => {

@@ -17,6 +17,9 @@ import { useEmulator } from '../helpers/emulator.js';
 import { tempDir } from '../helpers/export.js';
 import { photoHashes, plain, sha256, stats, writeFiles } from '../import/photo-helpers.js';
 
+// The import journal and the limit windows of this file's runs, not the user's.
+process.env.XDG_STATE_HOME = tempDir('wds-pipeline-state-');
+process.env.XDG_CACHE_HOME = tempDir('wds-pipeline-cache-');
 const KEY = 'pipeline-run-key';
 const SECRET = 'pipeline-run-secret-5c1d';
 const emu = useEmulator({ seed: 'samples/company', consumerKey: KEY, consumerSecret: SECRET, limits: { updatesPerMinute: 10000 } });
@@ -58,7 +61,7 @@ describe('pipeline files: run and plan', () => {
     const drop = join(file, '..', 'drop');
     const a1 = await plain(40, 40, 11).jpeg().toBuffer();
     const a17 = await plain(40, 40, 12).jpeg().toBuffer();
-    await writeFiles(join(drop, 'inbox'), { 'A0001.jpg': a1, 'A0017.jpg': a17, 'Q0001.jpg': await plain(40, 40, 13).jpeg().toBuffer(), 'notes.txt': 'not a photo' });
+    await writeFiles(join(drop, 'inbox'), { 'A0001.jpg': a1, 'A0017.jpg': a17, 'A0002.tif': await plain(40, 40, 14).tiff().toBuffer(), 'Q0001.jpg': await plain(40, 40, 13).jpeg().toBuffer(), 'notes.txt': 'not a photo' });
     await writeFiles(join(drop, 'done'), { 'A0001.jpg': 'a photo done by an earlier run' });
     await settle(join(drop, 'inbox'));
 
@@ -66,17 +69,18 @@ describe('pipeline files: run and plan', () => {
     const failed = await runPipelineFile(await load(file, 'a-wrong-secret-9f2e'));
     expect(failed).toMatchObject({ pipeline: 'dropbox-test', status: 'failed', exit_code: 1, files: 0 });
     expect(failed.error).not.toContain('a-wrong-secret-9f2e');
-    expect(await names(join(drop, 'inbox'))).toEqual(['A0001.jpg', 'A0017.jpg', 'Q0001.jpg', 'notes.txt']);
+    expect(await names(join(drop, 'inbox'))).toEqual(['A0001.jpg', 'A0002.tif', 'A0017.jpg', 'Q0001.jpg', 'notes.txt']);
 
     // A photo still being copied in (changed seconds ago) waits for the next run.
     await writeFiles(join(drop, 'inbox'), { 'A0020.jpg': 'the first bytes of a photo' });
     const summary = await runPipelineFile(await load(file));
-    expect(summary).toMatchObject({ status: 'partial', exit_code: 3, files: 2, counts: { ok: 2, invalid: 2 }, moved: { done: 2, refused: 2, left: 0 } });
+    expect(summary).toMatchObject({ status: 'partial', exit_code: 3, files: 3, counts: { ok: 2, converted: 1, invalid: 2 }, moved: { done: 3, refused: 2, left: 0 } });
     const held = await photoHashes(emu());
     expect(held.get('A0001')).toBe(sha256(a1));
     expect(held.get('A0017')).toBe(sha256(a17));
     expect(await names(join(drop, 'inbox'))).toEqual(['A0020.jpg']);
-    expect(await names(join(drop, 'done'))).toEqual(['A0001 (2).jpg', 'A0001.jpg', 'A0017.jpg']);
+    // The TIFF was sent as a JPEG; the file kept in done/ is the one dropped.
+    expect(await names(join(drop, 'done'))).toEqual(['A0001 (2).jpg', 'A0001.jpg', 'A0002.tif', 'A0017.jpg']);
     expect(await readFile(join(drop, 'done', 'A0001.jpg'), 'utf8')).toBe('a photo done by an earlier run');
     expect(sha256(await readFile(join(drop, 'done', 'A0001 (2).jpg')))).toBe(sha256(a1));
     expect(await names(join(drop, 'refused'))).toEqual(['Q0001.jpg', 'Q0001.jpg.reason.txt', 'notes.txt', 'notes.txt.reason.txt']);
