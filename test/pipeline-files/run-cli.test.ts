@@ -111,16 +111,20 @@ describe('wds-files run', () => {
     expect((await verifyExport(join(file, '..', 'backup', 'photos.zip'))).problems).toEqual([]);
   });
 
-  it('Ctrl-C stops a run as it stops an export: exit 130 with the summary line, and the rerun completes', async () => {
+  it('a second run of a running pipeline refuses (exit 1); Ctrl-C stops a run as it stops an export: exit 130 with the summary line, and the rerun completes', async () => {
     const file = await pipeline(['name: cli-stopped', 'from: { service: photos }', 'steps:', '  - download: { concurrency: 1 }', 'to: { folder: out }']);
     const out = join(file, '..', 'out');
-    await emu().control('POST', '/faults', { storage: { latency_ms: 150 } });
+    await emu().control('POST', '/faults', { storage: { latency_ms: 300 } });
     try {
       const child = spawnCli(['run', file], { TEST_SECRET: SECRET });
       const done = finished(child);
       let ended = false;
       void done.then(() => (ended = true));
       while (!ended && !(await readdir(join(out, 'photos')).catch(() => [])).length) await new Promise((r) => setTimeout(r, 20));
+      // One writer per target: a second run of the pipeline meanwhile refuses at once, naming the first.
+      const second = await run([file]);
+      expect(second.code, second.stderr).toBe(1);
+      expect(second.stderr).toContain(`cli-stopped: another run holds ${join(out, '.wds-lock')} (pid ${child.pid} on `);
       child.kill('SIGINT');
       const stopped = await done;
       expect(stopped.code, stopped.stderr).toBe(130);
