@@ -146,16 +146,25 @@ export async function writeLatest(archive: string, id: string): Promise<void> {
 }
 
 /**
- * The snapshot a user names: `@ID` or `ID`, `latest` or nothing for the newest complete one.
+ * The snapshot a user names: `@ID` or `ID`, `latest` or nothing for the newest complete one, or
+ * `latest~N` for the Nth complete snapshot before it (as git's `HEAD~N`), so that a script can
+ * name "the previous night" without knowing its id.
  * Throws a message naming the archive when there is no such snapshot.
  */
 export async function findSnapshot(archive: string, ref?: string): Promise<SnapshotEntry> {
   const { snapshots } = await listSnapshots(archive);
   const wanted = ref?.replace(/^@/, '');
-  if (wanted === undefined || wanted === 'latest') {
+  const back = /^latest~(\d+)$/.exec(wanted ?? '');
+  if (wanted === undefined || wanted === 'latest' || back) {
     const latest = await readLatest(archive);
-    const found = snapshots.find((s) => s.id === latest) ?? snapshots.filter((s) => s.doc?.complete).at(-1);
-    if (!found) throw new Error(`${archive} holds no complete snapshot${snapshots.length ? '' : ' (no snapshot at all)'}`);
+    const complete = snapshots.filter((s) => s.doc?.complete);
+    const newest = snapshots.find((s) => s.id === latest) ?? complete.at(-1);
+    if (!newest) throw new Error(`${archive} holds no complete snapshot${snapshots.length ? '' : ' (no snapshot at all)'}`);
+    if (!back) return newest;
+    const steps = Number(back[1]);
+    const at = complete.findIndex((s) => s.id === newest.id);
+    const found = at - steps >= 0 ? complete[at - steps] : undefined;
+    if (!found) throw new Error(`${archive} holds ${at + 1} complete snapshot${at === 0 ? '' : 's'} up to latest; latest~${steps} goes past the oldest`);
     return found;
   }
   const found = snapshots.find((s) => s.id === wanted);

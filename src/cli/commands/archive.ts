@@ -79,7 +79,7 @@ interface ShowArgs extends ArchiveArgs { snapshot?: string }
 const showCommand: CommandModule<object, ShowArgs> = {
   command: 'show <archive> [snapshot]',
   describe: 'One snapshot (@ID; default the latest): its snapshot.json and what it holds',
-  builder: (y: Argv) => withArchive(y).positional('snapshot', { type: 'string', describe: '@ID, or latest' }) as unknown as Argv<ShowArgs>,
+  builder: (y: Argv) => withArchive(y).positional('snapshot', { type: 'string', describe: '@ID, latest or latest~N (the Nth complete snapshot before latest)' }) as unknown as Argv<ShowArgs>,
   handler: async (argv) => {
     const snapshot = await snapshotArg(await archiveDir(argv.archive), argv.snapshot);
     const lines = [...(await readSnapshotManifest(snapshot.dir)).lines.values()];
@@ -107,7 +107,7 @@ interface DiffArgs extends ArchiveArgs { a: string; b: string }
 const diffCommand: CommandModule<object, DiffArgs> = {
   command: 'diff <archive> <a> <b>',
   describe: 'Files added, changed and deleted from snapshot A to snapshot B, by member',
-  builder: (y: Argv) => withArchive(y).positional('a', { type: 'string', demandOption: true, describe: '@ID' }).positional('b', { type: 'string', demandOption: true, describe: '@ID, or latest' }) as unknown as Argv<DiffArgs>,
+  builder: (y: Argv) => withArchive(y).positional('a', { type: 'string', demandOption: true, describe: '@ID, latest or latest~N' }).positional('b', { type: 'string', demandOption: true, describe: '@ID, latest or latest~N (the Nth complete snapshot before latest)' }) as unknown as Argv<DiffArgs>,
   handler: async (argv) => {
     const dir = await archiveDir(argv.archive);
     const [a, b] = [await snapshotArg(dir, argv.a), await snapshotArg(dir, argv.b)];
@@ -126,7 +126,7 @@ const restoreCommand: CommandModule<object, RestoreArgs> = {
   command: 'restore <archive> [snapshot]',
   describe: 'Copy a snapshot (@ID; default the latest) out as an export folder or zip',
   builder: (y: Argv) => withTargetOptions(withArchive(y))
-    .positional('snapshot', { type: 'string', describe: '@ID, or latest' })
+    .positional('snapshot', { type: 'string', describe: '@ID, latest or latest~N (the Nth complete snapshot before latest)' })
     .option('out', { alias: 'o', type: 'string', demandOption: true, describe: 'A folder, or a file ending in .zip' })
     .option('report', { type: 'string', describe: 'Write the per-file report (JSON) to FILE' }) as unknown as Argv<RestoreArgs>,
   handler: async (argv) => {
