@@ -6,5 +6,8 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: 'forks',
+    // Most files wait on child processes, storage latency and the service's clock rather than on
+    // the CPU: four at once on two cores keep the suite within minutes.
+    maxWorkers: 4,
   },
 });
