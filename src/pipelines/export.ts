@@ -255,6 +255,9 @@ export async function runExport(options: ExportOptions): Promise<ExportResult> {
   // The token is never sent to storage: downloads go through connections of their own, with no
   // auth at all.
   const lanes = new ConnectionLanes(concurrency, { keepAliveTimeout: 30_000 });
+  // A stop cuts the requests under way all at once (see ConnectionLanes.destroy).
+  const cutRequests = (): void => void lanes.destroy();
+  signal?.addEventListener('abort', cutRequests, { once: true });
   const progress: ExportProgress = { total: listing.length, done: 0, skipped: 0, failed: 0, retries: 0, bytes: 0, relists: 0 };
   let changed = 0;
   let snapshot: SnapshotInfo | undefined;
@@ -364,6 +367,7 @@ export async function runExport(options: ExportOptions): Promise<ExportResult> {
     await sink.abort().catch(() => undefined);
     throw asTargetError(options.out, error);
   } finally {
+    signal?.removeEventListener('abort', cutRequests);
     dispose();
     await lanes.close();
   }
