@@ -58,10 +58,13 @@ it('two exports into one folder, 5 tries: one succeeds, the other refuses naming
 
 it('--wait-lock 60s waits for the run under way, then runs and succeeds', async () => {
   const out = join(tempDir(), 'waited');
+  // Slower storage keeps the first run going for seconds: longer than the second CLI takes
+  // to start on a loaded machine, so that it meets the lock held.
+  await emu().control('POST', '/faults', { storage: { latency_ms: 300 } });
   const first = start(exportArgs(emu(), out));
   await until('the first run to take its lock', () => existsSync(join(out, '.wds-lock')));
   const second = start(exportArgs(emu(), out, '--wait-lock', '60s'));
-  const [a, b] = await Promise.all([first.done, second.done]);
+  const [a, b] = await Promise.all([first.done, second.done]).finally(() => emu().control('POST', '/faults', SLOW_STORAGE));
   expect(a.code, a.stderr).toBe(0);
   expect(b.code, b.stderr).toBe(0);
   expect(b.stderr).toContain(`is being written by pid ${first.pid} on ${hostname()}: waiting for it, up to 60 s`);
@@ -69,7 +72,7 @@ it('--wait-lock 60s waits for the run under way, then runs and succeeds', async 
   expect(b.stdout).toContain(`photos export: 0 ok, ${TWO_WRITERS_MEMBERS} skipped`);
   await expectComplete(out);
   expect(existsSync(join(out, '.wds-lock'))).toBe(false);
-}, 30_000);
+}, 60_000);
 
 it('--wait-lock past its duration refuses, naming the holder', async () => {
   const out = join(tempDir(), 'held');

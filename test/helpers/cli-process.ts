@@ -5,7 +5,7 @@
  * the CLI's windows never make a test wait; connection variables are cleared.
  */
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { KEY, SECRET, type TestEmulator } from './emulator.js';
@@ -22,14 +22,26 @@ export interface CliRun {
 export const connectionArgs = (emu: TestEmulator): string[] => ['--base-url', emu.url, '--consumer-key', KEY, '--consumer-secret', SECRET];
 
 export function spawnCli(args: string[], extraEnv: NodeJS.ProcessEnv = {}): ChildProcessWithoutNullStreams {
+  // Folders made here are the child's alone, and go when it ends; a test that reads them names its own.
+  const made: string[] = [];
+  const own = (name: string, prefix: string): string | undefined => {
+    if (extraEnv[name] !== undefined) return extraEnv[name];
+    const dir = mkdtempSync(join(tmpdir(), prefix));
+    made.push(dir);
+    return dir;
+  };
   const env: NodeJS.ProcessEnv = {
     ...process.env,
-    XDG_CACHE_HOME: mkdtempSync(join(tmpdir(), 'wds-cli-')),
-    XDG_STATE_HOME: mkdtempSync(join(tmpdir(), 'wds-state-')),
+    XDG_CACHE_HOME: own('XDG_CACHE_HOME', 'wds-cli-'),
+    XDG_STATE_HOME: own('XDG_STATE_HOME', 'wds-state-'),
   };
   for (const name of ['WDS_BASE_URL', 'WDS_CONSUMER_KEY', 'WDS_CONSUMER_SECRET']) delete env[name];
   Object.assign(env, extraEnv);
-  return spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args], { cwd: ROOT, env });
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args], { cwd: ROOT, env });
+  child.once('close', () => {
+    for (const dir of made) rmSync(dir, { recursive: true, force: true });
+  });
+  return child;
 }
 
 /** Resolves when the child ends, with what it printed. */
