@@ -6,6 +6,7 @@
  * signal's code, as rclone and restic do on a second Ctrl-C.
  */
 import { EXIT } from './exit-codes.js';
+import { interruptedBy } from '../stages/report.js';
 
 export type StopSignalName = 'SIGINT' | 'SIGTERM';
 
@@ -31,8 +32,7 @@ export function stopSignal(): AbortSignal {
 
 /** Which signal stopped the run, if one did. */
 export function stoppedBy(signal: AbortSignal | undefined): StopSignalName | null {
-  if (!signal?.aborted) return null;
-  return signal.reason === 'SIGTERM' ? 'SIGTERM' : 'SIGINT';
+  return signal?.aborted ? interruptedBy(signal) : null;
 }
 
 /** 128 + the signal's number, as a shell reports a process ended by it. */

@@ -246,7 +246,7 @@ class SeedLoader {
       }
       const what = `field ${field.id} ("${field.name}")`;
       if (field.kind === 'calc_formula') {
-        this.problem(at, `${what} is a formula part: its value is computed, not given (api-v2.md 4.4 Sheets 11)`);
+        this.problem(at, `${what} is a formula part: its value is computed by the service from the other parts, not given`);
       } else if (entry.file !== undefined) {
         if (field.kind !== 'attach_file') this.problem(at, `${what} is not a file part; give values`);
         else await this.loadAttachment(record, field, entry.file, entry.file_name, at);

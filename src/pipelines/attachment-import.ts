@@ -16,7 +16,7 @@ import { jsonStringBytes, minimumBatches, planGroupedBatches } from '../stages/b
 import { mentionsCode, submitBatch, type RequestRecord, type SubmitStats } from '../stages/submit.js';
 import { targetOf, type ImportJournal, type JournalFile } from '../stages/journal.js';
 import { alreadyApplied, appliedSince, noteApplied, settleEarlierRequests } from '../stages/journal-settle.js';
-import { RunReport, type ItemReport } from '../stages/report.js';
+import { RunReport, type ItemReport, interruptedBy } from '../stages/report.js';
 import { HeldFiles } from '../stages/held-files.js';
 import { base64Length, MAX_ATTACHMENTS_PER_REQUEST, MAX_FILE_BYTES } from '../spec/limits.js';
 
@@ -96,8 +96,6 @@ export interface AttachmentImportResult {
   checkMs: number;
 }
 
-/** The signal's name, as the CLI's stop signal gives it as its reason. */
-const signalName = (signal: AbortSignal): 'SIGINT' | 'SIGTERM' => (signal.reason === 'SIGTERM' ? 'SIGTERM' : 'SIGINT');
 
 /** A file as the journal knows it: where it goes and its bytes. */
 const journalFile = (f: ReadyFile): Omit<JournalFile, 'before'> => ({
@@ -250,7 +248,7 @@ export async function runAttachmentImport(options: AttachmentImportOptions): Pro
     checkMs = Date.now() - checkStarted;
     // Stopped while checking: the files checked are not sent, and not in the report.
     if (signal?.aborted) {
-      report.interrupted = { signal: signalName(signal), total: entries };
+      report.interrupted = { signal: interruptedBy(signal), total: entries };
       return result();
     }
     options.onProgress?.({ stage: 'check', done: order, total: order });
@@ -307,7 +305,7 @@ export async function runAttachmentImport(options: AttachmentImportOptions): Pro
           continue;
         }
         if (repeats > 1) {
-          reject(item.file, item.code, 'conflict', `a second file named "${item.fileName}" for member ${item.code} in ${where}: the service refuses a repeated name (4.4 Sheets 7) and cannot tell the two apart on update (4.4 Sheets 8)`);
+          reject(item.file, item.code, 'conflict', `a second file named "${item.fileName}" for member ${item.code} in ${where}: the service refuses a name the member already holds in this file part, and cannot tell two files of one name apart to replace one`);
           continue;
         }
         const earlier = journal && same === 1 && alreadyApplied(journal, 'attachment', journalFile(item), listed);
@@ -323,7 +321,7 @@ export async function runAttachmentImport(options: AttachmentImportOptions): Pro
           if (same === 0) {
             reject(item.file, item.code, 'conflict', `member ${item.code} holds no file named "${item.fileName}" in ${where}; replace needs one (use --mode add or upsert)`);
           } else if (same > 1) {
-            reject(item.file, item.code, 'conflict', `member ${item.code} holds ${same} records with a file named "${item.fileName}" in ${where}; the service cannot replace one of them (4.4 Sheets 8)`);
+            reject(item.file, item.code, 'conflict', `member ${item.code} holds ${same} records with a file named "${item.fileName}" in ${where}; the service cannot replace one of several files of the same name`);
           } else update.push(item);
           continue;
         }
@@ -397,7 +395,7 @@ export async function runAttachmentImport(options: AttachmentImportOptions): Pro
         options.onProgress?.({ stage: 'send', done, total, bytes: sentBytes, totalBytes, requests: sent.register + sent.update, minimum });
       }
     }
-    if (signal?.aborted) report.interrupted = { signal: signalName(signal), total: entries };
+    if (signal?.aborted) report.interrupted = { signal: interruptedBy(signal), total: entries };
 
     // 6. What the listings show for the files applied, so that a rerun notices a later change by someone else.
     if (journal && applied.length) {

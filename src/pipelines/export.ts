@@ -6,7 +6,7 @@ import { setMaxListeners } from 'node:events';
 import type { WdsClient } from '../client/client.js';
 import { UrlLister, attachmentTargets, type ListTarget, type RemoteFile } from '../stages/list-urls.js';
 import { ConnectionLanes, LargeFilePace, LatencyWindow, SinkError, Slots, allOf, downloadFile, pool, type DownloadJob, type DownloadResult, type StartGate } from '../stages/download.js';
-import { RunReport } from '../stages/report.js';
+import { RunReport, interruptedBy } from '../stages/report.js';
 import { FolderSink } from '../sinks/folder.js';
 import { SnapshotBuild, type SnapshotInfo } from '../sinks/archive.js';
 import { TargetError, type ExportSink } from '../sinks/sink.js';
@@ -170,8 +170,6 @@ function plan(listing: RemoteFile[], intact: Map<string, ManifestLine>, previous
   return { jobs, kept, link };
 }
 
-/** Which signal stopped a run (the CLI gives its name as the abort reason). */
-const stoppedBy = (signal: AbortSignal): 'SIGINT' | 'SIGTERM' => (signal.reason === 'SIGTERM' ? 'SIGTERM' : 'SIGINT');
 
 /**
  * A signal of the run's own, aborted with the caller's (and its reason): every download under way
@@ -244,7 +242,7 @@ export async function runExport(options: ExportOptions): Promise<ExportResult> {
   let listing: RemoteFile[] | null = await lister.listAll();
   if (options.signal?.aborted) {
     // Stopped while the service listed the files: nothing on disk is touched.
-    report.interrupted = { signal: stoppedBy(options.signal), total: listing.length };
+    report.interrupted = { signal: interruptedBy(options.signal), total: listing.length };
     report.finish();
     return { report, relists: lister.relists, changed: 0, out: options.out };
   }
@@ -355,7 +353,7 @@ export async function runExport(options: ExportOptions): Promise<ExportResult> {
     if (unlinked.length > 0) await pool(unlinked, concurrency, download, onResult, gate, signal);
     if (signal?.aborted && unreached > 0) {
       await onDisk(options.out, () => sink.pause());
-      report.interrupted = { signal: stoppedBy(signal), total: progress.total };
+      report.interrupted = { signal: interruptedBy(signal), total: progress.total };
       if (build) snapshot = await onDisk(build.dir, () => build.pause(progress.failed));
     } else {
       await onDisk(options.out, () => sink.finish());

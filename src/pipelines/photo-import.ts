@@ -21,7 +21,7 @@ import type { ImportSource, SourceFile } from '../sources/source.js';
 import { MAX_PHOTO_SOURCE_BYTES, PhotoChecker, type CheckVerdict } from '../stages/photo-checker.js';
 import { planBatches, jsonStringBytes } from '../stages/batch.js';
 import { mentionsCode, submitBatch, type BatchOutcome, type RequestRecord, type SubmitStats } from '../stages/submit.js';
-import { RunReport, type ItemReport } from '../stages/report.js';
+import { RunReport, type ItemReport, interruptedBy } from '../stages/report.js';
 import type { ImportJournal, JournalFile } from '../stages/journal.js';
 import { alreadyApplied, appliedSince, noteApplied, settleEarlierRequests } from '../stages/journal-settle.js';
 import { base64Length, MAX_FILE_BYTES, MAX_PHOTOS_PER_REQUEST } from '../spec/limits.js';
@@ -152,8 +152,6 @@ async function* photoBody(items: ReadyPhoto[], trimming: boolean): AsyncGenerato
   yield Buffer.from(']}');
 }
 
-/** The signal's name, as the CLI's stop signal gives it as its reason. */
-const signalName = (signal: AbortSignal): 'SIGINT' | 'SIGTERM' => (signal.reason === 'SIGTERM' ? 'SIGTERM' : 'SIGINT');
 
 /** `updated_at` of every member's photo, keyed as the journal keys targets. */
 async function listPhotos(client: WdsClient): Promise<Map<string, string>> {
@@ -256,7 +254,7 @@ export async function runPhotoImport(options: PhotoImportOptions): Promise<Photo
     checkMs = Date.now() - checkStarted;
     // Stopped while checking: the files checked are not sent, and not in the report.
     if (signal?.aborted) {
-      report.interrupted = { signal: signalName(signal), total: entries };
+      report.interrupted = { signal: interruptedBy(signal), total: entries };
       return result();
     }
     options.onProgress?.({ stage: 'check', done: ready.length, total: ready.length });
@@ -350,7 +348,7 @@ export async function runPhotoImport(options: PhotoImportOptions): Promise<Photo
         options.onProgress?.({ stage: 'send', done, total, bytes: sentBytes, totalBytes, requests: sent.register + sent.update, minimum });
       }
     }
-    if (signal?.aborted) report.interrupted = { signal: signalName(signal), total: entries };
+    if (signal?.aborted) report.interrupted = { signal: interruptedBy(signal), total: entries };
 
     // 6. What the listing shows for the photos applied, so that a rerun notices a later change by someone else.
     if (journal && applied.length) {

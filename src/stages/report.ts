@@ -31,6 +31,14 @@ export interface ItemReport {
   sha256?: string;
 }
 
+/**
+ * Which signal a stopped run's abort signal names: the CLI aborts with the signal's name as the
+ * reason; any other stop counts as an interruption by the user (SIGINT).
+ */
+export function interruptedBy(signal: AbortSignal): 'SIGINT' | 'SIGTERM' {
+  return signal.reason === 'SIGTERM' ? 'SIGTERM' : 'SIGINT';
+}
+
 /** Every run's report: each file's outcome and why, with counts. `toJSON()` is what `--report` writes. */
 export class RunReport {
   /** Each file's outcome, in the order they were settled. */

@@ -65,7 +65,7 @@ describe('the multiple-record sheet', () => {
     const { result, sent } = await run(`${dir}/list.csv`, q);
     expect(outcomesUnder(result, dir)).toEqual({ 'first/cert.pdf': 'ok', 'second/cert.pdf': 'conflict' });
     expect(reasons(result, dir)['second/cert.pdf']).toBe(
-      'a second file named "same-name.pdf" for member A0011 in sheet 2 field 1306: the service refuses a repeated name (4.4 Sheets 7) and cannot tell the two apart on update (4.4 Sheets 8)',
+      'a second file named "same-name.pdf" for member A0011 in sheet 2 field 1306: the service refuses a name the member already holds in this file part, and cannot tell two files of one name apart to replace one',
     );
     expect(names(sent)).toEqual(['POST A0011/same-name.pdf']);
     expect((await recordsOf(emu(), q, 'A0011')).map((r) => r.file_name)).toEqual(['jlpt-n2.pdf', 'pmp.pdf', 'same-name.pdf']);
@@ -92,7 +92,7 @@ describe('the multiple-record sheet', () => {
       const { result, sent } = await run(dir, { ...q, mode });
       expect(outcomesUnder(result, dir)).toEqual({ 'A0005/certificate.pdf': 'conflict', 'A0008/certificate.pdf': 'conflict' });
       expect(reasons(result, dir)['A0005/certificate.pdf']).toBe(
-        'member A0005 holds 2 records with a file named "certificate.pdf" in sheet 2 field 1306; the service cannot replace one of them (4.4 Sheets 8)',
+        'member A0005 holds 2 records with a file named "certificate.pdf" in sheet 2 field 1306; the service cannot replace one of several files of the same name',
       );
       expect(sent).toEqual([]);
     }

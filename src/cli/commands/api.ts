@@ -35,7 +35,7 @@ export const apiCommand: CommandModule<object, ApiArgs> = {
     const path = rawPath.startsWith(API_PREFIX) ? rawPath.slice(API_PREFIX.length) : rawPath;
     const method = argv.method.toUpperCase();
     const match = findOperation(method, path.startsWith('/') ? path : `/${path}`);
-    if (match.kind === 'none') throw new UsageError(`${path} is not a path of API v2 (see the operations of api-v2.md 4.2)`);
+    if (match.kind === 'none') throw new UsageError(`${path} is not a path of API v2; paths look like /members, /members/face_image or /sheets/2/members`);
     if (match.kind === 'method') throw new UsageError(`${method} is not allowed on ${path}; it takes ${match.allow.join(', ')}`);
     let body: unknown;
     if (argv.data !== undefined) {
