@@ -1,0 +1,86 @@
+/**
+ * What the photo and the attachment import commands share, around their pipelines: the report
+ * checked before the first request, the source opened, the progress view and the connection (its
+ * waits shown on the view), the company's journal, the stop signal, and the summary.
+ */
+import { resolve } from 'node:path';
+import type { WdsClient } from '../client/client.js';
+import type { WindowOption } from '../client/options.js';
+import type { ImportProgress } from '../pipelines/import-progress.js';
+import { openSource } from '../sources/open-source.js';
+import type { ImportSource } from '../sources/source.js';
+import { ImportJournal } from '../stages/journal.js';
+import type { RunReport } from '../stages/report.js';
+import { connect, type ConnectionArgs } from './connection.js';
+import { createImportProgress } from './import-progress.js';
+import { finishRun, type OutputArgs } from './output.js';
+import { Preflight } from './preflight.js';
+import { stopSignal } from './stop-signal.js';
+
+export interface ImportCommandArgs extends ConnectionArgs, OutputArgs {
+  source: string;
+  'dry-run': boolean;
+  emulator: boolean;
+}
+
+/** The options every import pipeline takes from the command. */
+export interface CommonImportOptions {
+  client: WdsClient;
+  source: ImportSource;
+  dryRun: boolean;
+  signal: AbortSignal;
+  journal?: ImportJournal;
+  onProgress: (progress: ImportProgress) => void;
+}
+
+/** What every import pipeline answers. */
+export interface ImportOutcome {
+  report: RunReport;
+  requests: { register: number; update: number; minimum: number; resubmitted: number };
+  waitedMs: number;
+  checkMs: number;
+}
+
+export async function runImportCommand(label: string, argv: ImportCommandArgs, run: (common: CommonImportOptions) => Promise<ImportOutcome>): Promise<void> {
+  // The report is checked before the first request: one that cannot be written is found before
+  // anything is sent, not after.
+  const preflight = new Preflight(argv);
+  try {
+    await preflight.report(argv.report);
+    const source = await openSource(resolve(argv.source));
+    // On a terminal the progress line shows the waits as a countdown; elsewhere each wait is a line.
+    // The client's update window is known once connected.
+    const known: { update?: WindowOption } = {};
+    const progress = createImportProgress(label, { quiet: argv.quiet, json: argv.json, update: () => known.update });
+    const connection = await connect(argv, {
+      writes: { allowEmbedded: argv.emulator },
+      onWait: (event) => progress.wait(event),
+      quietWaits: progress.showsWaits,
+    });
+    const limits = connection.client.options.limits;
+    known.update = limits ? limits.update : undefined;
+    try {
+      const result = await run({
+        client: connection.client,
+        source,
+        dryRun: argv['dry-run'],
+        signal: stopSignal(),
+        // The company's import journal; the embedded emulator is a new company each run, so it has none.
+        journal: connection.embedded ? undefined : ImportJournal.open(connection.client.options.consumerKey),
+        onProgress: (p) => progress.update(p),
+      });
+      progress.stop();
+      const r = result.requests;
+      const n = r.register + r.update;
+      await finishRun(argv, result.report, { requests: r, waited_ms: result.waitedMs, check_ms: result.checkMs }, [
+        `${n} update request${n === 1 ? '' : 's'} (${r.register} register, ${r.update} update; the fewest possible: ${r.minimum})${r.resubmitted ? `; ${r.resubmitted} files sent again after their request ended NG for others` : ''}`,
+        `waited ${(result.waitedMs / 1000).toFixed(1)} s on the service's limits`,
+      ]);
+    } finally {
+      progress.stop();
+      await connection.close();
+    }
+  } finally {
+    await preflight.end();
+  }
+}
