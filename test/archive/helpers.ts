@@ -10,6 +10,7 @@ import { runExport, type ExportResult } from '../../src/pipelines/export.js';
 import type { WdsClient } from '../../src/index.js';
 import type { TestEmulator } from '../helpers/emulator.js';
 import { companyOf } from '../helpers/fixtures.js';
+import type { ManifestEntry } from '../helpers/export.js';
 import { pdf } from '../import/attachment-helpers.js';
 
 export async function storageDownloads(emu: TestEmulator): Promise<number> {
@@ -54,18 +55,8 @@ export async function deleteMember(emu: TestEmulator, code: string): Promise<voi
   if (task.status !== 'OK') throw new Error(`delete ${code}: ${JSON.stringify(task)}`);
 }
 
-export interface ManifestRow {
-  kind: string;
-  code: string;
-  sheet_id: number | null;
-  custom_field_id: number | null;
-  record_index: number | null;
-  file_name: string;
-  path: string;
-  size: number;
-  sha256: string;
-  updated_at: string;
-}
+/** A manifest line as the archive tests read it: the same shape as an export's. */
+export type ManifestRow = ManifestEntry;
 
 export const keyOf = (l: ManifestRow): string =>
   l.kind === 'photo' ? `photo:${l.code}` : `attachment:${l.sheet_id}:${l.custom_field_id}:${l.code}:${l.record_index}:${l.file_name}`;
