@@ -6,8 +6,8 @@
 import { readFile } from 'node:fs/promises';
 import { dirname, relative, resolve, isAbsolute } from 'node:path';
 import { LineCounter, isMap, isPair, isScalar, isSeq, parse as parseYaml, parseDocument, visit, type Document, type Node } from 'yaml';
-import type { z } from 'zod';
-import { IMPORT_STEPS, EXPORT_STEPS, STEP_NAMES, pipelineSchema, type PipelineInput, type StepName, STEP_OPTIONS } from './schema.js';
+import { pipelineSchema, type PipelineInput } from './schema.js';
+import { EXPORT_STAGE_NAMES, IMPORT_STAGE_NAMES, STAGE_NAMES, stageOptions, type StageName, type StageOptions } from '../stages/options.js';
 
 /** One problem of a pipeline file, at its place. */
 export interface PipelineProblem {
@@ -39,7 +39,8 @@ export type PipelineTo =
   | { service: 'photos'; mode?: 'upsert' | 'register' | 'update' }
   | { service: 'attachments'; mode?: 'upsert' | 'add' | 'replace'; sheet?: number; field?: number };
 
-export type StepOptions = { [K in StepName]: z.infer<(typeof STEP_OPTIONS)[K]> };
+/** The options of each stage a file names, its defaults filled in. */
+export type StepOptions = { [N in StageName]: StageOptions<N> };
 
 /** A pipeline file read and checked, its paths absolute. */
 export interface LoadedPipeline {
@@ -52,8 +53,8 @@ export interface LoadedPipeline {
   connection: { base_url?: string; consumer_key?: string; consumer_secret?: string };
   from: PipelineFrom;
   to: PipelineTo;
-  /** The options of each stage the file names. */
-  steps: Partial<StepOptions>;
+  /** The options of every stage: as the file names them, else their defaults. */
+  steps: StepOptions;
   retention?: { keep_last?: number; keep_daily?: number; keep_weekly?: number; keep_monthly?: number; keep_yearly?: number };
 }
 
@@ -108,7 +109,7 @@ export function checkPipelineText(text: string, shown: string, file: string, env
       at(place, messageOf(issue));
     }
   } else {
-    for (const { path, message } of crossChecks(parsed.data)) at(placeOf(doc, { path, code: 'custom' }), message);
+    for (const { path, message } of crossChecks(parsed.data, value)) at(placeOf(doc, { path, code: 'custom' }), message);
   }
   if (problems.length) throw new PipelineFileError(dedupe(problems));
   return toLoaded(parsed.data!, file);
@@ -207,7 +208,10 @@ function messageOf(issue: Issue): string {
   if (issue.code === 'unrecognized_keys') {
     const keys = issue.keys ?? [];
     if (issue.path.length === 2 && issue.path[0] === 'steps') {
-      return `unknown step ${keys.map((k) => `"${k}"`).join(', ')}; the steps are ${STEP_NAMES.join(', ')}`;
+      return `unknown step ${keys.map((k) => `"${k}"`).join(', ')}; the steps are ${STAGE_NAMES.join(', ')}`;
+    }
+    if (issue.path.length === 3 && issue.path[0] === 'steps' && issue.path[2] === 'check' && keys.includes('normalize')) {
+      return `${place}.normalize: converting photos is a stage of its own now; write \`- normalize: { convert: true }\` (or false) instead`;
     }
     return `unknown key ${keys.map((k) => `"${k}"`).join(', ')}${place ? ` in ${place}` : ''}`;
   }
@@ -215,12 +219,16 @@ function messageOf(issue: Issue): string {
   if (/^Invalid input: expected \w+, received undefined$/.test(message)) return `${place} is required`;
   const text = message
     .replace(/^Invalid input: expected (\w+), received (\w+)$/, (_m, want: string, got: string) => `must be ${want === 'int' ? 'a whole number' : `a ${want}`}, not a ${got}`)
-    .replace(/^Invalid option: expected one of (.*)$/, (_m, list: string) => `must be one of ${list.replaceAll('"', '').split('|').join(', ')}`);
+    .replace(/^Invalid option: expected one of (.*)$/, (_m, list: string) => `must be one of ${list.replaceAll('"', '').split('|').join(', ')}`)
+    .replace(/^Too small: expected number to be >=(\S+)$/, 'must be at least $1')
+    .replace(/^Too big: expected number to be <=(\S+)$/, 'must be at most $1');
   return place ? `${place}: ${text}` : text;
 }
 
 /** The rules between the file's parts, which one part's schema cannot see. */
-function crossChecks(p: PipelineInput): { path: Path; message: string }[] {
+function crossChecks(p: PipelineInput, raw: unknown): { path: Path; message: string }[] {
+  // Options as written: a default filled in by the schema is not something the file said.
+  const written = ((raw as { steps?: unknown }).steps ?? []) as Record<string, Record<string, unknown> | undefined>[];
   const problems: { path: Path; message: string }[] = [];
   const fromService = 'service' in p.from;
   const toService = 'service' in p.to;
@@ -239,11 +247,11 @@ function crossChecks(p: PipelineInput): { path: Path; message: string }[] {
   if ('service' in p.to && p.to.service === 'attachments' && p.to.field !== undefined && p.to.sheet === undefined) problems.push({ path: ['to', 'field'], message: 'to.field: needs to.sheet' });
   const photos = ('service' in p.from && p.from.service === 'photos') || ('service' in p.to && p.to.service === 'photos');
   (p.steps ?? []).forEach((step, i) => {
-    for (const name of Object.keys(step) as StepName[]) {
-      const allowed = fromService ? EXPORT_STEPS : IMPORT_STEPS;
+    for (const name of Object.keys(step) as StageName[]) {
+      const allowed: StageName[] = fromService ? EXPORT_STAGE_NAMES : IMPORT_STAGE_NAMES;
       if (!allowed.includes(name)) problems.push({ path: ['steps', i, name], message: `steps[${i}]: "${name}" is not a stage of ${fromService ? 'an export' : 'an import'}; its stages are ${allowed.join(', ')}` });
-      if (!photos && name === 'check' && step.check?.normalize !== undefined) problems.push({ path: ['steps', i, 'check', 'normalize'], message: `steps[${i}].check.normalize: only photos are converted` });
-      if (!photos && name === 'submit' && step.submit?.trim !== undefined) problems.push({ path: ['steps', i, 'submit', 'trim'], message: `steps[${i}].submit.trim: only photos are trimmed` });
+      if (!photos && name === 'normalize') problems.push({ path: ['steps', i, 'normalize'], message: `steps[${i}].normalize: only photos are converted` });
+      if (!photos && name === 'submit' && written[i]?.submit?.trim !== undefined) problems.push({ path: ['steps', i, 'submit', 'trim'], message: `steps[${i}].submit.trim: only photos are trimmed` });
     }
   });
   if ('folder' in p.from && p.from.move) {
@@ -291,8 +299,10 @@ function toLoaded(p: PipelineInput, file: string): LoadedPipeline {
   else if ('folder' in p.to) to = { folder: abs(p.to.folder) };
   else if ('zip' in p.to) to = { zip: abs(p.to.zip) };
   else to = p.to;
-  const steps: Partial<StepOptions> = {};
-  for (const step of p.steps ?? []) Object.assign(steps, step);
+  const named: Partial<Record<StageName, unknown>> = {};
+  for (const step of p.steps ?? []) Object.assign(named, step);
+  // Every stage with its options: those the file names, and the defaults of the others.
+  const steps = Object.fromEntries(STAGE_NAMES.map((name) => [name, stageOptions(name, named[name] as never, file)])) as StepOptions;
   const schedule = p.schedule === undefined ? undefined
     : typeof p.schedule === 'string' ? { cron: p.schedule, catch_up: 'once' as const }
     : { cron: p.schedule.cron, catch_up: p.schedule.catch_up ?? 'once' };

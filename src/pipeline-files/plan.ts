@@ -62,7 +62,7 @@ async function planExport(pipeline: LoadedPipeline, client: WdsClient): Promise<
   const targets: ListTarget[] = from.service === 'photos'
     ? [{ id: 'photos', kind: 'photo' }]
     : await attachmentTargets(client, { sheet: from.sheet, field: from.field });
-  const files = await new UrlLister(client, targets, pipeline.steps.list?.since).listAll();
+  const files = await new UrlLister(client, targets, pipeline.steps.list.since).listAll();
   const notes: string[] = [];
   const earlier = await earlierLines(to, notes);
   const kept = files.filter((f) => earlier.get(f.key)?.updated_at === f.updated_at).length;

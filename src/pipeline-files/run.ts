@@ -95,7 +95,7 @@ export async function runPipelineOnce(pipeline: LoadedPipeline, options: RunPipe
   let error: string | undefined;
   try {
     // An export's dry run writes nothing, so it needs no lock (and makes no folder for one).
-    const writes = !('service' in pipeline.from && (options.dryRun || pipeline.steps.submit?.dry_run));
+    const writes = !('service' in pipeline.from && (options.dryRun || pipeline.steps.submit.dry_run));
     if (writes) lock = await takeLock(pipeline, options, log);
     if (lock?.tookOver) log(`${pipeline.name}: took over the lock of an earlier run (${lock.tookOver})`);
     report = await execute(pipeline, options, log, lines, extra);
@@ -147,7 +147,7 @@ async function takeLock(pipeline: LoadedPipeline, options: RunPipelineOptions, l
 
 async function execute(pipeline: LoadedPipeline, options: RunPipelineOptions, log: (line: string) => void, lines: string[], extra: Partial<PipelineRunSummary>): Promise<RunReport> {
   const { from, to, steps } = pipeline;
-  const dryRun = options.dryRun || steps.submit?.dry_run === true;
+  const dryRun = options.dryRun || steps.submit.dry_run;
   const connection = await connectPipeline(pipeline, { env: options.env, embedded: options.embedded, seed: options.seed, dryRun, log, logger: options.logger });
   try {
     const { client } = connection;
@@ -160,8 +160,8 @@ async function execute(pipeline: LoadedPipeline, options: RunPipelineOptions, lo
         client,
         what: from.service,
         out,
-        since: steps.list?.since,
-        concurrency: steps.download?.concurrency,
+        since: steps.list.since,
+        concurrency: steps.download.concurrency,
         signal: options.signal,
         ...(from.service === 'attachments' ? { sheet: from.sheet, field: from.field } : {}),
         ...('archive' in to ? { archive: { pipeline: pipeline.name } } : {}),
@@ -194,7 +194,7 @@ async function execute(pipeline: LoadedPipeline, options: RunPipelineOptions, lo
       if (to.service === 'photos') {
         const { runPhotoImport } = await import('../pipelines/photo-import.js');
         const result = await runPhotoImport({
-          client, source, mode: to.mode, trimming: steps.submit?.trim, normalize: steps.check?.normalize, dryRun, signal: options.signal, journal,
+          client, source, mode: to.mode, trimming: steps.submit.trim, normalize: steps.normalize.convert, concurrency: steps.check.concurrency, dryRun, signal: options.signal, journal,
         });
         report = result.report;
         lines.push(requestLine(result.requests));

@@ -5,7 +5,7 @@
  */
 import { Cron } from 'croner';
 import { z } from 'zod';
-import { isValidDate } from '../spec/time.js';
+import { STAGES, STAGE_NAMES, type StageName } from '../stages/options.js';
 import { hasRules, retentionPolicySchema } from '../archive/retention.js';
 
 const path = z.string().min(1, 'must name a path');
@@ -71,35 +71,16 @@ export const toSchema = z.union([
   z.strictObject({ service: z.literal('attachments'), mode: z.enum(['upsert', 'add', 'replace']).optional(), sheet: id.optional(), field: id.optional() }),
 ]).describe('Where the files go: an archive, a folder, a zip, or the service');
 
-/** Each step is a stage of today's pipelines, with the options that stage takes. */
-export const STEP_OPTIONS = {
-  list: z.strictObject({
-    since: z.string().refine(isValidDate, 'must be a date YYYY-MM-DD').optional().describe('Only files updated on or after this date'),
-  }).describe('Export: list the files at the service'),
-  download: z.strictObject({
-    concurrency: z.int().min(1).max(256).optional().describe('Downloads at once (default 64 for photos, 16 for attachments)'),
-  }).describe('Export: download the listed files'),
-  check: z.strictObject({
-    normalize: z.boolean().optional().describe('Photos: convert HEIC, WebP, TIFF, oversized or rotated photos to JPEG (default true)'),
-  }).describe('Import: check every file against the service\'s rules before sending'),
-  submit: z.strictObject({
-    trim: z.boolean().optional().describe('Photos: let the service trim each photo to the face (default true)'),
-    dry_run: z.boolean().optional().describe('Send with Dry-Run: 1: every check, no change (default false)'),
-  }).describe('Import: send the files in as few requests as the limits allow'),
-} as const;
-
-export type StepName = keyof typeof STEP_OPTIONS;
-export const STEP_NAMES = Object.keys(STEP_OPTIONS) as StepName[];
-export const EXPORT_STEPS: StepName[] = ['list', 'download'];
-export const IMPORT_STEPS: StepName[] = ['check', 'submit'];
-
-const stepSchema = z.strictObject({
-  list: STEP_OPTIONS.list.optional(),
-  download: STEP_OPTIONS.download.optional(),
-  check: STEP_OPTIONS.check.optional(),
-  submit: STEP_OPTIONS.submit.optional(),
-}).refine((step) => Object.keys(step).length === 1, 'a step names one stage: `- download: {concurrency: 8}`')
-  .describe('One stage and its options');
+/**
+ * A step names one stage of the registry (src/stages/options.ts) with its options: the stages,
+ * their docs and their defaults come from there, so the file format and the pipelines agree.
+ */
+const stepSchema = z.strictObject(
+  Object.fromEntries(STAGE_NAMES.map((name) => [name, STAGES[name].options.describe(STAGES[name].describe).optional()])) as {
+    [N in StageName]: z.ZodOptional<(typeof STAGES)[N]['options']>
+  },
+).refine((step) => Object.keys(step).length === 1, 'a step names one stage: `- download: {concurrency: 8}`')
+  .describe('One stage and its options: export stages list, plan, download, sink; import stages read, check, normalize, dedupe, route, batch, submit, report');
 
 export const retentionSchema = retentionPolicySchema
   .refine(hasRules, 'name at least one keep_* rule above 0; with none, every snapshot but the newest complete one would be removed')
@@ -115,7 +96,7 @@ export const pipelineSchema = z.strictObject({
   connection: connectionSchema.optional(),
   schedule: scheduleSchema.optional(),
   from: fromSchema,
-  steps: z.array(stepSchema).optional().describe('The stages and their options; the stages not named run with their defaults'),
+  steps: z.array(stepSchema).optional().describe('The stages whose options differ from their defaults; every stage of the direction runs, in its order, whether named or not'),
   to: toSchema,
   retention: retentionSchema.optional(),
   notify: notifySchema.optional(),

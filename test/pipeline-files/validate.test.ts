@@ -61,7 +61,7 @@ describe('validate', () => {
     const problems = await problemsOf('name: x\nschedule: { cron: "0 0 4 * * * 2027" }\nfrom: { service: photos }\nsteps:\n  - upload: {}\nto: { zip: x.zip }\n');
     expect(problems.map((p) => [p.line, p.column, p.message])).toEqual([
       [2, 19, expect.stringContaining('5 fields (minute hour day month weekday) or 6 (seconds first), not 7')],
-      [5, 5, 'unknown step "upload"; the steps are list, download, check, submit'],
+      [5, 5, 'unknown step "upload"; the steps are list, plan, download, sink, read, check, normalize, dedupe, route, batch, submit, report'],
     ]);
   });
 
@@ -77,8 +77,38 @@ describe('validate', () => {
     ].join('\n'));
     expect(problems.map((p) => [p.line, p.message])).toEqual([
       [2, expect.stringContaining('from.move.done: must be outside the folder read')],
-      [4, 'steps[0]: "download" is not a stage of an import; its stages are check, submit'],
+      [4, 'steps[0]: "download" is not a stage of an import; its stages are read, check, normalize, dedupe, route, batch, submit, report'],
       [6, expect.stringContaining('retention: only an archive (to: {archive: DIR})')],
+    ]);
+  });
+
+  it('steps name the stages of the registry: defaults fill the stages not named, a photo option on attachments and the old check.normalize are refused at their place', async () => {
+    const file = await pipelineFile('name: x\nfrom: { folder: in }\nsteps:\n  - normalize: { convert: false }\n  - check: { concurrency: 3 }\nto: { service: photos }\n');
+    const loaded = await loadPipelineFile(file, {});
+    expect(loaded.steps.normalize).toEqual({ convert: false });
+    expect(loaded.steps.check).toEqual({ concurrency: 3 });
+    // Not named: the stage's defaults.
+    expect(loaded.steps.submit).toEqual({ trim: true, dry_run: false });
+    const problems = await problemsOf([
+      'name: x',
+      'from: { folder: in }',
+      'steps:',
+      '  - check: { normalize: false }',
+      '  - normalize: { convert: true }',
+      '  - submit: { trim: false }',
+      '  - check: { concurrency: 0 }',
+      'to: { service: attachments, sheet: 2, field: 1306 }',
+      '',
+    ].join('\n'));
+    expect(problems.map((p) => [p.line, p.column, p.message])).toEqual([
+      [4, 14, 'steps[0].check.normalize: converting photos is a stage of its own now; write `- normalize: { convert: true }` (or false) instead'],
+      [7, 27, 'steps[3].check.concurrency: must be at least 1'],
+    ]);
+    // With the other problems gone, the rules between parts speak.
+    const between = await problemsOf('name: x\nfrom: { folder: in }\nsteps:\n  - normalize: { convert: true }\n  - submit: { trim: false }\nto: { service: attachments, sheet: 2, field: 1306 }\n');
+    expect(between.map((p) => [p.line, p.message])).toEqual([
+      [4, 'steps[0].normalize: only photos are converted'],
+      [5, 'steps[1].submit.trim: only photos are trimmed'],
     ]);
   });
 
@@ -159,5 +189,11 @@ describe('validate', () => {
     expect(check(parseYaml('name: x\nfrom: { service: photos, sheet: 3 }\nto: { zip: a.zip }\n'))).toBe(false);
     expect(check(parseYaml('name: x\nfrom: { service: photos }\nsteps: [ { download: { concurrency: many } } ]\nto: { zip: a.zip }\n'))).toBe(false);
     expect(check(parseYaml('name: x\nfrom: { service: photos }\nto: { zip: a.zip }\n'))).toBe(true);
+    // Every stage of both directions is a step, with its description and its options' defaults.
+    const step = ((schema.properties as Record<string, { items: { properties: Record<string, { description?: string; properties: Record<string, { default?: unknown }> }> } }>).steps).items;
+    expect(Object.keys(step.properties)).toEqual(['list', 'plan', 'download', 'sink', 'read', 'check', 'normalize', 'dedupe', 'route', 'batch', 'submit', 'report']);
+    for (const [name, stage] of Object.entries(step.properties)) expect(stage.description, name).toMatch(/^(Export|Import)/);
+    expect(step.properties.submit!.properties.trim!.default).toBe(true);
+    expect(step.properties.normalize!.properties.convert!.default).toBe(true);
   });
 });
