@@ -4,7 +4,7 @@
  * a command runs against the embedded emulator with the sample company, the project's default.
  */
 import type { Argv } from 'yargs';
-import { WdsClient } from '../client/client.js';
+import type { WdsClient } from '../client/client.js';
 import type { WaitEvent } from '../client/limiter.js';
 import { parseLimitsSetting, type LimitsSetting } from '../client/limits-setting.js';
 import type { RunningEmulator } from '../emulator/index.js';
@@ -68,6 +68,8 @@ export async function connect(args: ConnectionArgs, extra: ConnectOptions = {}):
   }
   const missing = [!consumerKey && '--consumer-key (or WDS_CONSUMER_KEY)', !consumerSecret && '--consumer-secret (or WDS_CONSUMER_SECRET)'].filter(Boolean);
   if (missing.length) throw new UsageError(`connecting to ${baseUrl} needs ${missing.join(' and ')}`);
+  // The client (undici and the wire schemas) is loaded by the commands that talk to the service, not at start.
+  const { WdsClient } = await import('../client/client.js');
   const client = new WdsClient({
     baseUrl,
     consumerKey: consumerKey!,

@@ -3,7 +3,8 @@
  * with -q), and with `--log-file FILE` every line, debug included, as pino JSON lines. Every
  * line is redacted before it is written anywhere.
  */
-import pino from 'pino';
+import { createRequire } from 'node:module';
+import type pino from 'pino';
 import type { Logger } from '../client/options.js';
 import { redact } from '../util/redact.js';
 import { paint } from './color.js';
@@ -22,6 +23,8 @@ let file: pino.Logger | undefined;
 export function configureLog(next: LogSettings): void {
   settings = next;
   if (next.logFile) {
+    // Required only here, since most runs have no log file; pino is CommonJS, so this stays synchronous.
+    const pino = createRequire(import.meta.url)('pino') as typeof import('pino').default;
     // Synchronous, so that a line written just before process.exit is in the file.
     file = pino({ level: 'debug', base: { pid: process.pid }, timestamp: pino.stdTimeFunctions.isoTime }, pino.destination({ dest: next.logFile, sync: true, mkdir: true }));
   }

@@ -1,7 +1,9 @@
 #!/usr/bin/env node
 /**
  * `wds-files`: the command line (DESIGN.md section 3). Commands are thin: each one parses its
- * options here and hands them to a pipeline, the client or the emulator.
+ * options here and hands them to a pipeline, the client or the emulator. A command module defines
+ * its options with nothing heavy; its handler imports what it runs (the client, the pipelines, zod,
+ * the emulator), so that `--help` or one command does not load every command's dependencies.
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -19,7 +21,6 @@ import { photosImportCommand } from './commands/photo-import.js';
 import { attachmentsImportCommand } from './commands/attachment-import.js';
 import { UsageError } from './connection.js';
 import { configureLog, sayError } from './log.js';
-import { checkNumberOptions } from './number-options.js';
 import { unknownWordMessage } from './did-you-mean.js';
 import { withHelpText } from './help-text.js';
 import { isWdsError } from '../client/errors.js';
@@ -52,9 +53,11 @@ export async function main(argv: string[]): Promise<void> {
     .option('verbose', { alias: 'v', type: 'count', global: true, describe: 'Request lines (method, path, status, ms) on stderr; -vv adds the time to each line' })
     .option('quiet', { alias: 'q', type: 'boolean', default: false, global: true, describe: 'No progress or wait lines on stderr; errors still show' })
     .option('log-file', { type: 'string', global: true, describe: 'Also write every line, requests included, as JSON lines to FILE' })
-    .middleware((args) => {
+    .middleware(async (args) => {
       // A middleware's throw would escape .fail(): a usage error is said and ends the run here.
       try {
+        // Loaded here, with zod, once a command is about to run: --help and --version never need it.
+        const { checkNumberOptions } = await import('./number-options.js');
         checkNumberOptions(args, argv);
         configureLog({ verbose: Number(args.verbose ?? 0), quiet: Boolean(args.quiet), logFile: args['log-file'] as string | undefined });
       } catch (error) {

@@ -3,7 +3,7 @@ import { writeFile } from 'node:fs/promises';
 import type { RunReport } from '../stages/report.js';
 import { redactValue } from '../util/redact.js';
 import { EXIT } from './exit-codes.js';
-import { formatBytes } from './progress.js';
+import { formatBytes } from '../util/format.js';
 import { exitCodeOf } from './stop-signal.js';
 
 export interface OutputArgs {

@@ -6,7 +6,6 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir, open, stat, unlink } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
-import type { Argv } from 'yargs';
 import { UsageError, say } from './connection.js';
 import { exitCodeOf, stopSignal, stoppedBy } from './stop-signal.js';
 import { removeEmptyDirs } from '../sinks/sink.js';
@@ -14,22 +13,7 @@ import { formatDuration, parseDuration } from '../util/duration.js';
 import { REDACTED, redact } from '../util/redact.js';
 import { TargetLockedError, acquireTargetLock, lockFileOf, type TargetLock } from '../util/target-lock.js';
 
-export interface TargetArgs {
-  force?: boolean;
-  'wait-lock'?: string;
-}
-
-/** `--force` and `--wait-lock` of the commands that write a folder or a zip. */
-export function withTargetOptions<T>(yargs: Argv<T>): Argv<T & TargetArgs> {
-  return yargs
-    .option('force', { type: 'boolean', default: false, describe: 'Replace an existing file named *.zip that is not a zip archive' })
-    .option('wait-lock', { type: 'string', describe: 'If another run is writing the same target, wait for it up to DURATION (30s, 5m, 1h) instead of refusing' })
-    .check((argv) => {
-      const wait = argv['wait-lock'];
-      if (wait !== undefined && parseDuration(String(wait)) === null) throw new UsageError(`--wait-lock must be a duration such as 30s, 5m or 1h, got "${wait}"`);
-      return true;
-    }) as unknown as Argv<T & TargetArgs>;
-}
+export { withTargetOptions, type TargetArgs } from './target-options.js';
 
 /** The command line as the lock shows it to other runs: the consumer secret masked. */
 export function commandLine(argv: string[] = process.argv.slice(2)): string {

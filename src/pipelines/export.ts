@@ -14,20 +14,9 @@ import { MANIFEST_NAME, exportDir, manifestKey, type ManifestLine } from '../sin
 import { PathAllocator, safeName } from '../util/safe-name.js';
 import { extensionOf } from '../spec/extensions.js';
 import { DEFAULT_RETRY, type RetryPolicy } from '../client/retry.js';
+import { DEFAULT_EXPORT_CONCURRENCY, PHOTO_EXPORT_CONCURRENCY } from './export-defaults.js';
 
-/**
- * Downloads in flight by default. Attachments keep 16: documents run to megabytes, and more
- * connections gain little there and cost memory. Photos take PHOTO_EXPORT_CONCURRENCY, since many
- * connections hide the storage latency of small files; the figures are in bench/notes.md.
- */
-export const DEFAULT_EXPORT_CONCURRENCY = 16;
-
-/**
- * The default for photos, to a folder or a zip: it starts with fewer connections and opens more
- * only while answers come slowly (START_CONNECTIONS, LatencyWindow), which keeps a first wave of
- * large photos and a near storage within the memory bound.
- */
-export const PHOTO_EXPORT_CONCURRENCY = 64;
+export { DEFAULT_EXPORT_CONCURRENCY, PHOTO_EXPORT_CONCURRENCY };
 
 /**
  * Bodies over 1 MB read at once, whatever the concurrency (`largeBodies` in stages/download.ts).

@@ -9,16 +9,15 @@ import type { Argv, CommandModule } from 'yargs';
 import { UsageError } from '../connection.js';
 import { EXIT } from '../exit-codes.js';
 import { finishRun } from '../output.js';
-import { Preflight, withTargetOptions, type TargetArgs } from '../preflight.js';
-import { formatBytes } from '../progress.js';
+import { withTargetOptions, type TargetArgs } from '../target-options.js';
 import { stopSignal } from '../stop-signal.js';
+import { formatBytes } from '../../util/format.js';
 import { parseDuration } from '../../util/duration.js';
-import { checkArchive } from '../../archive/check.js';
-import { diffSnapshots } from '../../archive/diff.js';
-import { forgetSnapshots } from '../../archive/forget.js';
-import { restoreSnapshot } from '../../archive/restore.js';
-import { hasRules, retentionPolicySchema, type RetentionPolicy } from '../../archive/retention.js';
-import { findSnapshot, listSnapshots, readLatest, readSnapshotManifest, snapshotsDir } from '../../archive/store.js';
+import type { RetentionPolicy } from '../../archive/retention.js';
+
+// src/archive and the lock code are loaded by the handlers: defining these commands loads neither.
+const store = () => import('../../archive/store.js');
+const preflightOf = async (argv: { quiet?: boolean }) => new (await import('../preflight.js')).Preflight(argv);
 
 interface ArchiveArgs {
   archive: string;
@@ -33,6 +32,7 @@ const withArchive = <T>(y: Argv<T>): Argv<T & ArchiveArgs> =>
 /** The archive folder, which must hold `snapshots/`. */
 async function archiveDir(path: string): Promise<string> {
   const dir = resolve(path);
+  const { snapshotsDir } = await store();
   const info = await stat(snapshotsDir(dir)).catch(() => null);
   if (!info?.isDirectory()) throw new UsageError(`${path} is not a snapshot archive: it has no snapshots/ folder`);
   return dir;
@@ -40,6 +40,7 @@ async function archiveDir(path: string): Promise<string> {
 
 /** A snapshot the user named, or a usage error naming what the archive holds. */
 async function snapshotArg(archive: string, ref: string | undefined) {
+  const { findSnapshot } = await store();
   try {
     return await findSnapshot(archive, ref);
   } catch (error) {
@@ -58,6 +59,7 @@ const listCommand: CommandModule<object, ArchiveArgs> = {
   builder: (y: Argv) => withArchive(y),
   handler: async (argv) => {
     const dir = await archiveDir(argv.archive);
+    const { listSnapshots, readLatest } = await store();
     const { snapshots, partial } = await listSnapshots(dir);
     const latest = await readLatest(dir);
     const rows = snapshots.map((s) => ({
@@ -82,6 +84,7 @@ const showCommand: CommandModule<object, ShowArgs> = {
   builder: (y: Argv) => withArchive(y).positional('snapshot', { type: 'string', describe: '@ID, latest or latest~N (the Nth complete snapshot before latest)' }) as unknown as Argv<ShowArgs>,
   handler: async (argv) => {
     const snapshot = await snapshotArg(await archiveDir(argv.archive), argv.snapshot);
+    const { readSnapshotManifest } = await store();
     const lines = [...(await readSnapshotManifest(snapshot.dir)).lines.values()];
     const members = new Set(lines.map((l) => l.code)).size;
     const photos = lines.filter((l) => l.kind === 'photo').length;
@@ -111,6 +114,7 @@ const diffCommand: CommandModule<object, DiffArgs> = {
   handler: async (argv) => {
     const dir = await archiveDir(argv.archive);
     const [a, b] = [await snapshotArg(dir, argv.a), await snapshotArg(dir, argv.b)];
+    const { diffSnapshots } = await import('../../archive/diff.js');
     const diff = await diffSnapshots(dir, a.id, b.id);
     const mark = { added: '+', changed: 'M', deleted: '-' } as const;
     print(argv.json, { from: diff.from, to: diff.to, counts: diff.counts, members: diff.members.map((m) => ({ code: m.code, files: m.files.map((f) => ({ change: f.change, ...f.line })) })) }, () => [
@@ -134,7 +138,8 @@ const restoreCommand: CommandModule<object, RestoreArgs> = {
     const snapshot = await snapshotArg(dir, argv.snapshot);
     const out = resolve(argv.out);
     if (out === dir || out.startsWith(`${dir}/`)) throw new UsageError(`--out ${argv.out} is inside the archive; restore to a folder or zip outside it`);
-    const preflight = new Preflight(argv);
+    const { restoreSnapshot } = await import('../../archive/restore.js');
+    const preflight = await preflightOf(argv);
     try {
       await preflight.report(argv.report);
       await preflight.exportTarget(argv.out, { zip: out.toLowerCase().endsWith('.zip'), force: argv.force ?? false, waitLock: argv['wait-lock'] });
@@ -159,6 +164,7 @@ const checkCommand: CommandModule<object, CheckArgs> = {
     }) as unknown as Argv<CheckArgs>,
   handler: async (argv) => {
     const dir = await archiveDir(argv.archive);
+    const { checkArchive } = await import('../../archive/check.js');
     const result = await checkArchive(dir, { readDataPercent: argv['read-data'] });
     print(argv.json, { archive: dir, ...result }, () => [
       `check ${dir}: ${result.snapshots} snapshots, ${result.files} files listed${argv['read-data'] ? `, ${result.read} files read` : ''}; ${result.problems.length ? `${result.problems.length} problems:` : 'no problem found'}`,
@@ -176,7 +182,8 @@ interface ForgetArgs extends ArchiveArgs {
 
 const RULES = ['last', 'daily', 'weekly', 'monthly', 'yearly'] as const;
 
-function policyOf(argv: ForgetArgs): RetentionPolicy {
+async function policyOf(argv: ForgetArgs): Promise<RetentionPolicy> {
+  const { hasRules, retentionPolicySchema } = await import('../../archive/retention.js');
   const raw = Object.fromEntries(RULES.filter((r) => argv[`keep-${r}`] !== undefined).map((r) => [`keep_${r}`, argv[`keep-${r}`]]));
   const parsed = retentionPolicySchema.safeParse(raw);
   if (!parsed.success) {
@@ -201,9 +208,10 @@ const forgetCommand: CommandModule<object, ForgetArgs> = {
     return b.option('dry-run', { type: 'boolean', default: false, describe: 'List what would be removed; remove nothing' }) as unknown as Argv<ForgetArgs>;
   },
   handler: async (argv) => {
-    const policy = policyOf(argv);
+    const policy = await policyOf(argv);
     const dir = await archiveDir(argv.archive);
-    const preflight = new Preflight(argv);
+    const { forgetSnapshots } = await import('../../archive/forget.js');
+    const preflight = await preflightOf(argv);
     try {
       if (!argv['dry-run']) await preflight.exportTarget(dir, { zip: false, force: false, waitLock: argv['wait-lock'] });
       const result = await forgetSnapshots(dir, policy, { dryRun: argv['dry-run'] });

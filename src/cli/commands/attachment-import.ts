@@ -5,7 +5,7 @@
  */
 import type { Argv, CommandModule } from 'yargs';
 import { withConnection, UsageError } from '../connection.js';
-import { runImportCommand, type ImportCommandArgs } from '../import-command.js';
+import type { ImportCommandArgs } from '../import-command.js';
 import type { AttachmentImportMode } from '../../pipelines/attachment-import.js';
 
 interface AttachmentImportArgs extends ImportCommandArgs {
@@ -31,7 +31,8 @@ export const attachmentsImportCommand: CommandModule<object, AttachmentImportArg
         return true;
       }) as unknown as Argv<AttachmentImportArgs>,
   handler: async (argv) => {
-    const { runAttachmentImport } = await import('../../pipelines/attachment-import.js');
+    // Loaded here, not at start, as every command's implementation is.
+    const [{ runAttachmentImport }, { runImportCommand }] = await Promise.all([import('../../pipelines/attachment-import.js'), import('../import-command.js')]);
     await runImportCommand('attachments import', argv, (common) => runAttachmentImport({
       ...common,
       sheet: argv.sheet,

@@ -5,13 +5,10 @@
 import type { Argv, CommandModule } from 'yargs';
 import { resolve } from 'node:path';
 import { connect, withConnection, UsageError, type ConnectionArgs } from '../connection.js';
-import { createProgress } from '../progress.js';
-import { stopSignal } from '../stop-signal.js';
-import { finishRun, type OutputArgs } from '../output.js';
-import { Preflight, withTargetOptions, type TargetArgs } from '../preflight.js';
-import { runExport, isZipTarget, DEFAULT_EXPORT_CONCURRENCY, PHOTO_EXPORT_CONCURRENCY } from '../../pipelines/export.js';
+import type { OutputArgs } from '../output.js';
+import { withTargetOptions, type TargetArgs } from '../target-options.js';
+import { DEFAULT_EXPORT_CONCURRENCY, PHOTO_EXPORT_CONCURRENCY } from '../../pipelines/export-defaults.js';
 import { isValidDate } from '../../spec/time.js';
-import { UnknownTargetError } from '../../stages/list-urls.js';
 
 interface ExportArgs extends ConnectionArgs, OutputArgs, TargetArgs {
   out: string;
@@ -49,6 +46,7 @@ function exportOptions<T>(yargs: Argv<T>, attachments: boolean): Argv<ExportArgs
 
 async function handle(what: 'photos' | 'attachments', argv: ExportArgs): Promise<void> {
   // The report, the target and its lock, before the first request.
+  const [{ Preflight }, { isZipTarget }] = await Promise.all([import('../preflight.js'), import('../../pipelines/export.js')]);
   const preflight = new Preflight(argv);
   try {
     await preflight.report(argv.report);
@@ -60,6 +58,10 @@ async function handle(what: 'photos' | 'attachments', argv: ExportArgs): Promise
 }
 
 async function exportWith(what: 'photos' | 'attachments', argv: ExportArgs): Promise<void> {
+  // The export's stages, sinks and progress view are loaded when an export runs, not for --help.
+  const [{ runExport }, { UnknownTargetError }, { createProgress }, { stopSignal }, { finishRun }] = await Promise.all([
+    import('../../pipelines/export.js'), import('../../stages/list-urls.js'), import('../progress.js'), import('../stop-signal.js'), import('../output.js'),
+  ]);
   const connection = await connect(argv);
   const progress = createProgress(`${what} export`, argv);
   try {

@@ -5,7 +5,7 @@
  */
 import type { Argv, CommandModule } from 'yargs';
 import { withConnection } from '../connection.js';
-import { runImportCommand, type ImportCommandArgs } from '../import-command.js';
+import type { ImportCommandArgs } from '../import-command.js';
 import type { PhotoImportMode } from '../../pipelines/photo-import.js';
 
 interface PhotoImportArgs extends ImportCommandArgs {
@@ -28,7 +28,7 @@ export const photosImportCommand: CommandModule<object, PhotoImportArgs> = {
       .option('report', { type: 'string', describe: 'Write the per-file report (JSON) to FILE' }) as unknown as Argv<PhotoImportArgs>,
   handler: async (argv) => {
     // Loaded here, not at start: sharp and heic-decode weigh some 50 MB that other commands never need.
-    const { runPhotoImport } = await import('../../pipelines/photo-import.js');
+    const [{ runPhotoImport }, { runImportCommand }] = await Promise.all([import('../../pipelines/photo-import.js'), import('../import-command.js')]);
     await runImportCommand('photos import', argv, (common) => runPhotoImport({
       ...common,
       mode: argv.mode,

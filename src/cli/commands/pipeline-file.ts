@@ -1,9 +1,11 @@
 /** Reading a pipeline file for `plan` and `run`: its problems printed as validate prints them, exit 2. */
-import { PipelineFileError, loadPipelineFile, type LoadedPipeline } from '../../pipeline-files/load.js';
+import type { LoadedPipeline } from '../../pipeline-files/load.js';
 import { sayError } from '../log.js';
 import { EXIT } from '../exit-codes.js';
 
 export async function loadOrExit(file: string): Promise<LoadedPipeline> {
+  // The YAML reader and the format's schemas load with the first pipeline file, not at start.
+  const { PipelineFileError, loadPipelineFile } = await import('../../pipeline-files/load.js');
   try {
     return await loadPipelineFile(file);
   } catch (error) {

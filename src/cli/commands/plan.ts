@@ -4,8 +4,6 @@
  * limits alone impose.
  */
 import type { Argv, CommandModule } from 'yargs';
-import { connectPipeline } from '../../pipeline-files/connection.js';
-import { planLines, planPipeline } from '../../pipeline-files/plan.js';
 import { say, UsageError } from '../connection.js';
 import { clientLogger } from '../log.js';
 import { SAMPLE_COMPANY_DIR } from '../paths.js';
@@ -25,6 +23,7 @@ export const planCommand: CommandModule<object, PlanArgs> = {
       .option('json', { type: 'boolean', default: false, describe: 'The plan as one JSON document on stdout' }) as unknown as Argv<PlanArgs>,
   handler: async (argv) => {
     const pipeline = await loadOrExit(argv.file);
+    const [{ connectPipeline }, { planLines, planPipeline }] = await Promise.all([import('../../pipeline-files/connection.js'), import('../../pipeline-files/plan.js')]);
     const connection = await connectPipeline(pipeline, { embedded: true, seed: SAMPLE_COMPANY_DIR, log: (line) => say(argv, line), logger: clientLogger })
       .catch((error: Error) => {
         throw new UsageError(error.message);

@@ -5,14 +5,11 @@
  */
 import { writeFile } from 'node:fs/promises';
 import type { Argv, CommandModule } from 'yargs';
-import { notifyRun } from '../../pipeline-files/notify.js';
-import { runPipelineOnce } from '../../pipeline-files/run.js';
 import { redactValue } from '../../util/redact.js';
 import { parseDuration } from '../../util/duration.js';
 import { say, UsageError } from '../connection.js';
 import { clientLogger, sayError } from '../log.js';
 import { finishRun } from '../output.js';
-import { Preflight, commandLine } from '../preflight.js';
 import { SAMPLE_COMPANY_DIR } from '../paths.js';
 import { stopSignal } from '../stop-signal.js';
 import { loadOrExit } from './pipeline-file.js';
@@ -51,6 +48,10 @@ export const runCommand: CommandModule<object, RunArgs> = {
     if (isImport && !hasBaseUrl && !argv['dry-run'] && !argv.emulator) {
       throw new UsageError(`${argv.file}: no connection.base_url or WDS_BASE_URL: the import would go to the embedded emulator, which forgets everything when this command ends. Set one, or add --emulator to try it there all the same.`);
     }
+    // The pipeline's stages, the locks and the notifier load when a run starts, not at start.
+    const [{ Preflight, commandLine }, { runPipelineOnce }, { notifyRun }] = await Promise.all([
+      import('../preflight.js'), import('../../pipeline-files/run.js'), import('../../pipeline-files/notify.js'),
+    ]);
     const preflight = new Preflight(argv);
     try {
       await preflight.report(argv.report);

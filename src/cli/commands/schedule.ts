@@ -6,11 +6,7 @@
  * as a clean exit without extra configuration.
  */
 import type { Argv, CommandModule } from 'yargs';
-import { z } from 'zod';
-import { Scheduler } from '../../schedule/scheduler.js';
 import { DEFAULT_SERVICE_TIME_ZONE } from '../../schedule/service-time.js';
-import { startStatusServer } from '../../schedule/status-server.js';
-import { defaultPaths, jobOf, loadScheduledPipelines } from '../../schedule/pipelines.js';
 import { redact, redactValue } from '../../util/redact.js';
 import { stopSignal } from '../stop-signal.js';
 import { UsageError } from '../connection.js';
@@ -33,13 +29,17 @@ const validTimeZone = (zone: string): boolean => {
   }
 };
 
-const optionsSchema = z.object({
-  statusPort: z.int({ error: '--status-port must be a whole number from 0 to 65535 (0: any free port)' }).min(0, '--status-port must be from 0 to 65535').max(65535, '--status-port must be from 0 to 65535').optional(),
-  statusHost: z.string().min(1, '--status-host must name an address, such as 127.0.0.1'),
-  timeZone: z.string().superRefine((zone, ctx) => {
-    if (!validTimeZone(zone)) ctx.addIssue({ code: 'custom', message: `--timezone (or WDS_TIMEZONE) must be an IANA time zone such as Asia/Tokyo, not "${zone}"` });
-  }),
-});
+/** The options checked, once; zod (and the scheduler below) load only when the command runs. */
+async function parseOptions(input: { statusPort?: number; statusHost: string; timeZone: string }) {
+  const { z } = await import('zod');
+  return z.object({
+    statusPort: z.int({ error: '--status-port must be a whole number from 0 to 65535 (0: any free port)' }).min(0, '--status-port must be from 0 to 65535').max(65535, '--status-port must be from 0 to 65535').optional(),
+    statusHost: z.string().min(1, '--status-host must name an address, such as 127.0.0.1'),
+    timeZone: z.string().superRefine((zone, ctx) => {
+      if (!validTimeZone(zone)) ctx.addIssue({ code: 'custom', message: `--timezone (or WDS_TIMEZONE) must be an IANA time zone such as Asia/Tokyo, not "${zone}"` });
+    }),
+  }).safeParse(input);
+}
 
 /** A line of the scheduler's log: stderr, with the time, redacted. */
 const log = (line: string): void => {
@@ -56,13 +56,16 @@ export const scheduleCommand: CommandModule<object, ScheduleArgs> = {
       .option('timezone', { type: 'string', describe: `The service's time zone, in which cron times are read (env WDS_TIMEZONE; default ${DEFAULT_SERVICE_TIME_ZONE})` })
       .option('json', { type: 'boolean', default: false, describe: 'Each run\'s summary as one JSON line on stdout' }) as unknown as Argv<ScheduleArgs>,
   handler: async (argv) => {
-    const parsed = optionsSchema.safeParse({
+    const parsed = await parseOptions({
       statusPort: argv['status-port'],
       statusHost: argv['status-host'],
       timeZone: argv.timezone ?? process.env.WDS_TIMEZONE ?? DEFAULT_SERVICE_TIME_ZONE,
     });
     if (!parsed.success) throw new UsageError(parsed.error.issues.map((issue) => issue.message).join('; '));
     const options = parsed.data;
+    const [{ Scheduler }, { startStatusServer }, { defaultPaths, jobOf, loadScheduledPipelines }] = await Promise.all([
+      import('../../schedule/scheduler.js'), import('../../schedule/status-server.js'), import('../../schedule/pipelines.js'),
+    ]);
 
     const loaded = await loadScheduledPipelines(defaultPaths(argv.paths));
     if (loaded.problems.length) {

@@ -4,8 +4,6 @@
  * Schema of the format, made from the same zod schema that validates.
  */
 import type { Argv, CommandModule } from 'yargs';
-import { pipelineJsonSchema } from '../../pipeline-files/schema.js';
-import { validatePipelineFiles } from '../../pipeline-files/validate.js';
 import { UsageError, say } from '../connection.js';
 import { EXIT } from '../exit-codes.js';
 import { SAMPLE_COMPANY_DIR } from '../paths.js';
@@ -30,11 +28,13 @@ export const validateCommand: CommandModule<object, ValidateArgs> = {
       .example('wds-files validate --schema > pipeline.schema.json', 'the schema, for an editor') as unknown as Argv<ValidateArgs>,
   handler: async (argv) => {
     if (argv.schema) {
+      const { pipelineJsonSchema } = await import('../../pipeline-files/schema.js');
       process.stdout.write(`${JSON.stringify(pipelineJsonSchema(), null, 2)}\n`);
       return;
     }
     const files = argv.files ?? [];
     if (!files.length) throw new UsageError('name one or more pipeline files to validate (or --schema for the JSON Schema)');
+    const { validatePipelineFiles } = await import('../../pipeline-files/validate.js');
     const { problems } = await validatePipelineFiles(files, {
       online: argv.online,
       embedded: true,

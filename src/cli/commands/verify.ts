@@ -1,9 +1,8 @@
 /** `wds-files verify <dir | file.zip>`: every file checked against the manifest; exit 3 on a problem. */
 import type { Argv, CommandModule } from 'yargs';
 import { resolve } from 'node:path';
-import { verifyExport } from '../../pipelines/verify.js';
 import { EXIT } from '../exit-codes.js';
-import { formatBytes } from '../progress.js';
+import { formatBytes } from '../../util/format.js';
 
 interface VerifyArgs {
   target: string;
@@ -17,6 +16,7 @@ export const verifyCommand: CommandModule<object, VerifyArgs> = {
     y.positional('target', { type: 'string', demandOption: true, describe: 'Export folder or zip' })
       .option('json', { type: 'boolean', default: false, describe: 'One JSON summary on stdout' }) as unknown as Argv<VerifyArgs>,
   handler: async (argv) => {
+    const { verifyExport } = await import('../../pipelines/verify.js');
     const result = await verifyExport(resolve(argv.target));
     if (argv.json) console.log(JSON.stringify(result));
     else {
