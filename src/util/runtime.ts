@@ -18,7 +18,15 @@ import { runInNewContext } from 'node:vm';
 export function tuneMemory(): void {
   tuned = true;
   setFlagsFromString(FLAGS);
+  setFlagsFromString(WASM_BASELINE_ONLY);
 }
+
+/**
+ * undici parses HTTP with a WebAssembly build of llhttp, and V8's optimising compiler took some
+ * 35 MB for a moment to compile it at the first request: most of a short run's peak memory. Code
+ * from the baseline compiler parses our answers at the same CPU cost (bench/startup.ts, bench/export).
+ */
+const WASM_BASELINE_ONLY = '--liftoff-only';
 
 /**
  * Applies tuneMemory again if the process asked for it, for a worker thread's start undoes it: with
