@@ -1,6 +1,6 @@
 /**
- * The export's default concurrency, apart from the pipeline so that the CLI's help can name it
- * without loading the export's stages, sinks and HTTP client.
+ * The export's default concurrency and the rule that makes a target a zip, apart from the pipeline
+ * so that the CLI's help and `verify` use them without loading the export's stages and HTTP client.
  */
 
 /**
@@ -16,3 +16,6 @@ export const DEFAULT_EXPORT_CONCURRENCY = 16;
  * large photos and a near storage within the memory bound.
  */
 export const PHOTO_EXPORT_CONCURRENCY = 64;
+
+/** An export to a path ending in .zip writes a zip; any other path is a folder. */
+export const isZipTarget = (out: string): boolean => out.toLowerCase().endsWith('.zip');

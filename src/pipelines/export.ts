@@ -14,9 +14,9 @@ import { MANIFEST_NAME, exportDir, manifestKey, type ManifestLine } from '../sin
 import { PathAllocator, safeName } from '../util/safe-name.js';
 import { extensionOf } from '../spec/extensions.js';
 import { DEFAULT_RETRY, type RetryPolicy } from '../client/retry.js';
-import { DEFAULT_EXPORT_CONCURRENCY, PHOTO_EXPORT_CONCURRENCY } from './export-defaults.js';
+import { DEFAULT_EXPORT_CONCURRENCY, PHOTO_EXPORT_CONCURRENCY, isZipTarget } from './export-defaults.js';
 
-export { DEFAULT_EXPORT_CONCURRENCY, PHOTO_EXPORT_CONCURRENCY };
+export { DEFAULT_EXPORT_CONCURRENCY, PHOTO_EXPORT_CONCURRENCY, isZipTarget };
 
 /**
  * Bodies over 1 MB read at once, whatever the concurrency (`largeBodies` in stages/download.ts).
@@ -108,8 +108,6 @@ export interface ExportResult {
   /** The snapshot an archive run made (or left as `.partial` when stopped). */
   snapshot?: SnapshotInfo;
 }
-
-export const isZipTarget = (out: string): boolean => out.toLowerCase().endsWith('.zip');
 
 /** The concurrency an export runs with when none is given. */
 export const defaultConcurrency = (what: 'photos' | 'attachments'): number =>

@@ -8,7 +8,7 @@ import { join, relative, sep } from 'node:path';
 import { LinkCheck, MANIFEST_NAME, parseManifest, type ManifestLine } from '../sinks/manifest.js';
 import { hashFile } from '../util/hash-file.js';
 import { ZipReader } from '../sources/zip-reader.js';
-import { isZipTarget } from './export.js';
+import { isZipTarget } from './export-defaults.js';
 import { isLockFileName } from '../util/target-lock.js';
 import { SNAPSHOT_FILE } from '../archive/store.js';
 

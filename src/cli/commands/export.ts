@@ -5,9 +5,10 @@
 import type { Argv, CommandModule } from 'yargs';
 import { resolve } from 'node:path';
 import { connect, withConnection, UsageError, type ConnectionArgs } from '../connection.js';
-import type { OutputArgs } from '../output.js';
+import { finishRun, type OutputArgs } from '../output.js';
+import { stopSignal } from '../stop-signal.js';
 import { withTargetOptions, type TargetArgs } from '../target-options.js';
-import { DEFAULT_EXPORT_CONCURRENCY, PHOTO_EXPORT_CONCURRENCY } from '../../pipelines/export-defaults.js';
+import { DEFAULT_EXPORT_CONCURRENCY, PHOTO_EXPORT_CONCURRENCY, isZipTarget } from '../../pipelines/export-defaults.js';
 import { isValidDate } from '../../spec/time.js';
 
 interface ExportArgs extends ConnectionArgs, OutputArgs, TargetArgs {
@@ -46,7 +47,7 @@ function exportOptions<T>(yargs: Argv<T>, attachments: boolean): Argv<ExportArgs
 
 async function handle(what: 'photos' | 'attachments', argv: ExportArgs): Promise<void> {
   // The report, the target and its lock, before the first request.
-  const [{ Preflight }, { isZipTarget }] = await Promise.all([import('../preflight.js'), import('../../pipelines/export.js')]);
+  const { Preflight } = await import('../preflight.js');
   const preflight = new Preflight(argv);
   try {
     await preflight.report(argv.report);
@@ -59,8 +60,8 @@ async function handle(what: 'photos' | 'attachments', argv: ExportArgs): Promise
 
 async function exportWith(what: 'photos' | 'attachments', argv: ExportArgs): Promise<void> {
   // The export's stages, sinks and progress view are loaded when an export runs, not for --help.
-  const [{ runExport }, { UnknownTargetError }, { createProgress }, { stopSignal }, { finishRun }] = await Promise.all([
-    import('../../pipelines/export.js'), import('../../stages/list-urls.js'), import('../progress.js'), import('../stop-signal.js'), import('../output.js'),
+  const [{ runExport }, { UnknownTargetError }, { createProgress }] = await Promise.all([
+    import('../../pipelines/export.js'), import('../../stages/list-urls.js'), import('../progress.js'),
   ]);
   const connection = await connect(argv);
   const progress = createProgress(`${what} export`, argv);
