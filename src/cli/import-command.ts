@@ -39,6 +39,7 @@ export interface ImportOutcome {
   requests: { register: number; update: number; minimum: number; resubmitted: number };
   waitedMs: number;
   checkMs: number;
+  firstRequestMs: number | null;
 }
 
 export async function runImportCommand(label: string, argv: ImportCommandArgs, run: (common: CommonImportOptions) => Promise<ImportOutcome>): Promise<void> {
@@ -72,7 +73,7 @@ export async function runImportCommand(label: string, argv: ImportCommandArgs, r
       progress.stop();
       const r = result.requests;
       const n = r.register + r.update;
-      await finishRun(argv, result.report, { requests: r, waited_ms: result.waitedMs, check_ms: result.checkMs }, [
+      await finishRun(argv, result.report, { requests: r, waited_ms: result.waitedMs, check_ms: result.checkMs, first_request_ms: result.firstRequestMs }, [
         `${n} update request${n === 1 ? '' : 's'} (${r.register} register, ${r.update} update; the fewest possible: ${r.minimum})${r.resubmitted ? `; ${r.resubmitted} files sent again after their request ended NG for others` : ''}`,
         `waited ${(result.waitedMs / 1000).toFixed(1)} s on the service's limits`,
       ]);

@@ -80,7 +80,7 @@ const stepSchema = z.strictObject(
     [N in StageName]: z.ZodOptional<(typeof STAGES)[N]['options']>
   },
 ).refine((step) => Object.keys(step).length === 1, 'a step names one stage: `- download: {concurrency: 8}`')
-  .describe('One stage and its options: export stages list, plan, download, sink; import stages read, check, normalize, dedupe, route, batch, submit, report');
+  .describe('One stage and its options: export stages list, plan, download, sink; import stages read, dedupe, route, check, normalize, batch, submit, report');
 
 export const retentionSchema = retentionPolicySchema
   .refine(hasRules, 'name at least one keep_* rule above 0; with none, every snapshot but the newest complete one would be removed')

@@ -3,7 +3,9 @@
  * is one the service accepts, the bytes are of a type that extension may hold (a renamed program is
  * refused), the file is not empty and at most 5 MB.
  */
+import { createHash } from 'node:crypto';
 import { fileTypeFromBuffer } from 'file-type';
+import type { SourceFile } from '../sources/source.js';
 import { MAX_FILE_BYTES } from '../spec/limits.js';
 import { ATTACHMENT_EXTENSIONS, extensionOf, isAttachmentExtension } from '../spec/extensions.js';
 
@@ -48,4 +50,26 @@ export async function checkAttachment(fileName: string, data: Buffer): Promise<A
     return { ok: false, reason: `the name says .${ext} but the bytes are ${what}` };
   }
   return { ok: true };
+}
+
+/** What the check stage makes of one file: its size and sha256, or why it cannot go. */
+export type AttachmentVerdict = { ok: true; size: number; sha256: string } | { ok: false; reason: string };
+
+/**
+ * The check stage for one attachment: the name first (a program of 40 MB is refused for what it
+ * is, not for its size, and is never read), then its bytes, held only while they are checked.
+ */
+export async function checkAttachmentFile(file: SourceFile): Promise<AttachmentVerdict> {
+  const byName = extensionProblem(file.fileName);
+  if (byName) return { ok: false, reason: byName };
+  let data: Buffer;
+  try {
+    data = await file.read(MAX_FILE_BYTES + 1);
+  } catch (error) {
+    const message = (error as Error).message;
+    return { ok: false, reason: message.includes('limit') ? `over the 5 MB limit (${MAX_FILE_BYTES.toLocaleString('en-US')} bytes)` : message };
+  }
+  const check = await checkAttachment(file.fileName, data);
+  if (!check.ok) return check;
+  return { ok: true, size: data.length, sha256: createHash('sha256').update(data).digest('hex') };
 }

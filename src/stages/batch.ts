@@ -60,10 +60,14 @@ export function planGroupedBatches<T>(items: T[], itemBytes: (item: T) => number
 
 /** The fewest requests any plan can have: by count and by bytes (a lower bound, not always reachable). */
 export function minimumBatches<T>(items: T[], itemBytes: (item: T) => number, limits: BatchLimits): number {
-  if (!items.length) return 0;
+  return fewestRequests(items.length, items.reduce((n, item) => n + itemBytes(item) + 1, 0), limits);
+}
+
+/** {@link minimumBatches} from the count of items and their body bytes (each with its comma). */
+export function fewestRequests(count: number, bodyBytes: number, limits: BatchLimits): number {
+  if (!count) return 0;
   const maxBody = limits.maxBodyBytes ?? MAX_REQUEST_BYTES;
-  const bytes = items.reduce((n, item) => n + itemBytes(item) + 1, 0);
-  return Math.max(Math.ceil(items.length / limits.maxItems), Math.ceil(bytes / (maxBody - limits.overheadBytes)));
+  return Math.max(Math.ceil(count / limits.maxItems), Math.ceil(bodyBytes / (maxBody - limits.overheadBytes)));
 }
 
 interface Group<T> {
@@ -100,4 +104,43 @@ function dealGroups<T>(items: T[], itemBytes: (item: T) => number, groupOf: (ite
     .map((bin) => bin.items.sort((a, b) => a.index - b.index))
     .sort((a, b) => a[0]!.index - b[0]!.index)
     .map((bin) => bin.map((entry) => entry.item));
+}
+
+/** Items of one lane (a route, and for attachments a file part) go in requests of their own. */
+export interface Batch<T, L> {
+  lane: L;
+  items: T[];
+}
+
+/**
+ * The batch stage: {@link planBatches} over a stream. Each batch takes the checked items of its
+ * lane until the next would pass a limit, and leaves as soon as it is full, or when its lane ends
+ * (items come lane after lane). A file refused by the check never reaches it, so the requests
+ * are the fewest for the order the items come in.
+ */
+export async function* batchInLanes<T, L>(items: AsyncIterable<T>, laneOf: (item: T) => L, itemBytes: (item: T) => number, limits: BatchLimits): AsyncGenerator<Batch<T, L>> {
+  const maxBody = limits.maxBodyBytes ?? MAX_REQUEST_BYTES;
+  let current: Batch<T, L> | null = null;
+  let bytes = limits.overheadBytes;
+  for await (const item of items) {
+    const lane = laneOf(item);
+    const size = itemBytes(item) + 1;
+    if (limits.overheadBytes + size > maxBody) throw new Error(`one item needs ${size} bytes of body, over the ${maxBody} bytes a request may have`);
+    if (current && (current.lane !== lane || current.items.length >= limits.maxItems || bytes + size > maxBody)) {
+      yield current;
+      current = null;
+    }
+    if (!current) {
+      current = { lane, items: [] };
+      bytes = limits.overheadBytes;
+    }
+    current.items.push(item);
+    bytes += size;
+    // Full by count: it need not wait for the next item to know.
+    if (current.items.length >= limits.maxItems) {
+      yield current;
+      current = null;
+    }
+  }
+  if (current) yield current;
 }

@@ -1,6 +1,8 @@
 /**
  * The stage registry (DESIGN.md sections 2 and 9): every stage of the four pipelines, in the order
- * it runs, with its direction and its options as one zod schema. The same schema validates a
+ * it runs, with its direction and its options as one zod schema. An import's dedupe and route
+ * run on the files' names, before check reads any bytes: duplicates and unknown members are
+ * never read, and each batch can be sent as soon as it is checked. The same schema validates a
  * pipeline file's `steps` (and gives `validate --schema` its docs and defaults) and the options a
  * pipeline takes, so an option is declared once. Only zod is imported here: the CLI loads this to
  * validate a file without loading any pipeline.
@@ -41,11 +43,19 @@ export const IMPORT_STAGES = {
     describe: 'Import: enumerate the files of the folder, zip or CSV by name and size, refusing unsafe entries (no bytes read yet)',
     options: none,
   },
+  dedupe: {
+    describe: 'Import: two files for one member (photos) or one name twice for one member (attachments) are conflicts, found from the names before any is sent',
+    options: none,
+  },
+  route: {
+    describe: 'Import: from one listing of members and files, each file goes as a register (new) or an update (replacing), as `to.mode` allows; unknown members are refused from their names, and a file whose very bytes an earlier run applied is skipped once read',
+    options: none,
+  },
   check: {
-    describe: 'Import: read each file and check it against the service\'s rules (real type, extension, 5 MB), a batch at a time',
+    describe: 'Import: read each file and check it against the service\'s rules (extension, real type, 5 MB), in the order of the batches, while the requests before are sent',
     options: z.strictObject({
       concurrency: z.int().min(1).max(16).default(2)
-        .describe('Photos: files checked at once, in the photo checker\'s process'),
+        .describe('Files checked at once (photos in the photo checker\'s process); the checks run at most a few batches ahead of the requests'),
     }),
   },
   normalize: {
@@ -54,14 +64,6 @@ export const IMPORT_STAGES = {
       convert: z.boolean().default(true)
         .describe('Convert such photos; false refuses them instead (the CLI\'s --no-normalize)'),
     }),
-  },
-  dedupe: {
-    describe: 'Import: two files for one member (photos) or one name twice for one member (attachments) are conflicts, found from the names before any is sent',
-    options: none,
-  },
-  route: {
-    describe: 'Import: from one listing, send each file as a register (new) or an update (replacing), as `to.mode` allows; unknown members and files an earlier run applied are reported here',
-    options: none,
   },
   batch: {
     describe: 'Import: pack the checked files into as few requests as the limits allow (100 photos or 1,000 files, and 250 MB of body, per request)',

@@ -1,6 +1,6 @@
 /**
  * Photos are checked and converted in a process of their own (photo-check-child.ts), which ends
- * when the import has checked its last file, before the first request is sent.
+ * as soon as the import has checked its last file (the requests go on without it).
  *
  * Why (issue 5, bench/import): libvips decodes whole frames on its worker threads, and glibc keeps
  * what each thread freed in that thread's arena; after the first large frame it also raises its

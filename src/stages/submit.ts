@@ -191,3 +191,33 @@ export async function awaitListing<T>(items: T[], held: HeldCheck<T>, delays: nu
   }
   return last;
 }
+
+/** Where the submit stage tells what it did: a request about to leave, and each batch's outcomes. */
+export interface SubmitStageEvents<T, L> {
+  /** Called before each request leaves (the first marks the start of sending). */
+  leaving?: () => void;
+  /** A batch's outcomes, once its request (and any resubmission) has ended. */
+  ended: (lane: L, batch: T[], outcomes: BatchOutcome<T>[], requests: number) => void;
+}
+
+/**
+ * The submit stage: each batch as one update request as soon as it comes, its task followed to
+ * the end ({@link submitBatch}). Once `signal` is aborted no request starts; the batches still
+ * coming are taken and dropped, so that the stages before it end their work in hand.
+ */
+export async function submitBatches<T, L>(
+  client: WdsClient,
+  batches: AsyncIterable<{ lane: L; items: T[] }>,
+  optionsFor: (lane: L) => SubmitOptions<T>,
+  events: SubmitStageEvents<T, L>,
+  signal?: AbortSignal,
+): Promise<void> {
+  for await (const { lane, items } of batches) {
+    if (signal?.aborted) continue;
+    events.leaving?.();
+    const options = optionsFor(lane);
+    const before = options.stats.requests;
+    const outcomes = await submitBatch(client, items, options);
+    events.ended(lane, items, outcomes, options.stats.requests - before);
+  }
+}

@@ -61,7 +61,7 @@ describe('validate', () => {
     const problems = await problemsOf('name: x\nschedule: { cron: "0 0 4 * * * 2027" }\nfrom: { service: photos }\nsteps:\n  - upload: {}\nto: { zip: x.zip }\n');
     expect(problems.map((p) => [p.line, p.column, p.message])).toEqual([
       [2, 19, expect.stringContaining('5 fields (minute hour day month weekday) or 6 (seconds first), not 7')],
-      [5, 5, 'unknown step "upload"; the steps are list, plan, download, sink, read, check, normalize, dedupe, route, batch, submit, report'],
+      [5, 5, 'unknown step "upload"; the steps are list, plan, download, sink, read, dedupe, route, check, normalize, batch, submit, report'],
     ]);
   });
 
@@ -77,7 +77,7 @@ describe('validate', () => {
     ].join('\n'));
     expect(problems.map((p) => [p.line, p.message])).toEqual([
       [2, expect.stringContaining('from.move.done: must be outside the folder read')],
-      [4, 'steps[0]: "download" is not a stage of an import; its stages are read, check, normalize, dedupe, route, batch, submit, report'],
+      [4, 'steps[0]: "download" is not a stage of an import; its stages are read, dedupe, route, check, normalize, batch, submit, report'],
       [6, expect.stringContaining('retention: only an archive (to: {archive: DIR})')],
     ]);
   });
@@ -190,8 +190,8 @@ describe('validate', () => {
     expect(check(parseYaml('name: x\nfrom: { service: photos }\nsteps: [ { download: { concurrency: many } } ]\nto: { zip: a.zip }\n'))).toBe(false);
     expect(check(parseYaml('name: x\nfrom: { service: photos }\nto: { zip: a.zip }\n'))).toBe(true);
     // Every stage of both directions is a step, with its description and its options' defaults.
-    const step = ((schema.properties as Record<string, { items: { properties: Record<string, { description?: string; properties: Record<string, { default?: unknown }> }> } }>).steps).items;
-    expect(Object.keys(step.properties)).toEqual(['list', 'plan', 'download', 'sink', 'read', 'check', 'normalize', 'dedupe', 'route', 'batch', 'submit', 'report']);
+    const step = (schema.properties as Record<string, { items: { properties: Record<string, { description?: string; properties: Record<string, { default?: unknown }> }> } }>)['steps']!.items;
+    expect(Object.keys(step.properties)).toEqual(['list', 'plan', 'download', 'sink', 'read', 'dedupe', 'route', 'check', 'normalize', 'batch', 'submit', 'report']);
     for (const [name, stage] of Object.entries(step.properties)) expect(stage.description, name).toMatch(/^(Export|Import)/);
     expect(step.properties.submit!.properties.trim!.default).toBe(true);
     expect(step.properties.normalize!.properties.convert!.default).toBe(true);

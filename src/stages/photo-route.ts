@@ -1,0 +1,112 @@
+/**
+ * The dedupe and route stages of the photo import, from the files' names and one listing (no
+ * bytes read): two files for one member are a conflict, a code no member has is refused, and each
+ * photo goes to register (a member without a photo) or update (a member with one) as the mode
+ * allows. Whether the journal knows a file's very bytes as applied needs its sha256, so that is
+ * settled after the check ({@link PhotoRouting.appliedBefore}).
+ */
+import type { WdsClient } from '../client/client.js';
+import type { SourceFile } from '../sources/source.js';
+import type { ImportJournal, JournalFile } from './journal.js';
+import { alreadyApplied } from './journal-settle.js';
+import { refuse } from './read.js';
+import type { RunReport } from './report.js';
+
+export type PhotoImportMode = 'upsert' | 'register' | 'update';
+export type PhotoRoute = 'register' | 'update';
+
+/** A photo on its way: its file and member, and the request kind it goes in. */
+export interface RoutedPhoto {
+  file: SourceFile;
+  code: string;
+  /** Null: refused by the mode unless the journal knows these bytes applied (then skipped). */
+  route: PhotoRoute | null;
+  /** Why it is refused when its route is null and the journal does not know its bytes. */
+  refusal?: string;
+  /** Its order in the source. */
+  order: number;
+}
+
+/** `A0001.jpg` → `A0001`, at any folder depth. */
+export function codeFromName(name: string): string {
+  const base = name.slice(name.lastIndexOf('/') + 1);
+  const dot = base.lastIndexOf('.');
+  return dot > 0 ? base.slice(0, dot) : base;
+}
+
+const codeOf = (file: SourceFile): string => file.code ?? codeFromName(file.fileName);
+
+/** The dedupe stage: one file per member; two files for one code are a conflict the user resolves, and neither is read. */
+export function dedupePhotos(files: SourceFile[], report: RunReport): SourceFile[] {
+  const byCode = new Map<string, SourceFile[]>();
+  for (const file of files) byCode.set(codeOf(file), [...(byCode.get(codeOf(file)) ?? []), file]);
+  return files.filter((file) => {
+    const code = codeOf(file);
+    const same = byCode.get(code)!;
+    if (same.length === 1) return true;
+    refuse(report, file, code, 'conflict', `${same.length} files are for member ${code} (${same.map((f) => f.where).join(', ')}); keep one`);
+    return false;
+  });
+}
+
+/** `updated_at` of every member's photo, keyed as the journal keys targets. */
+export async function listPhotos(client: WdsClient): Promise<Map<string, string>> {
+  return new Map((await client.faceImages.list()).map((p) => [`photo:${p.code}`, p.updated_at]));
+}
+
+/** The route stage: one listing of members and one of photos, each file sent as its member needs. */
+export class PhotoRouting {
+  private constructor(
+    private readonly members: Set<string>,
+    /** `updated_at` of each member's photo before anything is sent. */
+    readonly photos: Map<string, string>,
+    private readonly mode: PhotoImportMode,
+    private readonly journal: ImportJournal | undefined,
+  ) {}
+
+  static async list(client: WdsClient, mode: PhotoImportMode, journal: ImportJournal | undefined): Promise<PhotoRouting> {
+    const members = new Set((await client.members.list()).member_data.map((m) => m.code));
+    return new PhotoRouting(members, await listPhotos(client), mode, journal);
+  }
+
+  /**
+   * Photos for members without one first, then those replacing one, each in source order (the
+   * fewest requests per route); unknown members are reported and left out.
+   */
+  route(files: SourceFile[], report: RunReport): RoutedPhoto[] {
+    const routed: RoutedPhoto[] = [];
+    files.forEach((file, order) => {
+      const code = codeOf(file);
+      if (!this.members.has(code)) {
+        refuse(report, file, code, 'invalid', `no member has the code ${code} (taken from ${file.code ? 'the source' : 'the file name'})`);
+        return;
+      }
+      const has = this.photos.has(`photo:${code}`);
+      if (has && this.mode === 'register') {
+        routed.push({ file, code, order, route: null, refusal: `member ${code} already has a photo; register is for members without one (use --mode update or upsert)` });
+      } else if (!has && this.mode === 'update') {
+        routed.push({ file, code, order, route: null, refusal: `member ${code} has no photo; update replaces an existing one (use --mode register or upsert)` });
+      } else routed.push({ file, code, order, route: has ? 'update' : 'register' });
+    });
+    const rank = (p: RoutedPhoto): number => (p.route === 'register' ? 0 : p.route === 'update' ? 1 : 2);
+    return routed.sort((a, b) => rank(a) - rank(b) || a.order - b.order);
+  }
+
+  /**
+   * Whether a refusal by the mode could still turn out a skip: only when the journal knows some
+   * bytes applied to that member's photo (then the file is read to compare).
+   */
+  worthChecking(photo: RoutedPhoto): boolean {
+    return photo.route !== null || (this.journal?.applied(`photo:${photo.code}`) !== undefined);
+  }
+
+  /** After the check: an earlier run applied these very bytes and the service still holds them. */
+  appliedBefore(code: string, sha256: string): { at: string } | null {
+    return this.journal ? alreadyApplied(this.journal, 'photo', { code, sha256 }, this.photos) : null;
+  }
+
+  /** The file as the journal keeps it, with what the listing showed before the send. */
+  journalFile(code: string, sha256: string): JournalFile {
+    return { code, sha256, before: this.photos.get(`photo:${code}`) ?? null };
+  }
+}

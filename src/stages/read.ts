@@ -1,0 +1,40 @@
+/**
+ * The read stage of the imports: every file of the source by name and size, before any file's
+ * bytes are read. Names are cheap (a folder's entries, a zip's central directory, a CSV's lines),
+ * so duplicates and unknown members are found before anything is read or sent; the bytes are
+ * read later, a batch at a time, by the check stage.
+ */
+import type { ImportSource, SourceFile } from '../sources/source.js';
+import type { RunReport } from './report.js';
+
+export interface NamedFiles {
+  /** The files to import, in source order. */
+  files: SourceFile[];
+  /** Every entry of the source, refused ones too: the total of an interrupted run. */
+  entries: number;
+}
+
+/**
+ * The source's files; an entry the source refuses (a link, a path out of the root, an unreadable
+ * name) is reported invalid with its rule. Stopped by `signal`: the names read so far, none reported.
+ */
+export async function readNames(source: ImportSource, report: RunReport, signal?: AbortSignal): Promise<NamedFiles> {
+  const files: SourceFile[] = [];
+  let entries = 0;
+  for await (const entry of source.entries()) {
+    entries += 1;
+    if (signal?.aborted) continue;
+    if (entry.kind === 'refused') {
+      const { where, relPath, reason } = entry.refused;
+      report.add({ key: where, code: '', file_name: relPath, outcome: 'invalid', reason, path: where });
+      continue;
+    }
+    files.push(entry.file);
+  }
+  return { files, entries };
+}
+
+/** How an item that is not sent is reported: the file, its member and why. */
+export function refuse(report: RunReport, file: Pick<SourceFile, 'where' | 'relPath'> & { fileName?: string }, code: string, outcome: 'invalid' | 'conflict', reason: string): void {
+  report.add({ key: file.where, code, file_name: file.fileName ?? file.relPath, outcome, reason, path: file.where });
+}
