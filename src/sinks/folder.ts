@@ -9,7 +9,7 @@ import { dirname, join, resolve } from 'node:path';
 import { removeEmptyDirs, type EntryWriter, type ExportSink } from './sink.js';
 import { rest } from './zip-output.js';
 import { digestOf, hashFile } from '../util/hash-file.js';
-import { LinkCheck, MANIFEST_NAME, formatLine, parseManifest, sortLines, manifestKey, type ManifestLine } from './manifest.js';
+import { LinkCheck, MANIFEST_NAME, formatLine, manifestChunks, parseManifest, sortLines, manifestKey, type ManifestLine } from './manifest.js';
 
 const TMP = '.wds-tmp';
 /** A file's bytes are written in batches of this size (the last one smaller). */
@@ -73,7 +73,7 @@ export class FolderSink implements ExportSink {
     // The manifest on disk now names only the files that are there: a line cut by a killed run is
     // dropped, so the lines this run appends start on a line of their own.
     const temp = join(this.target, TMP, MANIFEST_NAME);
-    await writeFile(temp, sortLines(this.lines.values()).map(formatLine).join(''));
+    await writeFile(temp, manifestChunks(sortLines(this.lines.values())));
     await rename(temp, join(this.target, MANIFEST_NAME));
     return intact;
   }
@@ -236,7 +236,7 @@ export class FolderSink implements ExportSink {
     await this.closeManifest();
     const manifest = join(this.target, MANIFEST_NAME);
     const temp = join(this.target, TMP, 'manifest.jsonl');
-    await writeFile(temp, sortLines(this.lines.values()).map(formatLine).join(''));
+    await writeFile(temp, manifestChunks(sortLines(this.lines.values())));
     await rename(temp, manifest);
     await rm(join(this.target, TMP), { recursive: true, force: true });
   }

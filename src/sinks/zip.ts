@@ -34,7 +34,7 @@ import { LargeFilePace, type StartGate } from '../stages/download.js';
 import { removeEmptyDirs, shouldDeflate } from './sink.js';
 import { ZipOutput } from './zip-output.js';
 import { digestOf, hashFile, type FileDigest } from '../util/hash-file.js';
-import { MANIFEST_NAME, formatLine, manifestKey, sortLines, type ManifestLine } from './manifest.js';
+import { MANIFEST_NAME, manifestChunks, manifestKey, sortLines, type ManifestLine } from './manifest.js';
 import { EarlierZip } from './zip-earlier-run.js';
 
 /** Files up to this size wait for the zip in memory, in blocks of WaitingBlocks (MEMORY_BUDGET). */
@@ -499,8 +499,4 @@ async function readInto(path: string, into: Buffer): Promise<void> {
   } finally {
     await handle.close();
   }
-}
-
-function* manifestChunks(lines: ManifestLine[]): Generator<Buffer> {
-  for (let i = 0; i < lines.length; i += 256) yield Buffer.from(lines.slice(i, i + 256).map(formatLine).join(''));
 }
