@@ -32,6 +32,9 @@ const companySchema = z.strictObject({
       requests_per_hour: z.number().int().positive().default(REQUESTS_PER_HOUR),
       updates_per_minute: z.number().int().positive().default(UPDATE_REQUESTS_PER_MINUTE),
       tokens_per_hour: z.number().int().positive().default(TOKENS_PER_HOUR),
+      /** The legacy interface's windows; 60 and 5 (api-v1-legacy.md 8) when absent. */
+      legacy_requests_per_hour: z.number().int().positive().optional(),
+      legacy_tokens_per_hour: z.number().int().positive().optional(),
     })
     .prefault({}),
   task_timing: z
@@ -98,6 +101,8 @@ function settingsFrom(c: CompanyFileConfig, baseDir: string): CompanySettings {
       requestsPerHour: c.limits.requests_per_hour,
       updatesPerMinute: c.limits.updates_per_minute,
       tokensPerHour: c.limits.tokens_per_hour,
+      ...(c.limits.legacy_requests_per_hour ? { legacyRequestsPerHour: c.limits.legacy_requests_per_hour } : {}),
+      ...(c.limits.legacy_tokens_per_hour ? { legacyTokensPerHour: c.limits.legacy_tokens_per_hour } : {}),
     },
     taskTiming: { waitMs: c.task_timing.wait_ms, runMs: c.task_timing.run_ms, perItemMs: c.task_timing.per_item_ms },
     maintenance: c.maintenance,
@@ -133,6 +138,8 @@ export async function buildEmulatorConfig(options: EmulatorOptions): Promise<Emu
         ...(options.limits?.requestsPerHour ? { requests_per_hour: options.limits.requestsPerHour } : {}),
         ...(options.limits?.updatesPerMinute ? { updates_per_minute: options.limits.updatesPerMinute } : {}),
         ...(options.limits?.tokensPerHour ? { tokens_per_hour: options.limits.tokensPerHour } : {}),
+        ...(options.limits?.legacyRequestsPerHour ? { legacy_requests_per_hour: options.limits.legacyRequestsPerHour } : {}),
+        ...(options.limits?.legacyTokensPerHour ? { legacy_tokens_per_hour: options.limits.legacyTokensPerHour } : {}),
       },
       task_timing: {
         ...(options.taskTiming?.waitMs !== undefined ? { wait_ms: options.taskTiming.waitMs } : {}),

@@ -49,4 +49,7 @@ export interface CompanyLimits {
   requestsPerHour: number;
   updatesPerMinute: number;
   tokensPerHour: number;
+  /** The legacy interface's own windows (api-v1-legacy.md 8); 60 and 5 when absent. */
+  legacyRequestsPerHour?: number;
+  legacyTokensPerHour?: number;
 }

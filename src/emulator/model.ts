@@ -108,6 +108,10 @@ export interface User {
   use_native_app: boolean;
   use_secure: boolean;
   last_login_at: string | null;
+  /** Kept by the legacy interface's user operations (v1 reads show them); absent for others. */
+  created_at?: string;
+  password_modified_at?: string;
+  last_modified_at?: string;
 }
 
 export interface AdvancedPermission {

@@ -25,6 +25,7 @@ import type { RouteContext } from './routes/context.js';
 import { API_PREFIX, OPERATIONS, type OperationId, type OperationSpec } from '../spec/operations.js';
 import { MAX_REQUEST_BYTES, MAINTENANCE_WINDOW } from '../spec/limits.js';
 import { StateSaver } from './state-dir.js';
+import { LegacyApi, LEGACY_PATH } from './legacy/server.js';
 
 export interface EmulatorConfig {
   companies: CompanySettings[];
@@ -47,6 +48,8 @@ export class Emulator {
   private readonly sockets = new Set<import('node:net').Socket>();
   private ticker: NodeJS.Timeout | null = null;
   private readonly saver: StateSaver | null;
+  /** The legacy interface `/api/v1.x` (DESIGN.md section 11), over the same companies. */
+  readonly legacy: LegacyApi;
 
   constructor(readonly config: EmulatorConfig) {
     if (!config.companies.length) throw new Error('the emulator needs at least one company');
@@ -66,6 +69,7 @@ export class Emulator {
         new Company(settings, this.clock, (company, event, codes) => this.webhooks.deliver(company, event, codes), this.saver?.blobDir(settings.name)),
     );
     this.storage = new Storage(randomBytes(32), this.clock, (name) => this.company(name), this.storageFaults);
+    this.legacy = new LegacyApi(this);
     for (const c of ROUTES_MISSING()) throw new Error(`no emulator route handles ${c}`);
   }
 
@@ -170,6 +174,7 @@ export class Emulator {
     if (path.startsWith('/storage/')) return this.storage.handle(req, res, url);
     if (path.startsWith('/_emulator/') || path === '/_emulator') return handleControl(this, req, res, url);
     if (path.startsWith(`${API_PREFIX}/`)) return this.handleApi(req, res, url);
+    if (LEGACY_PATH.test(path)) return this.legacy.handle(req, res, url);
     await this.answer(res, 404, { errors: [`no such path: ${path}`] });
   }
 

@@ -1,0 +1,186 @@
+/**
+ * The legacy interface `/api/v1.0|v1.1|v1.2/...` (api-v1-legacy.md; wire-format.md, Legacy v1.x),
+ * served beside v2 over the same companies, clock and maintenance window.
+ *
+ * Order of checks: maintenance (503), version and path (404), method (405, Allow: POST), the token
+ * operation, `X-SERVICE-TOKEN` (401), the hourly request window (429), the body (400), then the
+ * operation. Every error body is `{"status": "NG", "errors": [...]}`.
+ *
+ * Choices where both documents are silent:
+ * - v1 tokens are their own: a v2 access token is not an `X-SERVICE-TOKEN`, nor the reverse.
+ * - Token requests count against the 5-tokens window only, not against the 60 requests an hour;
+ *   refusals before the token check (404, 405, 401) count against neither, since the service
+ *   cannot tell whose they are. A 400 counts: it reached the company's API.
+ * - A wrong consumer key or secret is 401 and takes no token slot.
+ * - The body is read whole before any answer, so an early refusal never cuts an upload.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { timingSafeEqual } from 'node:crypto';
+import { z } from 'zod';
+import type { Emulator } from '../server.js';
+import { TokenRegistry } from '../company.js';
+import { HttpError } from '../http-error.js';
+import { sendBody, json } from '../send.js';
+import { MAX_REQUEST_BYTES, MAINTENANCE_WINDOW } from '../../spec/limits.js';
+import { LEGACY_TOKEN_LIFETIME_SECONDS, legacyState } from './state.js';
+import { findLegacyRoute, LEGACY_VERSIONS } from './routes.js';
+import { parseLegacyBody, refuse, type LegacyVersion } from './context.js';
+
+export const LEGACY_PATH = /^\/api\/(v1\.\d+)(\/.*)?$/;
+
+const tokenBodySchema = z.strictObject({
+  consumer_key: z.string({ error: 'must be a string' }),
+  consumer_secret: z.string({ error: 'must be a string' }),
+});
+
+export class LegacyApi {
+  /** Separate from v2's tokens, with the same one-hour lifetime on the service clock. */
+  private readonly tokens: TokenRegistry;
+
+  constructor(private readonly emulator: Emulator) {
+    this.tokens = new TokenRegistry(emulator.clock);
+  }
+
+  async handle(req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {
+    try {
+      await this.serve(req, res, url);
+    } catch (error) {
+      if (!(error instanceof HttpError)) throw error;
+      await this.answer(res, error.status, { status: 'NG', errors: error.errors }, error.headers);
+    }
+  }
+
+  private async serve(req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {
+    const method = req.method ?? 'GET';
+    const raw = await readBody(req);
+    const m = LEGACY_PATH.exec(url.pathname)!;
+    const version = m[1] as LegacyVersion;
+    const path = m[2] ?? '/';
+
+    const token = header(req, 'x-service-token');
+    const company = token ? this.tokens.lookup(token) : undefined;
+    if (company ? this.emulator.inMaintenance(company) : this.emulator.companies.every((c) => this.emulator.inMaintenance(c))) {
+      throw this.maintenance();
+    }
+    const found = LEGACY_VERSIONS.includes(version) ? findLegacyRoute(version, path) : null;
+    if (!found) throw refuse(404, `no such path: ${url.pathname}${LEGACY_VERSIONS.includes(version) ? '' : ` (versions: ${LEGACY_VERSIONS.join(', ')})`}`);
+    if (method !== 'POST') throw new HttpError(405, `method ${method} is not allowed on ${url.pathname}; every legacy operation is POST`, { Allow: 'POST' });
+
+    const body = parseJson(raw, header(req, 'content-type'));
+    if (!found.route.handler) return this.issueToken(res, body);
+
+    if (!token) throw refuse(401, 'the X-SERVICE-TOKEN header is missing; get a token from /get_token first');
+    if (!company) throw refuse(401, 'the access token is not valid or has expired; get a new one from /get_token');
+    company.stats.count(found.route.key);
+    const state = legacyState(company);
+    const now = this.emulator.clock.now();
+    const wait = state.requestWindow.retryAfterSeconds(now);
+    if (wait) {
+      company.stats.rate_limited += 1;
+      throw new HttpError(429, `more than ${state.requestWindow.limit} requests in an hour`, { 'Retry-After': this.retryAfter(wait) });
+    }
+    state.requestWindow.take(now);
+
+    const { dryrun, ...rest } = body;
+    const dryRun = parseDryRun(url.searchParams.get('dryrun'), dryrun);
+    await company.tasks.tick();
+    const result = await found.route.handler({ company, version, params: found.params, body: rest, dryRun });
+    await this.answer(res, result.status ?? 200, result.body);
+  }
+
+  private async issueToken(res: ServerResponse, body: Record<string, unknown>): Promise<void> {
+    const { dryrun: _ignored, ...rest } = body;
+    const sent = parseLegacyBody(tokenBodySchema, rest);
+    const company = this.emulator.companies.find((c) => c.settings.consumerKey === sent.consumer_key);
+    if (company) company.stats.count('POST /v1/get_token');
+    if (company ? this.emulator.inMaintenance(company) : this.emulator.companies.every((c) => this.emulator.inMaintenance(c))) {
+      throw this.maintenance();
+    }
+    if (!company || !safeEqual(sent.consumer_secret, company.settings.consumerSecret)) {
+      throw refuse(401, 'the consumer key or consumer secret is not valid');
+    }
+    const state = legacyState(company);
+    const now = this.emulator.clock.now();
+    const wait = state.tokenWindow.retryAfterSeconds(now);
+    if (wait) {
+      company.stats.rate_limited += 1;
+      throw new HttpError(429, `more than ${state.tokenWindow.limit} tokens issued in 60 minutes`, { 'Retry-After': this.retryAfter(wait) });
+    }
+    state.tokenWindow.take(now);
+    company.stats.tokens_issued += 1;
+    const issued = this.tokens.issue(company);
+    // wire-format.md: `expires_in` is a string of seconds.
+    await this.answer(res, 200, { access_token: issued.token, expires_in: String(LEGACY_TOKEN_LIFETIME_SECONDS) });
+  }
+
+  private maintenance(): HttpError {
+    const clock = this.emulator.clock;
+    const now = clock.now();
+    const seconds = (MAINTENANCE_WINDOW.endMinute - clock.minuteOfDay(now)) * 60 - Number(clock.format(now).slice(17, 19));
+    return new HttpError(503, 'the service is under maintenance (daily backup 01:00-01:30)', { 'Retry-After': this.retryAfter(Math.max(1, seconds)) });
+  }
+
+  /** Retry-After counts real seconds while the windows run on the service clock. */
+  private retryAfter(serviceSeconds: number): string {
+    return String(Math.max(1, Math.ceil(serviceSeconds / this.emulator.clock.speed)));
+  }
+
+  private async answer(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): Promise<void> {
+    const all = { Date: new Date(this.emulator.clock.now()).toUTCString(), 'Content-Type': 'application/json', ...headers };
+    await sendBody(res, status, all, json(body));
+  }
+}
+
+function header(req: IncomingMessage, name: string): string | undefined {
+  const value = req.headers[name];
+  return Array.isArray(value) ? value[0] : value;
+}
+
+function safeEqual(a: string, b: string): boolean {
+  const x = Buffer.from(a);
+  const y = Buffer.from(b);
+  return x.length === y.length && timingSafeEqual(x, y);
+}
+
+/** `dryrun` from the query or the body: absent or 0 production, 1 dry-run, anything else 400. */
+function parseDryRun(query: string | null, body: unknown): boolean {
+  const values = [query, body].filter((v) => v !== null && v !== undefined);
+  let dry = false;
+  for (const value of values) {
+    const text = typeof value === 'number' || typeof value === 'string' ? String(value).trim() : undefined;
+    if (text !== '0' && text !== '1') throw refuse(400, `dryrun must be 0 or 1, got ${JSON.stringify(value)}`);
+    if (text === '1') dry = true;
+  }
+  return dry;
+}
+
+function parseJson(raw: Buffer, contentType: string | undefined): Record<string, unknown> {
+  if (raw.length === 0) return {};
+  const type = (contentType ?? '').split(';')[0]!.trim().toLowerCase();
+  if (type !== 'application/json') {
+    throw refuse(400, `the request body must be JSON with Content-Type: application/json, got "${type || 'none'}"`);
+  }
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(raw.toString('utf8'));
+  } catch (error) {
+    throw refuse(400, `the request body is not valid JSON: ${(error as Error).message}`);
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw refuse(400, 'the request body must be a JSON object');
+  return parsed as Record<string, unknown>;
+}
+
+function readBody(req: IncomingMessage): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let total = 0;
+    let over = false;
+    req.on('data', (chunk: Buffer) => {
+      total += chunk.length;
+      if (total > MAX_REQUEST_BYTES) over = true;
+      else chunks.push(chunk);
+    });
+    req.on('end', () => (over ? reject(refuse(413, `the request body is over the limit of ${MAX_REQUEST_BYTES} bytes`)) : resolve(Buffer.concat(chunks))));
+    req.on('error', () => reject(refuse(400, 'the request body could not be read')));
+  });
+}
