@@ -30,6 +30,17 @@ export type {
 export type { OperationId, AdvancedType } from './spec/operations.js';
 export type { TaskStatus, WebhookEvent } from './spec/events.js';
 
+// The legacy interface's client (v1.x).
+export { LegacyClient, isLegacyTimeout, LegacyAsyncReadError, LEGACY_REQUESTS_PER_HOUR, LEGACY_TOKENS_PER_HOUR } from './client/legacy/index.js';
+export type {
+  LegacyClientOptions, LegacyClientLimits, LegacyPollOptions, LegacyWaitEvent, LegacyWaitReason, LegacyVersion,
+  LegacyUsers, LegacyDepartments, LegacySheets, LegacyTasks, LegacyDepartment, LegacyDepartmentList, LegacySheetData,
+  LegacySheetRecord, LegacyTaskStatus, LegacyUser, LegacyUserList, LegacyFlag, LegacyAsyncProgress, LegacyAsyncReady, LegacyAsyncPending,
+  LegacyPreset, LegacyAsyncResult, LegacyAsyncSheet, LegacyRawAnswer,
+  LegacyReadAsyncOptions, LegacyReadOptions, LegacyRequestOptions, LegacyTask, LegacyTaskWaitOptions, LegacyUpdate,
+  LegacyUpdateOptions, LegacyUserInput,
+} from './client/legacy/index.js';
+
 // Errors.
 export {
   WdsError, OptionsError, ApiError, BadRequestError, AuthenticationError, ForbiddenError, NotFoundError,

@@ -23,10 +23,10 @@ const STALE_LOCK_MS = 5_000;
  * runs against one company would each fill a window of their own. The key is hashed so that the
  * file name does not show it.
  */
-export function defaultStateFile(consumerKey: string): string {
+export function defaultStateFile(consumerKey: string, prefix = 'limits'): string {
   const cache = process.env.XDG_CACHE_HOME || join(homedir(), '.cache');
   const id = createHash('sha256').update(consumerKey).digest('hex').slice(0, 16);
-  return join(cache, 'wds-files', `limits-${id}.json`);
+  return join(cache, 'wds-files', `${prefix}-${id}.json`);
 }
 
 export function emptyStamps(): WindowStamps {

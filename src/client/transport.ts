@@ -122,7 +122,8 @@ export class Transport {
     }
   }
 
-  private async send(method: string, url: string, headers: Record<string, string>, body: string | Readable | undefined, signal?: AbortSignal): Promise<RawAnswer> {
+  /** @internal One request and its answer, read whole (the legacy client sends through it too). */
+  async send(method: string, url: string, headers: Record<string, string>, body: string | Readable | undefined, signal?: AbortSignal): Promise<RawAnswer> {
     this.counters.requests += 1;
     const started = Date.now();
     // The path alone: the query and the headers are left out of the line, so it names no secret.
@@ -216,7 +217,8 @@ export class Transport {
     return parsed.data;
   }
 
-  private async withRetries(
+  /** @internal `attemptOnce` under the limits and the retry policy (the legacy client's calls too). */
+  async withRetries(
     method: string,
     path: string,
     windows: WindowName[],
