@@ -39,11 +39,14 @@ export async function v1Token(emu: TestEmulator, key = KEY, secret = SECRET): Pr
   return res.body.access_token as string;
 }
 
-/** A caller with one token for the file: `call(path, body, options)`. */
+/** A caller with one token at a time (a new one once the service clock expired it): `call(path, body, options)`. */
 export function v1Caller(emu: () => TestEmulator): (path: string, body?: unknown, options?: V1Options) => Promise<V1Answer> {
   let token: string | undefined;
   return async (path, body = {}, options = {}) => {
     token ??= await v1Token(emu());
+    const res = await v1Raw(emu(), path, body, { token, ...options });
+    if (res.status !== 401) return res;
+    token = await v1Token(emu());
     return v1Raw(emu(), path, body, { token, ...options });
   };
 }

@@ -17,7 +17,7 @@ import { randomBytes } from 'node:crypto';
 import type { Company } from '../company.js';
 import { legacyState, type AsyncRead } from './state.js';
 import { findLegacySheet, sheetHeaders, sheetRecords } from './sheet-read.js';
-import type { LegacyContext, LegacyHandler } from './context.js';
+import { noParameters, type LegacyContext, type LegacyHandler } from './context.js';
 
 export const ASYNC_WAIT_MS = 1000;
 export const ASYNC_RUN_MS = 2000;
@@ -36,6 +36,7 @@ const MESSAGES = {
 } as const;
 
 export const presetSheet: LegacyHandler = (ctx) => {
+  noParameters(ctx);
   const { company } = ctx;
   const sheet = findLegacySheet(company, ctx.params.sheet_id);
   if (!sheet) {
@@ -71,6 +72,7 @@ function lookup(ctx: LegacyContext, company: Company): { read: AsyncRead; now: n
 }
 
 export const asyncProgress: LegacyHandler = (ctx) => {
+  noParameters(ctx);
   const found = lookup(ctx, ctx.company);
   if ('ng' in found) return { body: found.ng };
   const status = statusOf(found.read, found.now);
@@ -78,6 +80,7 @@ export const asyncProgress: LegacyHandler = (ctx) => {
 };
 
 export const asyncResult: LegacyHandler = (ctx) => {
+  noParameters(ctx);
   const found = lookup(ctx, ctx.company);
   if ('ng' in found) return { body: found.ng };
   const status = statusOf(found.read, found.now);

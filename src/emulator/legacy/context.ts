@@ -44,6 +44,14 @@ export function issueMessages(error: z.ZodError): string[] {
   });
 }
 
+/** Reads take no parameters: a field in their body is a 400 naming it, not silently ignored. */
+export function noParameters(ctx: LegacyContext): void {
+  const keys = Object.keys(ctx.body);
+  if (keys.length) {
+    throw refuse(400, `unknown field${keys.length > 1 ? 's' : ''} ${keys.map((k) => `"${k}"`).join(', ')}: this operation takes no parameters`);
+  }
+}
+
 export function parseLegacyBody<T extends z.ZodType>(schema: T, body: unknown): z.infer<T> {
   const result = schema.safeParse(body);
   if (!result.success) throw refuse(400, issueMessages(result.error));

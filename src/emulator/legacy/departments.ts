@@ -18,7 +18,7 @@
 import { z } from 'zod';
 import type { Company } from '../company.js';
 import type { CompanyData, Department } from '../model.js';
-import { parseLegacyBody, refuse, updateAnswer, type LegacyHandler, type LegacyPlan } from './context.js';
+import { noParameters, parseLegacyBody, refuse, updateAnswer, type LegacyHandler, type LegacyPlan } from './context.js';
 
 const LEVEL_KEY = /^department_(code|name)([1-9]\d{0,1})$/;
 
@@ -85,6 +85,7 @@ export function departmentRecords(data: CompanyData): { levels: number; records:
 }
 
 export const listDepartments: LegacyHandler = (ctx) => {
+  noParameters(ctx);
   const { levels, records } = departmentRecords(ctx.company.data);
   if (ctx.dryRun) return { body: { status: 'OK', headers: headersFor(levels) } };
   return { body: { status: 'OK', departments: records } };

@@ -23,7 +23,7 @@ import type { Company } from '../company.js';
 import type { FieldDef, Member, SheetState } from '../model.js';
 import { BASE_LAYOUT } from '../routes/member-layout.js';
 import { DepartmentIndex } from '../routes/member-view.js';
-import { refuse, slashDate, type LegacyHandler } from './context.js';
+import { noParameters, refuse, slashDate, type LegacyHandler } from './context.js';
 
 /** The base keys of sheet 0 after `member_code`, `member_name` and `member_kana`. */
 export const BASE_SHEET_KEYS = [
@@ -128,6 +128,7 @@ export function sheetRecords(company: Company, sheet: LegacySheet, withKana: boo
 }
 
 export const getSheet: LegacyHandler = (ctx) => {
+  noParameters(ctx);
   const sheet = requireSheet(ctx.company, ctx.params.sheet_id);
   if (ctx.dryRun) return { body: { status: 'OK', headers: sheetHeaders(sheet, false) } };
   return { body: { status: 'OK', data: sheetRecords(ctx.company, sheet, false) } };

@@ -7,9 +7,10 @@
  * "the update failed" for an update that may never have existed.
  */
 import { legacyState } from './state.js';
-import { refuse, type LegacyHandler } from './context.js';
+import { noParameters, refuse, type LegacyHandler } from './context.js';
 
 export const getTask: LegacyHandler = (ctx) => {
+  noParameters(ctx);
   const raw = ctx.params.progress_id ?? '';
   const id = /^\d{1,15}$/.test(raw) ? Number(raw) : NaN;
   const task = legacyState(ctx.company).taskIds.has(id) ? ctx.company.tasks.get(id) : undefined;

@@ -19,7 +19,7 @@ import type { Company } from '../company.js';
 import type { CompanyData, User } from '../model.js';
 import { ADVANCED_TYPES } from '../../spec/operations.js';
 import { roleTypeOnWire } from '../routes/v2/roles.js';
-import { parseLegacyBody, slashDate, updateAnswer, type LegacyHandler, type LegacyPlan } from './context.js';
+import { noParameters, parseLegacyBody, slashDate, updateAnswer, type LegacyHandler, type LegacyPlan } from './context.js';
 
 const EMAIL_SHAPE = /^[^\s@]+@[^\s@.]+(\.[^\s@.]+)+$/;
 const TIMESTAMP = /^(\d{4})[-/](\d{2})[-/](\d{2}) (\d{2}):(\d{2}):(\d{2})$/;
@@ -90,6 +90,7 @@ function userRecord(data: CompanyData, user: User): Record<string, unknown> {
 }
 
 export const listUsers: LegacyHandler = (ctx) => {
+  noParameters(ctx);
   if (ctx.dryRun) return { body: { headers: USER_HEADERS } };
   const { data } = ctx.company;
   const users = [...data.users].sort((a, b) => a.id - b.id).map((u) => userRecord(data, u));
