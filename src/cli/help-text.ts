@@ -27,5 +27,6 @@ export function withHelpText<T>(yargs: Argv<T>): Argv<T> {
     .example('$0 verify photos.zip', 'every file checked against the manifest')
     .example('$0 photos import photos/ --dry-run', 'check a folder of <code>.jpg and send nothing that changes')
     .example('$0 api GET /members', 'one raw API call with auth and limits')
+    .example('$0 legacy sheet 0 --out members.csv', 'the base information of every member through the legacy interface, for Excel')
     .epilogue(`${ENVIRONMENT}\n\n${EXIT_CODES}`);
 }

@@ -17,6 +17,7 @@ import { validateCommand } from './commands/validate.js';
 import { planCommand } from './commands/plan.js';
 import { runCommand } from './commands/run.js';
 import { archiveCommand } from './commands/archive.js';
+import { legacyCommand } from './commands/legacy.js';
 import { photosImportCommand } from './commands/photo-import.js';
 import { attachmentsImportCommand } from './commands/attachment-import.js';
 import { UsageError } from './connection.js';
@@ -76,6 +77,7 @@ export async function main(argv: string[]): Promise<void> {
     .command(planCommand)
     .command(runCommand)
     .command(archiveCommand)
+    .command(legacyCommand)
     .completion('completion', 'Print a bash or zsh completion script (wds-files completion >> ~/.bashrc)')
     .demandCommand(1, 'name a command; see --help')
     .strict()

@@ -1,0 +1,72 @@
+/**
+ * `wds-files legacy api <PATH>`: the twin of `api` for the legacy interface. POSTs the body to
+ * `{base}/api/{version}{PATH}` with the token and the limits, prints the answer with its secrets
+ * masked (user passwords, tokens) unless `--show-secrets`, and with `--wait` follows an update's
+ * progress_id to its final status. An answer or a final task that says NG or ERROR exits 3.
+ */
+import { EXIT } from '../exit-codes.js';
+import { REDACTED, redact, registerSecretsIn } from '../../util/redact.js';
+import type { LegacyOperation, LegacyVersion } from '../../legacy/v1-operations.js';
+import { stopSignal, stoppedBy, exitCodeOf } from '../stop-signal.js';
+import { connectLegacy } from './legacy-connection.js';
+import type { LegacyApiArgs } from './legacy.js';
+
+/** Fields whose text is a secret; `password_locked` and `password_modified_at` are not. */
+const SECRET_FIELD = /^(?:password|secret_token|access_token|consumer_secret)$/i;
+
+/**
+ * The answer with its secret fields masked, and any secret the process knows masked wherever it
+ * appears. The labels under `headers` name fields; they are not values, and stay readable.
+ */
+function masked(value: unknown, key = ''): unknown {
+  if (typeof value === 'string') return SECRET_FIELD.test(key) ? REDACTED : redact(value);
+  if (Array.isArray(value)) return value.map((v) => masked(v));
+  if (!value || typeof value !== 'object') return value;
+  if (key === 'headers') return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, typeof v === 'string' ? redact(v) : masked(v)]));
+  return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, masked(v, k)]));
+}
+
+const failed = (value: unknown): boolean => {
+  const status = (value as { status?: unknown } | null)?.status;
+  return status === 'NG' || status === 'ERROR';
+};
+
+export async function runLegacyApi(argv: LegacyApiArgs, call: { op: LegacyOperation; path: string; version: LegacyVersion; body: unknown }): Promise<void> {
+  // A secret the user sends (a user's password) is masked in every line printed from here on.
+  registerSecretsIn(call.body);
+  const print = (value: unknown): void => {
+    // The labels are left out: `headers.password` is the label "Password", not a secret to hunt for.
+    registerSecretsIn(value && typeof value === 'object' && !Array.isArray(value) ? { ...value, headers: undefined } : value);
+    console.log(JSON.stringify(argv['show-secrets'] ? value : masked(value), null, 2));
+    if (failed(value)) process.exitCode = EXIT.partial;
+  };
+  const signal = stopSignal();
+  const connection = await connectLegacy(argv, { version: call.version, signal });
+  let progressId: number | string | undefined;
+  try {
+    const answer = await connection.client.request(call.path, call.body, { dryRun: argv['dry-run'] });
+    const id = (answer.body as { progress_id?: unknown } | null)?.progress_id;
+    if (argv.wait && (typeof id === 'number' || typeof id === 'string')) {
+      progressId = id;
+      const task = await connection.client.tasks.wait(id, { signal });
+      // As the service writes a task, the same as `legacy api /task/ID` prints it.
+      print({ progress_id: task.progressId, status: task.status, ...(task.errors.length ? { errors: task.errors } : {}) });
+      return;
+    }
+    print(answer.body);
+  } catch (error) {
+    const stopped = stoppedBy(signal);
+    if (!stopped) throw error;
+    process.stderr.write(`wds-files: stopped by ${stopped}${stopNote(call, progressId)}\n`);
+    process.exitCode = exitCodeOf(stopped);
+  } finally {
+    await connection.close();
+  }
+}
+
+/** What a stop leaves at the service: an update may have been taken, and goes on there. */
+function stopNote(call: { op: LegacyOperation; path: string }, progressId: number | string | undefined): string {
+  if (call.op.kind !== 'update') return '';
+  if (progressId !== undefined) return `; the update goes on at the service: follow it with wds-files legacy api /task/${progressId}`;
+  return `; the update may have reached the service: read the data before sending ${call.path} again`;
+}

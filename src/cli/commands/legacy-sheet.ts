@@ -1,0 +1,61 @@
+/**
+ * `wds-files legacy sheet <SHEET_ID> --out FILE.csv|FILE.jsonl`: a whole sheet through the legacy
+ * interface (src/legacy/sheet-download.ts), written atomically. The target and its lock are
+ * checked before the first request; a stop leaves the file that was there, and no partial one.
+ */
+import { resolve } from 'node:path';
+import { Preflight } from '../preflight.js';
+import { say } from '../connection.js';
+import { formatBytes } from '../progress.js';
+import { stopSignal, stoppedBy, exitCodeOf } from '../stop-signal.js';
+import { downloadSheet } from '../../legacy/sheet-download.js';
+import { sheetText, type SheetFormat } from '../../legacy/sheet-formats.js';
+import { writeFileAtomically } from '../../legacy/atomic-file.js';
+import { looksLikeSheetDownload } from '../../legacy/earlier-download.js';
+import { versionAtLeast, type LegacyVersion } from '../../legacy/v1-operations.js';
+import type { LegacySheetArgs } from './legacy.js';
+
+export async function runLegacySheet(argv: LegacySheetArgs, call: { sheetId: number; version: LegacyVersion; format: SheetFormat }): Promise<void> {
+  const preflight = new Preflight(argv);
+  try {
+    await preflight.fileTarget(argv.out, {
+      force: argv.force ?? false,
+      waitLock: argv['wait-lock'],
+      replaceable: (path) => looksLikeSheetDownload(path, call.format).catch(() => false),
+      refusal: `is a file that is not an earlier sheet download (${call.format === 'csv' ? 'a CSV beginning with a byte order mark' : 'JSON lines'}), and the download would replace it; name another file, or add --force to replace it`,
+    });
+    await download(argv, call);
+  } finally {
+    await preflight.end();
+  }
+}
+
+async function download(argv: LegacySheetArgs, call: { sheetId: number; version: LegacyVersion; format: SheetFormat }): Promise<void> {
+  const signal = stopSignal();
+  const out = resolve(argv.out);
+  const started = Date.now();
+  // The client is loaded once the target is known to be fine.
+  const { connectLegacy } = await import('./legacy-connection.js');
+  const connection = await connectLegacy(argv, { version: call.version, signal });
+  try {
+    const sheet = await downloadSheet(connection.client, call.sheetId, {
+      async: argv.async,
+      asyncAvailable: versionAtLeast(call.version, 'v1.1'),
+      signal,
+      onFallback: (error) => say(argv, `sheet ${call.sheetId}: the direct read timed out (${error.message}); reading it asynchronously instead`),
+      onPoll: (status, message) => say(argv, `sheet ${call.sheetId}: ${status}${message ? `: ${message}` : ''}`),
+    });
+    const bytes = await writeFileAtomically(out, sheetText(call.format, sheet.headers, sheet.records), { signal });
+    const seconds = (Date.now() - started) / 1000;
+    const summary = { sheet_id: call.sheetId, out, format: call.format, records: sheet.records.length, bytes, read: sheet.via, seconds: Number(seconds.toFixed(1)) };
+    if (argv.json) console.log(JSON.stringify(summary));
+    else console.log(`sheet ${call.sheetId}: ${sheet.records.length} records written to ${out} (${formatBytes(bytes)}, ${sheet.via === 'async' ? 'asynchronous read' : 'direct read'}, ${seconds.toFixed(1)} s)`);
+  } catch (error) {
+    const stopped = stoppedBy(signal);
+    if (!stopped) throw error;
+    process.stderr.write(`wds-files: interrupted: stopped by ${stopped}; nothing was written, ${argv.out} is as it was; run it again to download the sheet\n`);
+    process.exitCode = exitCodeOf(stopped);
+  } finally {
+    await connection.close();
+  }
+}

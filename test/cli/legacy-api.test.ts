@@ -1,0 +1,76 @@
+/**
+ * `legacy api` as a user runs it, the real CLI against the emulator: a read printed as JSON with
+ * passwords masked, a dry-run update that changes nothing, an update followed with --wait to its
+ * end (the department is then there through v2), and a verdict of NG exiting 3.
+ */
+import { beforeEach, expect, it } from 'vitest';
+import { useEmulator } from '../helpers/emulator.js';
+import { connectionArgs, runCli, type CliRun } from '../helpers/cli-process.js';
+import { SAMPLE_COMPANY_DIR } from '../../src/cli/paths.js';
+
+const emu = useEmulator({ seed: SAMPLE_COMPANY_DIR, maintenance: false });
+
+// Each run takes a token, and the legacy interface issues 5 in 60 minutes: an hour of service time passes between tests.
+beforeEach(async () => {
+  await emu().control('POST', '/clock', { advance_seconds: 3601 });
+});
+
+const legacyApi = (...args: string[]): Promise<CliRun> => runCli(['legacy', 'api', ...args, ...connectionArgs(emu())]);
+
+async function departmentCodes(): Promise<string[]> {
+  // A fresh token: the clock moves by hours between tests, past the helper's cached one.
+  const res = await fetch(`${emu().url}/api/v2.0/departments`, { headers: { 'Service-Token': await emu().token() } });
+  expect(res.status).toBe(200);
+  const body = (await res.json()) as { department_data: { code: string }[] };
+  return body.department_data.map((d) => d.code);
+}
+
+const LEGAL = JSON.stringify({
+  departments: [{ department_code1: '1000', department_name1: '本社 / Head Office', department_code2: '1900', department_name2: '法務部 / Legal', memo: 'added through v1' }],
+});
+
+it('a read: the answer as JSON on stdout, passwords masked, labels readable', async () => {
+  const run = await legacyApi('/user');
+  expect(run.code, run.stderr).toBe(0);
+  const answer = JSON.parse(run.stdout) as { headers: Record<string, string>; users: { email: string; password: string; password_locked: unknown }[] };
+  expect(answer.users.length).toBeGreaterThan(0);
+  for (const user of answer.users) {
+    expect(user.password).toBe('[REDACTED]');
+    expect(typeof user.password_locked).toBe('boolean');
+  }
+  expect(answer.headers.password).not.toBe('[REDACTED]');
+  expect(answer.headers.password_locked).not.toBe('[REDACTED]');
+
+  const departments = await legacyApi('/api/v1.0/department');
+  expect(departments.code, departments.stderr).toBe(0);
+  const listed = JSON.parse(departments.stdout) as { status: string; departments: Record<string, string>[] };
+  expect(listed.status).toBe('OK');
+  expect(listed.departments.map((d) => d.department_code1)).toContain('1000');
+});
+
+it('a dry-run update answers its verdict and changes nothing; a verdict of NG exits 3', async () => {
+  const before = await departmentCodes();
+  const ok = await legacyApi('/department/add', '--data', LEGAL, '--dry-run');
+  expect(ok.code, ok.stderr).toBe(0);
+  expect(JSON.parse(ok.stdout)).toMatchObject({ status: 'OK' });
+  expect(await departmentCodes()).toEqual(before);
+
+  // Add cannot describe a department that exists already.
+  const existing = JSON.stringify({ departments: [{ department_code1: '1000', department_name1: '本社 / Head Office' }] });
+  const ng = await legacyApi('/department/add', '--data', existing, '--dry-run');
+  expect(ng.code, ng.stderr).toBe(3);
+  const verdict = JSON.parse(ng.stdout) as { status: string; errors: string[] };
+  expect(verdict.status).toBe('NG');
+  expect(verdict.errors.join(' ')).toContain('1000');
+  expect(await departmentCodes()).toEqual(before);
+});
+
+it('--wait follows the update to its end; the department is then there through v2', async () => {
+  expect(await departmentCodes()).not.toContain('1900');
+  const run = await legacyApi('/department/add', '--data', LEGAL, '--wait');
+  expect(run.code, run.stderr).toBe(0);
+  const task = JSON.parse(run.stdout) as { progress_id: unknown; status: string };
+  expect(task.status).toBe('OK');
+  expect(['number', 'string']).toContain(typeof task.progress_id);
+  expect(await departmentCodes()).toContain('1900');
+});

@@ -1,0 +1,180 @@
+/**
+ * `legacy sheet` as a user runs it: the real CLI against the emulator. Sheet 0 downloaded directly
+ * and with --async holds the same rows, one per member of v2 GET /members, in a CSV that begins
+ * with a BOM and has the labels first; JSONL holds one record per line. A direct read that times
+ * out (a gateway's 504) is read asynchronously instead. Ctrl-C during the polls leaves the earlier
+ * file as it was, and no partial file or lock; a second run meanwhile refuses, naming the first.
+ */
+import { createServer, request, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { beforeEach, expect, it } from 'vitest';
+import { KEY, SECRET, useEmulator } from '../helpers/emulator.js';
+import { tempDir } from '../helpers/export.js';
+import { connectionArgs, finished, runCli, spawnCli } from '../helpers/cli-process.js';
+import { parseCsv } from '../../src/sources/csv.js';
+import { SAMPLE_COMPANY_DIR } from '../../src/cli/paths.js';
+
+const emu = useEmulator({ seed: SAMPLE_COMPANY_DIR, maintenance: false });
+
+// Each run takes a token, and the legacy interface issues 5 in 60 minutes: an hour of service time passes between tests.
+beforeEach(async () => {
+  await emu().control('POST', '/clock', { advance_seconds: 3601 });
+});
+
+const BOM = Buffer.from([0xef, 0xbb, 0xbf]);
+
+async function members(): Promise<{ code: string; name: string }[]> {
+  // A fresh token: the clock moves by hours between tests, past the helper's cached one.
+  const res = await fetch(`${emu().url}/api/v2.0/members`, { headers: { 'Service-Token': await emu().token() } });
+  expect(res.status).toBe(200);
+  const body = (await res.json()) as { member_data: { code: string; name: string }[] };
+  return (body.member_data as { code: string; name: string }[]).sort((x, y) => x.code.localeCompare(y.code));
+}
+
+/** The CSV's rows after the BOM: the labels, then one row per record. */
+function csvRows(file: string): string[][] {
+  const bytes = readFileSync(file);
+  expect(bytes.subarray(0, 3)).toEqual(BOM);
+  const rows = parseCsv(bytes.subarray(3).toString('utf8'));
+  expect(rows.every((r) => !r.unclosed)).toBe(true);
+  return rows.map((r) => r.fields);
+}
+
+it('sheet 0 as CSV, directly and with --async: the same rows, one per member, labels first, BOM first', async () => {
+  const dir = tempDir('wds-legacy-sheet-');
+  const direct = await runCli(['legacy', 'sheet', '0', '--out', join(dir, 'direct.csv'), ...connectionArgs(emu())]);
+  expect(direct.code, direct.stderr).toBe(0);
+  expect(direct.stdout).toMatch(/^sheet 0: \d+ records written to .*direct\.csv \(.*direct read/);
+  const viaAsync = await runCli(['legacy', 'sheet', '0', '--out', join(dir, 'async.csv'), '--async', ...connectionArgs(emu())]);
+  expect(viaAsync.code, viaAsync.stderr).toBe(0);
+  expect(viaAsync.stdout).toContain('asynchronous read');
+  // Each poll is said on stderr: the job is seen before it is ready, then ready.
+  expect(viaAsync.stderr).toMatch(/sheet 0: (WAITING|RUNNING)/);
+  expect(viaAsync.stderr).toMatch(/sheet 0: OK/);
+
+  const rowsDirect = csvRows(join(dir, 'direct.csv'));
+  expect(csvRows(join(dir, 'async.csv'))).toEqual(rowsDirect);
+  const [labels, ...rows] = rowsDirect;
+  // The labels the service gives, not the field names.
+  expect(labels).not.toContain('member_code');
+  expect(labels!.length).toBeGreaterThan(5);
+  const everyone = await members();
+  expect(rows.map((r) => r[0])).toEqual(everyone.map((m) => m.code));
+  expect(rows.map((r) => r[1])).toEqual(everyone.map((m) => m.name));
+  expect(rows.every((r) => r.length === labels!.length)).toBe(true);
+  expect(readdirSync(dir).sort()).toEqual(['async.csv', 'direct.csv']);
+});
+
+it('JSONL: one record per line, one line per member, with --json a summary on stdout', async () => {
+  const dir = tempDir('wds-legacy-sheet-');
+  const out = join(dir, 'members.jsonl');
+  const run = await runCli(['legacy', 'sheet', '0', '-o', out, '--json', ...connectionArgs(emu())]);
+  expect(run.code, run.stderr).toBe(0);
+  const everyone = await members();
+  expect(JSON.parse(run.stdout)).toMatchObject({ sheet_id: 0, out, format: 'jsonl', records: everyone.length, read: 'direct' });
+  const lines = readFileSync(out, 'utf8').split('\n');
+  expect(lines.pop()).toBe('');
+  const records = lines.map((l) => JSON.parse(l) as { member_code: string; member_name: string });
+  expect(records.map((r) => r.member_code)).toEqual(everyone.map((m) => m.code));
+  expect(records.map((r) => r.member_name)).toEqual(everyone.map((m) => m.name));
+});
+
+/**
+ * A gateway in front of the emulator that times out on the large read, as a real one does: the
+ * direct read of sheet 0 (not its header-only dry run) answers 504; everything else passes.
+ */
+async function timingOutGateway(target: string): Promise<{ url: string; timeouts: () => number; close: () => Promise<void> }> {
+  const upstream = new URL(target);
+  let timeouts = 0;
+  const server: Server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const body = Buffer.concat(chunks);
+      if (/^\/api\/v1\.\d\/sheet\/0$/.test(req.url ?? '') && !body.toString().includes('dryrun')) {
+        timeouts += 1;
+        res.writeHead(504, { 'Content-Type': 'text/html' }).end('<html>504 Gateway Time-out</html>');
+        return;
+      }
+      const forward = request({ hostname: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers: req.headers }, (answer) => {
+        res.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(res);
+      });
+      forward.on('error', () => res.destroy());
+      forward.end(body);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    timeouts: () => timeouts,
+    close: () => new Promise<void>((resolve) => {
+      server.closeAllConnections();
+      server.close(() => resolve());
+    }),
+  };
+}
+
+it('a direct read that times out is read asynchronously instead, and says so', async () => {
+  const gateway = await timingOutGateway(emu().url);
+  try {
+    const dir = tempDir('wds-legacy-sheet-');
+    const out = join(dir, 'sheet.csv');
+    const run = await runCli(['legacy', 'sheet', '0', '--out', out, '--base-url', gateway.url, '--consumer-key', KEY, '--consumer-secret', SECRET]);
+    expect(run.code, run.stderr).toBe(0);
+    expect(gateway.timeouts()).toBeGreaterThan(0);
+    expect(run.stderr).toContain('sheet 0: the direct read timed out');
+    expect(run.stderr).toContain('reading it asynchronously instead');
+    expect(run.stdout).toContain('asynchronous read');
+    const [, ...rows] = csvRows(out);
+    expect(rows.map((r) => r[0])).toEqual((await members()).map((m) => m.code));
+  } finally {
+    await gateway.close();
+  }
+}, 90_000);
+
+it('Ctrl-C while polling leaves the earlier download, no partial file and no lock; a second run meanwhile refuses', async () => {
+  const dir = tempDir('wds-legacy-sheet-');
+  const out = join(dir, 'sheet.csv');
+  const earlier = '\uFEFFCode,Name\r\nA0001,earlier download\r\n';
+  writeFileSync(out, earlier);
+  // The job then stays WAITING for as long as the test needs.
+  await emu().control('POST', '/clock', { speed: 0.0001 });
+  try {
+    const first = spawnCli(['legacy', 'sheet', '0', '--out', out, '--async', ...connectionArgs(emu())]);
+    const ended = finished(first);
+    let stderr = '';
+    await new Promise<void>((resolve, reject) => {
+      first.stderr.on('data', (chunk: Buffer) => {
+        stderr += chunk.toString();
+        if (/sheet 0: WAITING/.test(stderr)) resolve();
+      });
+      first.once('close', () => reject(new Error(`the first run ended before its first poll:\n${stderr}`)));
+    });
+
+    const second = await runCli(['legacy', 'sheet', '0', '--out', out, ...connectionArgs(emu())]);
+    expect(second.code, second.stderr).toBe(1);
+    expect(second.stderr).toContain(`${out} is being written by another run: pid ${first.pid}`);
+    expect(second.stderr).toContain(`${out}.lock`);
+
+    first.kill('SIGINT');
+    const run = await ended;
+    expect(run.code, run.stderr).toBe(130);
+    expect(run.stderr).toContain('interrupted: stopped by SIGINT; nothing was written');
+    expect(readFileSync(out, 'utf8')).toBe(earlier);
+    expect(readdirSync(dir)).toEqual(['sheet.csv']);
+  } finally {
+    await emu().control('POST', '/clock', { speed: 1 });
+  }
+
+  // Run again, it replaces the earlier download whole.
+  await emu().control('POST', '/clock', { advance_seconds: 3601 });
+  const again = await runCli(['legacy', 'sheet', '0', '--out', out, ...connectionArgs(emu())]);
+  expect(again.code, again.stderr).toBe(0);
+  const [, ...rows] = csvRows(out);
+  expect(rows.map((r) => r[0])).toEqual((await members()).map((m) => m.code));
+  expect(readdirSync(dir)).toEqual(['sheet.csv']);
+});
