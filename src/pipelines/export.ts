@@ -220,6 +220,9 @@ export async function runExport(options: ExportOptions): Promise<ExportResult> {
   // does without), and while the service lists the files.
   const zipModule = isZipTarget(options.out) && !options.archive ? import('../sinks/zip.js') : null;
   zipModule?.catch(() => undefined); // awaited in openSink; not an unhandled rejection meanwhile
+  // An archive's earlier snapshots are read (only read) while the service lists the files.
+  const earlier = options.archive ? SnapshotBuild.readEarlier(options.out) : undefined;
+  earlier?.catch(() => undefined); // awaited in SnapshotBuild.open
   const targets: ListTarget[] = options.what === 'photos'
     ? [{ id: 'photos', kind: 'photo' }]
     : await attachmentTargets(client, { sheet: options.sheet, field: options.field });
@@ -234,7 +237,7 @@ export async function runExport(options: ExportOptions): Promise<ExportResult> {
     report.finish();
     return { report, relists: lister.relists, changed: 0, out: options.out };
   }
-  const build = options.archive ? await onDisk(options.out, () => SnapshotBuild.open(options.out, options.archive!.pipeline)) : null;
+  const build = options.archive ? await onDisk(options.out, () => SnapshotBuild.open(options.out, options.archive!.pipeline, new Date(), earlier)) : null;
   const { sink, intact } = await openSink(build ? build.dir : options.out, zipModule);
   // Downloads under way (twice the concurrency, see `pool`) and the sink's copying listen to it.
   const { signal, dispose } = runSignal(options.signal, 2 * concurrency + 8);

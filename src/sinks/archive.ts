@@ -7,13 +7,13 @@
  * earlier snapshot: links are made, never opened for writing, and a changed file is written under
  * a temporary name and renamed over its link (FolderSink).
  */
-import { copyFile, constants, link, lstat, mkdir, rename, unlink, writeFile } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
+import { copyFile, constants, link, lstat, mkdir, readFile, readdir, rename, unlink, writeFile } from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
 import {
   SNAPSHOT_FILE, listSnapshots, nextSnapshotId, partialDir, readSnapshotManifest, snapshotDir, writeLatest,
   type SnapshotCounts, type SnapshotDoc,
 } from '../archive/store.js';
-import { LinkCheck, manifestKey, type ManifestLine } from './manifest.js';
+import { MANIFEST_NAME, manifestKey, type ManifestLine } from './manifest.js';
 
 /** What a run made of its snapshot (`ExportResult.snapshot`). */
 export interface SnapshotInfo {
@@ -35,9 +35,21 @@ export interface SnapshotInfo {
 }
 
 /** A line of an earlier snapshot, with the folder that holds its file. */
-interface Earlier {
+export interface Earlier {
   line: ManifestLine;
   dir: string;
+}
+
+/** What `SnapshotBuild.readEarlier` found in an archive. */
+export interface EarlierSnapshots {
+  /** Ids of the finished snapshots, oldest first. */
+  ids: string[];
+  /** Ids of the `.partial` folders, oldest first. */
+  partial: string[];
+  /** The newest finished snapshot, which a new one is compared with; null for none. */
+  previous: string | null;
+  /** The latest version of each file in the snapshots a new one is compared with, by key. */
+  lines: Map<string, Earlier>;
 }
 
 /** Errors of `link` that mean the file system has no hard links: the file is copied instead. */
@@ -47,14 +59,16 @@ const LINK_CONCURRENCY = 16;
 
 export class SnapshotBuild {
   /** The latest version of each file in the snapshots this one is compared with. */
-  private readonly earlier = new Map<string, Earlier>();
+  private earlier = new Map<string, Earlier>();
   private deleted = 0;
   /** Unchanged files were copied, the file system having no hard links. */
   private copying = false;
-  private readonly madeDirs = new Set<string>();
-  private readonly links: LinkCheck;
-  private readonly sourceLinks = new Map<string, LinkCheck>();
+  /** Folders of this snapshot made (or found to be real folders), each once, parents first. */
+  private readonly folders = new Map<string, Promise<void>>();
+  /** Whether a folder of an earlier snapshot is a real folder all the way down, by snapshot and path. */
   private readonly sourceFolders = new Map<string, Promise<boolean>>();
+  /** The names of the real folders (not links) in a folder of an earlier snapshot. */
+  private readonly subfolders = new Map<string, Promise<Set<string>>>();
 
   private constructor(
     readonly archive: string,
@@ -65,9 +79,7 @@ export class SnapshotBuild {
     readonly previous: string | null,
     /** The id of the `.partial` an earlier run left and this run continues, if any. */
     readonly resumed: string | null,
-  ) {
-    this.links = new LinkCheck(this.dir);
-  }
+  ) {}
 
   /** The folder being built. */
   get dir(): string {
@@ -75,26 +87,39 @@ export class SnapshotBuild {
   }
 
   /**
+   * Reads what a run of `archive` builds on: its snapshots and the manifests of those a new
+   * snapshot is compared with. Changes nothing, so it can run while the service lists the files
+   * (parsing 20,000 manifest lines is a few hundred milliseconds).
+   */
+  static async readEarlier(archive: string): Promise<EarlierSnapshots> {
+    const { snapshots, partial } = await listSnapshots(archive);
+    const finished = snapshots.filter((s) => s.doc !== null);
+    const from = Math.max(0, finished.findLastIndex((s) => s.doc!.complete));
+    const lines = new Map<string, Earlier>();
+    for (const snapshot of finished.slice(from)) {
+      // A snapshot whose manifest cannot be read gives nothing to link: its files are downloaded.
+      const manifest = await readSnapshotManifest(snapshot.dir).catch(() => null);
+      for (const [key, line] of manifest?.lines ?? []) lines.set(key, { line, dir: snapshot.dir });
+    }
+    return { ids: snapshots.map((s) => s.id), partial, previous: finished.at(-1)?.id ?? null, lines };
+  }
+
+  /**
    * Starts a snapshot of `archive` (whose lock the caller holds). A `.partial` an interrupted run
    * left is continued, renamed to this run's id: its files whose size and sha256 match its
    * manifest are kept by the folder sink. Unchanged files come from the newest complete snapshot,
-   * or from a newer incomplete one that holds them.
+   * or from a newer incomplete one that holds them. `earlier` is what `readEarlier` answered, if
+   * the caller started it already.
    */
-  static async open(archive: string, pipeline: string, now = new Date()): Promise<SnapshotBuild> {
-    const { snapshots, partial } = await listSnapshots(archive);
-    const id = nextSnapshotId(now, [...snapshots.map((s) => s.id), ...partial]);
+  static async open(archive: string, pipeline: string, now = new Date(), earlier?: Promise<EarlierSnapshots>): Promise<SnapshotBuild> {
+    const { ids, partial, previous, lines } = await (earlier ?? SnapshotBuild.readEarlier(archive));
+    const id = nextSnapshotId(now, [...ids, ...partial]);
     const resumed = partial.at(-1) ?? null;
     if (resumed !== null) {
       await rename(partialDir(archive, resumed), partialDir(archive, id));
     }
-    const finished = snapshots.filter((s) => s.doc !== null);
-    const from = Math.max(0, finished.findLastIndex((s) => s.doc!.complete));
-    const build = new SnapshotBuild(archive, pipeline, id, now, finished.at(-1)?.id ?? null, resumed);
-    for (const snapshot of finished.slice(from)) {
-      // A snapshot whose manifest cannot be read gives nothing to link: its files are downloaded.
-      const manifest = await readSnapshotManifest(snapshot.dir).catch(() => null);
-      for (const [key, line] of manifest?.lines ?? []) build.earlier.set(key, { line, dir: snapshot.dir });
-    }
+    const build = new SnapshotBuild(archive, pipeline, id, now, previous, resumed);
+    build.earlier = lines;
     return build;
   }
 
@@ -135,7 +160,7 @@ export class SnapshotBuild {
     const from = this.earlier.get(manifestKey(line));
     if (!from) return false;
     // The folders on the way are checked for links once each; the file itself by lstat below.
-    if (await this.sourceFolderHasLink(from.dir, dirname(from.line.path))) return false;
+    if (!(await this.sourceFolderIsPlain(from.dir, dirname(from.line.path)))) return false;
     const source = join(from.dir, from.line.path);
     try {
       const info = await lstat(source);
@@ -145,12 +170,7 @@ export class SnapshotBuild {
     }
     const folder = dirname(line.path);
     const target = join(this.dir, line.path);
-    if (!this.madeDirs.has(folder)) {
-      const through = await this.links.linkIn(folder);
-      if (through) throw new Error(`${join(this.dir, through)} is a link; a snapshot does not write through links`);
-      await mkdir(dirname(target), { recursive: true });
-      this.madeDirs.add(folder);
-    }
+    if (folder !== '.') await this.folder(folder);
     try {
       await this.linkOrCopy(source, target);
     } catch (error) {
@@ -164,14 +184,60 @@ export class SnapshotBuild {
     return true;
   }
 
-  private sourceFolderHasLink(dir: string, folder: string): Promise<boolean> {
+  /** Makes `folder` (a path inside the snapshot) and its parents, each once. */
+  private folder(folder: string): Promise<void> {
+    let made = this.folders.get(folder);
+    if (!made) {
+      made = this.makeFolder(folder);
+      this.folders.set(folder, made);
+    }
+    return made;
+  }
+
+  /**
+   * A folder that mkdir makes is a new, real folder, so only one that is there already (left by an
+   * interrupted run) needs checking for a link. A snapshot of 20,000 attachments makes a folder
+   * for nearly every member: one call each instead of a failing lstat and then a mkdir.
+   */
+  private async makeFolder(folder: string): Promise<void> {
+    const parent = dirname(folder);
+    if (parent !== '.') await this.folder(parent);
+    const path = join(this.dir, folder);
+    try {
+      await mkdir(path);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+      const info = await lstat(path);
+      if (info.isSymbolicLink()) throw new Error(`${path} is a link; a snapshot does not write through links`);
+      if (!info.isDirectory()) throw new Error(`${path} is a file where the snapshot needs a folder`);
+    }
+  }
+
+  /**
+   * Whether `folder` of the earlier snapshot `dir` is a real folder, and each folder above it: one
+   * that is a link could lead outside the archive, and nothing is linked through it. Each folder's
+   * entries are read once (their types come with them), instead of an lstat of every member's
+   * folder.
+   */
+  private sourceFolderIsPlain(dir: string, folder: string): Promise<boolean> {
+    if (folder === '.') return Promise.resolve(true);
     const key = `${dir}\0${folder}`;
     let known = this.sourceFolders.get(key);
     if (!known) {
-      let check = this.sourceLinks.get(dir);
-      if (!check) this.sourceLinks.set(dir, (check = new LinkCheck(dir)));
-      known = folder === '.' ? Promise.resolve(false) : check.linkIn(folder).then((link) => link !== null);
+      const parent = dirname(folder);
+      known = this.sourceFolderIsPlain(dir, parent).then(async (plain) => plain && (await this.subfoldersOf(join(dir, parent))).has(basename(folder)));
       this.sourceFolders.set(key, known);
+    }
+    return known;
+  }
+
+  private subfoldersOf(path: string): Promise<Set<string>> {
+    let known = this.subfolders.get(path);
+    if (!known) {
+      known = readdir(path, { withFileTypes: true })
+        .then((entries) => new Set(entries.filter((e) => e.isDirectory()).map((e) => e.name)))
+        .catch(() => new Set<string>());
+      this.subfolders.set(path, known);
     }
     return known;
   }
@@ -228,7 +294,7 @@ export class SnapshotBuild {
   private async tally(failed: number): Promise<{ counts: SnapshotCounts; bytes: { total: number; new: number } }> {
     const counts: SnapshotCounts = { files: 0, new: 0, changed: 0, unchanged: 0, deleted: this.deleted, failed };
     const bytes = { total: 0, new: 0 };
-    for (const [key, line] of (await readSnapshotManifest(this.dir)).lines) {
+    for (const [key, line] of await this.ownLines()) {
       counts.files += 1;
       bytes.total += line.size;
       const before = this.earlier.get(key)?.line;
@@ -241,5 +307,20 @@ export class SnapshotBuild {
       bytes.new += line.size;
     }
     return { counts, bytes };
+  }
+
+  /**
+   * The lines of this snapshot's manifest, which this run's folder sink wrote (lines an interrupted
+   * run left were checked when it started): read for counting only, without checking each line
+   * again as an untrusted manifest is checked, which cost a snapshot of 20,000 files a second pass.
+   */
+  private async ownLines(): Promise<Map<string, Pick<ManifestLine, 'size' | 'sha256' | 'updated_at'>>> {
+    const lines = new Map<string, ManifestLine>();
+    for (const text of (await readFile(join(this.dir, MANIFEST_NAME), 'utf8')).split('\n')) {
+      if (!text) continue;
+      const line = JSON.parse(text) as ManifestLine;
+      lines.set(manifestKey(line), line);
+    }
+    return lines;
   }
 }
