@@ -55,7 +55,7 @@ export class LegacyClient {
    * (`dryrun: 1`) applies to any path when asked for here; the client's `dryRun` to updates only.
    * A 2xx answer is returned; others throw the error of their status (`ApiError` and kin).
    */
-  request(path: string, body?: unknown, options: LegacyRequestOptions = {}): Promise<LegacyRawAnswer> {
+  async request(path: string, body?: unknown, options: LegacyRequestOptions = {}): Promise<LegacyRawAnswer> {
     const p = normalisePath(path);
     if (p === 'get_token') throw new OptionsError('the client gets its tokens itself; /get_token cannot be called through request');
     const kind = kindOf(p);

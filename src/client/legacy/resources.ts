@@ -1,8 +1,14 @@
 /** Users (operations 2 to 4) and departments (5 to 7) of the legacy interface. */
 import { departmentListSchema, userListSchema, type LegacyDepartment, type LegacyDepartmentList, type LegacyUserList } from './schemas.js';
 import { postUpdate } from './updates.js';
+import { registerSecret } from '../../util/redact.js';
 import type { LegacyTransport } from './transport.js';
 import type { LegacyReadOptions, LegacyUpdate, LegacyUpdateOptions, LegacyUserInput } from './types.js';
+
+/** A service that quotes a refused value in its errors must not show a password sent. */
+function hidePasswords(users: LegacyUserInput[]): void {
+  for (const user of users) registerSecret(user.password);
+}
 
 /** User accounts. Reach it as `legacyClient.users`. */
 export class LegacyUsers {
@@ -16,11 +22,13 @@ export class LegacyUsers {
 
   /** Replaces all user accounts with `users` (operation 3): accounts absent from it are deleted. */
   overwrite(users: LegacyUserInput[], options?: LegacyUpdateOptions): Promise<LegacyUpdate> {
+    hidePasswords(users);
     return postUpdate(this.transport, 'user/overwrite', { users }, options);
   }
 
   /** Adds user accounts (operation 4); the others stay as they are. */
   add(users: LegacyUserInput[], options?: LegacyUpdateOptions): Promise<LegacyUpdate> {
+    hidePasswords(users);
     return postUpdate(this.transport, 'user/add', { users }, options);
   }
 }

@@ -180,11 +180,17 @@ export const taskSchema = z.looseObject({
   errors: errorsSchema.optional(),
 });
 
-/** Operation 12's answer: `{"data": {"progress_id", "status"}}` (some answers leave out `data`). */
-export const presetAnswerSchema = z.union([
-  z.looseObject({ data: z.looseObject({ progress_id: progressIdSchema, status: z.string().optional() }) }),
-  z.looseObject({ progress_id: progressIdSchema, status: z.string().optional() }),
-]);
+/**
+ * Operation 12's answer: `{"data": {"progress_id", "status"}}`, the id null with status NG and a
+ * message when refused; an answer without `data` is taken too.
+ */
+const presetJobSchema = z.looseObject({
+  progress_id: z.union([progressIdSchema, z.null()]).optional(),
+  status: z.string().optional(),
+  message: z.union([z.string(), z.null()]).optional(),
+});
+export const presetAnswerSchema = z.union([z.looseObject({ data: presetJobSchema }), presetJobSchema]);
+export type PresetJob = z.output<typeof presetJobSchema>;
 
 export const progressAnswerSchema = z.looseObject({
   status: z.string(),

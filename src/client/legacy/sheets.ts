@@ -8,7 +8,7 @@ import { PollPacer } from './polling.js';
 import { postUpdate } from './updates.js';
 import {
   presetAnswerSchema, progressAnswerSchema, resultAnswerSchema, sheetDataSchema,
-  type LegacySheetData, type LegacySheetRecord,
+  type LegacySheetData, type LegacySheetRecord, type PresetJob,
 } from './schemas.js';
 import type { LegacyTransport } from './transport.js';
 import type {
@@ -70,10 +70,10 @@ export class LegacySheets {
   async preset(sheetId: number, options: LegacyReadOptions = {}): Promise<LegacyPreset> {
     const path = `${sheetPath(sheetId)}/preset`;
     const answer = await this.transport.postParsed(path, presetAnswerSchema, { signal: options.signal });
-    const job = 'data' in answer && answer.data && typeof answer.data === 'object' ? (answer.data as Record<string, unknown>) : (answer as Record<string, unknown>);
+    const job = 'data' in answer && answer.data && typeof answer.data === 'object' ? (answer.data as PresetJob) : (answer as PresetJob);
     const id = job.progress_id;
     if (id === null || id === undefined || job.status === 'NG') {
-      throw new LegacyAsyncReadError(sheetId, typeof job.message === 'string' ? job.message : 'the service answered NG without a progress id', { method: 'POST', path });
+      throw new LegacyAsyncReadError(sheetId, job.message || 'the service answered NG without a progress id', { method: 'POST', path });
     }
     return { progressId: String(id) };
   }

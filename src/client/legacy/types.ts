@@ -68,8 +68,8 @@ export interface LegacyUserInput {
   password?: string;
   /** The employee number. */
   member_code?: string;
-  /** The full name. */
-  name: string;
+  /** The full name (the service may take it from the member the account is linked to instead). */
+  name?: string;
   /** The account type (`Adm` for an administrator). */
   type?: string;
   /** The role's name. */
