@@ -187,3 +187,34 @@ describe('maintenance window', () => {
     expect((await v1Raw(emu(), '/get_token', { consumer_key: KEY, consumer_secret: SECRET })).status).toBe(200);
   });
 });
+
+describe('injected faults (control API) on the legacy interface', () => {
+  const emu = useEmulator({ seed: 'samples/company', limits: OPEN_LIMITS });
+  const call = v1Caller(emu);
+  const departments = async () => (await emu().api('GET', '/departments')).body.department_data.map((d: any) => d.code);
+  const add = (code: string) => call('/department/add', { departments: [{ department_code1: code, department_name1: `Fault ${code}` }] });
+
+  it('a 503 before the service handles an update changes nothing; a 504 after it loses only the answer', async () => {
+    await emu().control('POST', '/faults', { api: { error_rate: 1, error_statuses: [503], path_contains: '/api/v1.2/department/add', max_faults: 1 } });
+    const refused = await add('8801');
+    expect(refused.status).toBe(503);
+    expect(refused.body).toEqual({ status: 'NG', errors: ['server error 503 (injected)'] });
+
+    await emu().control('POST', '/faults', { api: { error_rate: 1, error_statuses: [504], path_contains: '/api/v1.2/department/add', max_faults: 1 } });
+    const lost = await add('8802');
+    expect(lost.status).toBe(504);
+    await emu().control('GET', '/tasks/drain');
+    const codes = await departments();
+    expect(codes).toContain('8802');
+    expect(codes).not.toContain('8801');
+  });
+
+  it('a connection reset cuts the answer of a v1 request only, not of v2', async () => {
+    expect((await call('/department')).status).toBe(200);
+    await emu().control('POST', '/faults', { api: { error_rate: 0, reset_rate: 1, path_contains: '/api/v1' } });
+    await expect(call('/department')).rejects.toThrow();
+    expect((await emu().api('GET', '/departments')).status).toBe(200);
+    await emu().control('DELETE', '/faults');
+    expect((await call('/department')).status).toBe(200);
+  });
+});

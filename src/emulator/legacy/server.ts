@@ -3,8 +3,13 @@
  * served beside v2 over the same companies, clock and maintenance window.
  *
  * Order of checks: maintenance (503), version and path (404), method (405, Allow: POST), the token
- * operation, `X-SERVICE-TOKEN` (401), the hourly request window (429), the body (400), then the
- * operation. Every error body is `{"status": "NG", "errors": [...]}`.
+ * operation, `X-SERVICE-TOKEN` (401), the hourly request window (429), injected faults, the body
+ * (400), then the operation. Every error body is `{"status": "NG", "errors": [...]}`.
+ *
+ * The control API's API faults apply as they do to v2, matched against the whole path
+ * (`/api/v1.2/user/add`, so `path_contains: "/api/v1"` singles out the legacy interface): 500/502/
+ * 503/429 before the service handles the request, 504 after it did (the answer is lost), resets,
+ * truncations, latency and bandwidth on the answer.
  *
  * Choices where both documents are silent:
  * - v1 tokens are their own: a v2 access token is not an `X-SERVICE-TOKEN`, nor the reverse.
@@ -20,7 +25,7 @@ import { z } from 'zod';
 import type { Emulator } from '../server.js';
 import { TokenRegistry } from '../company.js';
 import { HttpError } from '../http-error.js';
-import { sendBody, json } from '../send.js';
+import { sendBody, json, type SendOptions } from '../send.js';
 import { MAX_REQUEST_BYTES, MAINTENANCE_WINDOW } from '../../spec/limits.js';
 import { LEGACY_TOKEN_LIFETIME_SECONDS, legacyState } from './state.js';
 import { findLegacyRoute, LEGACY_VERSIONS } from './routes.js';
@@ -66,8 +71,9 @@ export class LegacyApi {
     if (!found) throw refuse(404, `no such path: ${url.pathname}${LEGACY_VERSIONS.includes(version) ? '' : ` (versions: ${LEGACY_VERSIONS.join(', ')})`}`);
     if (method !== 'POST') throw new HttpError(405, `method ${method} is not allowed on ${url.pathname}; every legacy operation is POST`, { Allow: 'POST' });
 
-    const body = parseJson(raw, header(req, 'content-type'));
-    if (!found.route.handler) return this.issueToken(res, body);
+    const latency = this.emulator.apiFaults.latencyMs(method, url.pathname);
+    if (latency) await new Promise((r) => setTimeout(r, latency));
+    if (!found.route.handler) return this.issueToken(req, res, url, parseJson(raw, header(req, 'content-type')));
 
     if (!token) throw refuse(401, 'the X-SERVICE-TOKEN header is missing; get a token from /get_token first');
     if (!company) throw refuse(401, 'the access token is not valid or has expired; get a new one from /get_token');
@@ -79,16 +85,35 @@ export class LegacyApi {
       company.stats.rate_limited += 1;
       throw new HttpError(429, `more than ${state.requestWindow.limit} requests in an hour`, { 'Retry-After': this.retryAfter(wait) });
     }
+    const fault = this.emulator.apiFaults.decide(method, url.pathname);
+    // Answered before the service handles it: the request did nothing and takes no slot.
+    if (fault.kind === 'error' && fault.status !== 504) throw refuse(fault.status, `server error ${fault.status} (injected)`);
+    if (fault.kind === 'upload-reset') return void req.socket.resetAndDestroy();
     state.requestWindow.take(now);
 
-    const { dryrun, ...rest } = body;
-    const dryRun = parseDryRun(url.searchParams.get('dryrun'), dryrun);
-    await company.tasks.tick();
-    const result = await found.route.handler({ company, version, params: found.params, body: rest, dryRun });
-    await this.answer(res, result.status ?? 200, result.body);
+    const send: SendOptions = { fault, bandwidth: this.emulator.apiFaults.bandwidth(method, url.pathname) };
+    let status: number;
+    let answer: unknown;
+    let headers: Record<string, string> = {};
+    try {
+      const { dryrun, ...rest } = parseJson(raw, header(req, 'content-type'));
+      const dryRun = parseDryRun(url.searchParams.get('dryrun'), dryrun);
+      await company.tasks.tick();
+      const result = await found.route.handler({ company, version, params: found.params, body: rest, dryRun });
+      status = result.status ?? 200;
+      answer = result.body;
+    } catch (error) {
+      if (!(error instanceof HttpError)) throw error;
+      status = error.status;
+      answer = { status: 'NG', errors: error.errors };
+      headers = error.headers;
+    }
+    // A gateway timeout: the service did the work, the client never hears of it.
+    if (fault.kind === 'error') throw refuse(fault.status, `gateway timeout ${fault.status} (injected)`);
+    await this.answer(res, status, answer, headers, send);
   }
 
-  private async issueToken(res: ServerResponse, body: Record<string, unknown>): Promise<void> {
+  private async issueToken(req: IncomingMessage, res: ServerResponse, url: URL, body: Record<string, unknown>): Promise<void> {
     const { dryrun: _ignored, ...rest } = body;
     const sent = parseLegacyBody(tokenBodySchema, rest);
     const company = this.emulator.companies.find((c) => c.settings.consumerKey === sent.consumer_key);
@@ -106,11 +131,14 @@ export class LegacyApi {
       company.stats.rate_limited += 1;
       throw new HttpError(429, `more than ${state.tokenWindow.limit} tokens issued in 60 minutes`, { 'Retry-After': this.retryAfter(wait) });
     }
+    const fault = this.emulator.apiFaults.decide(req.method ?? 'POST', url.pathname);
+    if (fault.kind === 'error' && fault.status !== 504) throw refuse(fault.status, `server error ${fault.status} (injected)`);
     state.tokenWindow.take(now);
     company.stats.tokens_issued += 1;
     const issued = this.tokens.issue(company);
+    if (fault.kind === 'error') throw refuse(fault.status, `gateway timeout ${fault.status} (injected)`);
     // wire-format.md: `expires_in` is a string of seconds.
-    await this.answer(res, 200, { access_token: issued.token, expires_in: String(LEGACY_TOKEN_LIFETIME_SECONDS) });
+    await this.answer(res, 200, { access_token: issued.token, expires_in: String(LEGACY_TOKEN_LIFETIME_SECONDS) }, {}, { fault });
   }
 
   private maintenance(): HttpError {
@@ -125,9 +153,9 @@ export class LegacyApi {
     return String(Math.max(1, Math.ceil(serviceSeconds / this.emulator.clock.speed)));
   }
 
-  private async answer(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): Promise<void> {
+  private async answer(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}, send: SendOptions = {}): Promise<void> {
     const all = { Date: new Date(this.emulator.clock.now()).toUTCString(), 'Content-Type': 'application/json', ...headers };
-    await sendBody(res, status, all, json(body));
+    await sendBody(res, status, all, json(body), send);
   }
 }
 
