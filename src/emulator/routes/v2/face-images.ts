@@ -2,7 +2,6 @@
  * Face images (api-v2.md 4.4 Members 6 and 7; wire-format.md, Face images): the listing of
  * download URLs, register (members without a photo) and partial update (members with one).
  */
-import sharp from 'sharp';
 import { createTask, parseBody, requireNonEmpty, type RouteContext, type RouteHandler, type TaskPlan } from '../context.js';
 import { decodeFile, updatedSinceFilter } from '../files.js';
 import { badRequest } from '../../http-error.js';
@@ -40,6 +39,8 @@ interface PreparedPhoto {
  * to JPEG, because the service serves jpg only (api-v2.md 4.4 Members 6).
  */
 async function storedForm(data: Buffer, trimming: boolean): Promise<Buffer> {
+  // libvips loads with the first photo sent, not with the emulator: most runs only read photos.
+  const { default: sharp } = await import('sharp');
   const kind = sniffPhotoType(data);
   if (!trimming && kind === 'jpeg') {
     // Kept as sent, but only once it reads as an image: a JPEG signature over other bytes is no
