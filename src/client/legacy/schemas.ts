@@ -6,6 +6,7 @@
  * boolean or the dash placeholder), both are accepted.
  */
 import { z } from 'zod';
+import { redact } from '../../util/redact.js';
 
 /** A progress id: an integer in update answers, a string in the asynchronous read's. */
 export const progressIdSchema = z.union([z.number().int(), z.string().min(1)]);
@@ -16,10 +17,13 @@ const statusSchema = z.enum(['WAITING', 'RUNNING', 'OK', 'NG', 'ERROR']);
 
 /** Field name to display label. */
 const headersSchema = z.record(z.string(), z.string());
-/** The service's `errors`: strings, though anything else is kept as its JSON. */
+/**
+ * The service's `errors`: strings (anything else kept as its JSON), redacted, since a service may
+ * quote a refused value, a password say, and callers print them.
+ */
 const errorsSchema = z
   .array(z.unknown())
-  .transform((list) => list.map((e) => (typeof e === 'string' ? e : JSON.stringify(e))));
+  .transform((list) => list.map((e) => redact(typeof e === 'string' ? e : JSON.stringify(e))));
 /** A flag as read: a boolean, or what a form sent (`"-"`, `"0"`, `1`). */
 const flagSchema = z.union([z.boolean(), z.string(), z.number(), z.null()]);
 /** A text that the real service may leave out or send as null. */
