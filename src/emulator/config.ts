@@ -5,7 +5,6 @@
  */
 import { readFile } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
-import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import type { CompanySettings } from './company.js';
 import type { EmulatorConfig } from './server.js';
@@ -118,6 +117,8 @@ export async function buildEmulatorConfig(options: EmulatorOptions): Promise<Emu
     const path = resolve(options.config);
     let raw: unknown;
     try {
+      // The YAML reader loads only for a config file; the embedded emulator has none.
+      const { parse: parseYaml } = await import('yaml');
       raw = parseYaml(await readFile(path, 'utf8'));
     } catch (error) {
       throw new Error(`cannot read the emulator config ${path}: ${(error as Error).message}`);
