@@ -79,6 +79,7 @@ export async function handleControl(emulator: Emulator, req: IncomingMessage, re
     case 'POST /_emulator/reset':
       for (const c of url.searchParams.get('company') ? [company] : emulator.companies) {
         emulator.tokens.forget(c);
+        emulator.legacy.forget(c);
         await c.reset();
         c.changed();
       }

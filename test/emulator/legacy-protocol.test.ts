@@ -62,6 +62,17 @@ describe('token and X-SERVICE-TOKEN', () => {
   });
 });
 
+describe('reset', () => {
+  const emu = useEmulator({ seed: 'samples/company', limits: OPEN_LIMITS });
+
+  it('forgets the v1 tokens with the v2 ones, as the data goes back to the seed', async () => {
+    const token = await v1Token(emu());
+    expect((await v1Raw(emu(), '/user', {}, { token })).status).toBe(200);
+    await emu().control('POST', '/reset');
+    expect((await v1Raw(emu(), '/user', {}, { token })).status).toBe(401);
+  });
+});
+
 describe('paths, methods and version gates', () => {
   const emu = useEmulator({ seed: 'samples/company', limits: OPEN_LIMITS });
   const call = v1Caller(emu);

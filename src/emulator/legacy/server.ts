@@ -23,7 +23,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { timingSafeEqual } from 'node:crypto';
 import { z } from 'zod';
 import type { Emulator } from '../server.js';
-import { TokenRegistry } from '../company.js';
+import { TokenRegistry, type Company } from '../company.js';
 import { HttpError } from '../http-error.js';
 import { sendBody, json, type SendOptions } from '../send.js';
 import { MAX_REQUEST_BYTES, MAINTENANCE_WINDOW } from '../../spec/limits.js';
@@ -139,6 +139,11 @@ export class LegacyApi {
     if (fault.kind === 'error') throw refuse(fault.status, `gateway timeout ${fault.status} (injected)`);
     // wire-format.md: `expires_in` is a string of seconds.
     await this.answer(res, 200, { access_token: issued.token, expires_in: String(LEGACY_TOKEN_LIFETIME_SECONDS) }, {}, { fault });
+  }
+
+  /** Forgets the v1 tokens of a company, as a reset forgets its v2 tokens. */
+  forget(company: Company): void {
+    this.tokens.forget(company);
   }
 
   private maintenance(): HttpError {
