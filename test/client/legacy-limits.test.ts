@@ -78,6 +78,27 @@ describe('the legacy budget of 60 requests an hour', () => {
   }, 60_000);
 });
 
+describe('polling within the budget', () => {
+  it('reads a sheet asynchronously with the hour nearly spent: its polls wait for room instead of drawing a 429', async () => {
+    const waits: LegacyWaitEvent[] = [];
+    const client = legacy({ onWait: (e) => waits.push(e), poll: { intervalMs: 10, maxIntervalMs: 50 } });
+    for (let i = 0; i < 58; i += 1) await client.departments.list();
+    const polls: string[] = [];
+    const { records } = await client.sheets.readAsync(0, { onPoll: (status) => polls.push(status) });
+    expect(records.length).toBe(30);
+    expect(polls.at(-1)).toBe('OK');
+    expect(waits.some((w) => w.reason === 'request-limit')).toBe(true);
+    expect(waits.some((w) => w.reason === 'poll')).toBe(true);
+    const s = await stats();
+    expect(s.rate_limited).toBe(0);
+    // One request per poll: the preset, each poll of its progress, and the result.
+    expect(s.requests['POST /v1/sheet/:sheet_id/task/:progress_id']).toBe(polls.length);
+    expect(s.requests['POST /v1/sheet/:sheet_id/preset']).toBe(1);
+    expect(s.requests['POST /v1/sheet/:sheet_id/get/:progress_id']).toBe(1);
+    await client.close();
+  }, 60_000);
+});
+
 describe('the legacy budget of 5 tokens in 60 minutes', () => {
   it('holds the 6th token back instead of drawing a 429', async () => {
     const waits: LegacyWaitEvent[] = [];
