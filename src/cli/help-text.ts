@@ -6,6 +6,7 @@ const ENVIRONMENT = `Environment:
   WDS_CONSUMER_KEY     the company's API consumer key (as --consumer-key)
   WDS_CONSUMER_SECRET  its consumer secret (as --consumer-secret; never printed)
   WDS_CLIENT_LIMITS    the client's own limit windows: off, or e.g. update=5/1m,request=3000/1h
+  WDS_LEGACY_LIMITS    the same for the legacy commands: off, or e.g. request=60/1h,token=5/1h
   NO_COLOR             any value: no colour on stderr (none either when stderr is not a terminal)
   WDS_TIMEZONE         the service's time zone for schedule's cron times (default Asia/Tokyo)
   XDG_STATE_HOME       import journals and schedule state (default ~/.local/state/wds-files)

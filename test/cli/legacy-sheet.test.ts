@@ -178,3 +178,17 @@ it('Ctrl-C while polling leaves the earlier download, no partial file and no loc
   expect(rows.map((r) => r[0])).toEqual((await members()).map((m) => m.code));
   expect(readdirSync(dir)).toEqual(['sheet.csv']);
 });
+
+it('a request the budget would refuse waits, and the wait is said on stderr', async () => {
+  const dir = tempDir('wds-legacy-sheet-');
+  // The budget shrunk to one request in 2 s: the sheet's read waits for the labels' read to leave the window.
+  const run = await runCli(['legacy', 'sheet', '0', '--out', join(dir, 'sheet.csv'), ...connectionArgs(emu())], { WDS_LEGACY_LIMITS: 'request=1/2s' });
+  expect(run.code, run.stderr).toBe(0);
+  expect(run.stderr).toMatch(/waiting \d+(\.\d+)? s: .*request/);
+  const [, ...rows] = csvRows(join(dir, 'sheet.csv'));
+  expect(rows).toHaveLength((await members()).length);
+
+  const refused = await runCli(['legacy', 'sheet', '0', '--out', join(dir, 'other.csv'), ...connectionArgs(emu())], { WDS_LEGACY_LIMITS: 'update=5/1m' });
+  expect(refused.code).toBe(2);
+  expect(refused.stderr).toContain('WDS_LEGACY_LIMITS takes request= and token= only');
+});

@@ -3,7 +3,8 @@
  * (`--base-url` or WDS_BASE_URL, the consumer key and secret); without a base URL, the embedded
  * emulator with the sample company, which serves the legacy interface too.
  */
-import { LegacyClient, type LegacyVersion } from '../../client/legacy/index.js';
+import { LegacyClient, type LegacyClientLimits, type LegacyVersion } from '../../client/legacy/index.js';
+import { parseLimitsSetting } from '../../client/limits-setting.js';
 import type { RunningEmulator } from '../../emulator/index.js';
 import { UsageError, say, type ConnectionArgs } from '../connection.js';
 import { clientLogger } from '../log.js';
@@ -18,6 +19,7 @@ export async function connectLegacy(args: ConnectionArgs, options: { version: Le
   let baseUrl = args['base-url'] ?? process.env.WDS_BASE_URL;
   let consumerKey = args['consumer-key'] ?? process.env.WDS_CONSUMER_KEY;
   let consumerSecret = args['consumer-secret'] ?? process.env.WDS_CONSUMER_SECRET;
+  const limits = legacyLimits();
   let embedded: RunningEmulator | undefined;
   if (!baseUrl) {
     const { startEmulator, DEFAULT_CONSUMER_KEY, DEFAULT_CONSUMER_SECRET } = await import('../../emulator/index.js');
@@ -37,6 +39,7 @@ export async function connectLegacy(args: ConnectionArgs, options: { version: Le
     dryRun: options.dryRun ?? false,
     signal: options.signal,
     logger: clientLogger,
+    ...limits,
     // The embedded emulator is a fresh company each run: its windows are not shared with others.
     ...(embedded ? { stateFile: false as const } : {}),
     onWait: (event) => say(args, event.message),
@@ -48,4 +51,23 @@ export async function connectLegacy(args: ConnectionArgs, options: { version: Le
       await embedded?.close();
     },
   };
+}
+
+/**
+ * WDS_LEGACY_LIMITS: the legacy client's own windows, `off` or e.g. `request=60/1h,token=5/1h`, for
+ * a contract with other limits or an emulator whose clock runs fast. The legacy interface has no
+ * window for updates alone, so `update=` is refused rather than ignored.
+ */
+function legacyLimits(): { limits?: false | LegacyClientLimits } {
+  const text = process.env.WDS_LEGACY_LIMITS;
+  if (!text) return {};
+  let setting;
+  try {
+    setting = parseLimitsSetting(text, 'WDS_LEGACY_LIMITS');
+  } catch {
+    throw new UsageError(`WDS_LEGACY_LIMITS must be "off" or a list such as request=60/1h,token=5/1h (a whole number of 1 or more per duration in ms, s, m or h); got "${text.trim()}"`);
+  }
+  if (setting === false) return { limits: false };
+  if (setting.update) throw new UsageError('WDS_LEGACY_LIMITS takes request= and token= only: the legacy interface has no window for updates alone');
+  return { limits: { ...(setting.request ? { request: setting.request } : {}), ...(setting.token ? { token: setting.token } : {}) } };
 }
