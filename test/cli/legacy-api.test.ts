@@ -4,7 +4,7 @@
  * end (the department is then there through v2), and a verdict of NG exiting 3.
  */
 import { beforeEach, expect, it } from 'vitest';
-import { useEmulator } from '../helpers/emulator.js';
+import { SECRET, useEmulator } from '../helpers/emulator.js';
 import { connectionArgs, runCli, type CliRun } from '../helpers/cli-process.js';
 import { SAMPLE_COMPANY_DIR } from '../../src/cli/paths.js';
 
@@ -29,9 +29,14 @@ const LEGAL = JSON.stringify({
   departments: [{ department_code1: '1000', department_name1: '本社 / Head Office', department_code2: '1900', department_name2: '法務部 / Legal', memo: 'added through v1' }],
 });
 
-it('a read: the answer as JSON on stdout, passwords masked, labels readable', async () => {
-  const run = await legacyApi('/user');
+it('a read: the answer as JSON on stdout, passwords masked, labels readable, no secret anywhere', async () => {
+  const run = await legacyApi('/user', '-v');
   expect(run.code, run.stderr).toBe(0);
+  // -v: a line per request, the path alone; neither the consumer secret nor a token is ever printed.
+  expect(run.stderr).toMatch(/^POST \/api\/v1\.2\/get_token 200 \d+ ms$/m);
+  expect(run.stderr).toMatch(/^POST \/api\/v1\.2\/user 200 \d+ ms$/m);
+  expect(`${run.stdout}${run.stderr}`).not.toContain(SECRET);
+  expect(`${run.stdout}${run.stderr}`).not.toMatch(/access_token|X-SERVICE-TOKEN/i);
   const answer = JSON.parse(run.stdout) as { headers: Record<string, string>; users: { email: string; password: string; password_locked: unknown }[] };
   expect(answer.users.length).toBeGreaterThan(0);
   for (const user of answer.users) {
