@@ -44,7 +44,11 @@ describe('operation 3: overwrite users', () => {
     const model = emu().emulator.companies[0]!.data.users;
     expect(model.find((u) => u.email === 'keiko.sasaki@example.com')!.password).toBe('sample-hr-2026');
     expect(model.find((u) => u.email === 'new.user@example.com')!.password).toBe('first-pass-1');
-    expect((await v1Users()).find((u) => u.email === 'new.user@example.com')).toMatchObject({ password: '****', name: expect.any(String), type: '一般' });
+    expect((await v1Users()).find((u) => u.email === 'new.user@example.com')).toMatchObject({
+      password: '****', name: expect.any(String), type: '一般',
+      created_at: expect.stringMatching(/^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/),
+      last_modified_at: expect.stringMatching(/^\d{4}\/\d{2}\/\d{2} \d{2}:\d{2}:\d{2}$/),
+    });
   });
 
   it('ends NG, changing nothing, when it would leave no active administrator', async () => {
@@ -126,7 +130,13 @@ describe('operations 6 and 7: departments', () => {
       }],
     });
     expect(task.status).toBe('OK');
-    expect((await v2Departments()).find((d) => d.code === '1190')).toMatchObject({ name: 'New Sales', parent_code: '1100', leader_member_code: 'A0003', memo: 'added through v1' });
+    const after = await v2Departments();
+    const added = after.find((d) => d.code === '1190');
+    expect(added).toMatchObject({ name: 'New Sales', parent_code: '1100', leader_member_code: 'A0003', memo: 'added through v1' });
+    // It goes after its siblings, whose order is kept.
+    const siblings = after.filter((d) => d.parent_code === '1100' && d.code !== '1190');
+    expect(siblings.length).toBeGreaterThan(0);
+    for (const sibling of siblings) expect(added.order).toBeGreaterThan(sibling.order);
   });
 
   it('add refuses a department that exists and one that would rename an existing one', async () => {

@@ -22,7 +22,7 @@ import { noParameters, parseLegacyBody, refuse, updateAnswer, type LegacyHandler
 
 const LEVEL_KEY = /^department_(code|name)([1-9]\d{0,1})$/;
 
-function depthOf(departments: Department[], department: Department): Department[] {
+function pathOf(departments: Department[], department: Department): Department[] {
   const byCode = new Map(departments.map((d) => [d.code, d]));
   const path: Department[] = [];
   const seen = new Set<string>();
@@ -68,7 +68,7 @@ function treeOrder(departments: Department[]): Department[] {
 export function departmentRecords(data: CompanyData): { levels: number; records: Record<string, unknown>[] } {
   let levels = 1;
   const records = treeOrder(data.departments).map((d) => {
-    const path = depthOf(data.departments, d);
+    const path = pathOf(data.departments, d);
     levels = Math.max(levels, path.length);
     const record: Record<string, unknown> = {};
     path.forEach((p, i) => {
@@ -140,7 +140,9 @@ function planDepartments(company: Company, records: PathRecord[], mode: 'overwri
   const existing = new Map(data.departments.map((d) => [d.code, d]));
   const nodes = new Map<string, Department>();
   const described = new Set<string>();
+  // The last order among siblings: a new department goes after them (add keeps the others' order).
   const siblings = new Map<string | null, number>();
+  if (mode === 'add') for (const d of data.departments) siblings.set(d.parent_code, Math.max(siblings.get(d.parent_code) ?? 0, d.order ?? 0));
   for (const record of records) {
     let parent: string | null = null;
     record.path.forEach(({ code, name }, level) => {
@@ -154,12 +156,15 @@ function planDepartments(company: Company, records: PathRecord[], mode: 'overwri
         if (mode === 'add' && before && (before.name !== name || before.parent_code !== parent)) {
           errors.push(`department ${code}: exists as "${before.name}" under ${before.parent_code ?? 'the top'}; add cannot rename or move it (use overwrite)`);
         }
-        const position = (siblings.get(parent) ?? 0) + 1;
-        siblings.set(parent, position);
+        let order = before?.order ?? null;
+        if (mode === 'overwrite' || !before) {
+          order = (siblings.get(parent) ?? 0) + 1;
+          siblings.set(parent, order);
+        }
         nodes.set(code, {
           code, name, parent_code: parent,
           leader_member_code: before?.leader_member_code ?? null,
-          order: before?.order ?? position,
+          order,
           memo: before?.memo ?? null,
         });
       }
