@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { setTimeout as delay } from 'node:timers/promises';
 import { useEmulator, KEY, SECRET } from '../helpers/emulator.js';
 import {
-  LegacyClient, AuthenticationError, NotFoundError, UpdateOutcomeUnknownError, type LegacyClientOptions, type LegacyWaitEvent,
+  LegacyClient, AuthenticationError, NotFoundError, TimeoutError, UpdateOutcomeUnknownError, isLegacyTimeout, type LegacyClientOptions, type LegacyWaitEvent,
 } from '../../src/index.js';
 
 const emu = useEmulator({ seed: 'samples/company', maintenance: false, clockSpeed: 3600, limits: { legacyRequestsPerHour: 100_000, legacyTokensPerHour: 1000 } });
@@ -21,6 +21,8 @@ class AnswerCutter {
   private server!: Server;
   pattern: RegExp = /$^/;
   cuts = 0;
+  /** Answers of matching requests are held back instead of cut, as a gateway that never answers. */
+  hold = false;
   port = 0;
 
   async start(target: () => number): Promise<void> {
@@ -37,6 +39,7 @@ class AnswerCutter {
       });
       upstream.on('data', (chunk: Buffer) => {
         // The service has answered, so it has acted: the client never hears of it.
+        if (cut && this.hold) return;
         if (cut) {
           client.destroy();
           upstream.destroy();
@@ -45,7 +48,9 @@ class AnswerCutter {
         client.write(chunk);
       });
       client.on('end', () => upstream.end());
-      upstream.on('end', () => client.end());
+      upstream.on('end', () => {
+        if (!(cut && this.hold)) client.end();
+      });
       client.on('error', () => upstream.destroy());
       upstream.on('error', () => client.destroy());
     });
@@ -115,6 +120,28 @@ describe('a lost answer', () => {
     }
     expect((await direct.sheets.get(0)).data.find((r) => r.member_code === 'A0004')?.member_name).toBe('届かず 次郎');
     await Promise.all([client.close(), direct.close()]);
+  });
+});
+
+describe('a sheet read that times out', () => {
+  it('raises an error isLegacyTimeout recognises, so the sheet can be read asynchronously instead', async () => {
+    const client = legacy({ baseUrl: `http://127.0.0.1:${cutter.port}`, timeoutMs: 300, retry: { maxAttempts: 2, baseDelayMs: 10 } });
+    await client.users.list();
+    cutter.pattern = /^POST \/api\/v1\.2\/sheet\/0 /;
+    cutter.cuts = 2;
+    cutter.hold = true;
+    try {
+      const error = await client.sheets.get(0).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(TimeoutError);
+      expect(isLegacyTimeout(error)).toBe(true);
+      expect(isLegacyTimeout(new NotFoundError({ status: 404 }))).toBe(false);
+      const { records } = await client.sheets.readAsync(0);
+      expect(records.length).toBe(30);
+    } finally {
+      cutter.hold = false;
+      cutter.cuts = 0;
+    }
+    await client.close();
   });
 });
 
