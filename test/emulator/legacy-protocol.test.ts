@@ -94,10 +94,11 @@ describe('paths, methods and version gates', () => {
   });
 
   it('answers 404 for unknown paths and unknown versions', async () => {
-    for (const [path, version] of [['/users', 'v1.2'], ['/sheet/1/data', 'v1.2'], ['/user', 'v1.3'], ['/user', 'v1.9']] as const) {
+    for (const [path, version] of [['/users', 'v1.2'], ['/sheet/1/data', 'v1.2'], ['/user', 'v1.3'], ['/user', 'v1.9'], ['/user', 'v1']] as const) {
       const res = await call(path, {}, { version });
       expect(res.status, `${version}${path}`).toBe(404);
       expect(res.body.status).toBe('NG');
+      if (version !== 'v1.2') expect(res.body.errors[0]).toContain('versions: v1.0, v1.1, v1.2');
     }
   });
 

@@ -47,6 +47,7 @@ export const presetSheet: LegacyHandler = (ctx) => {
   const id = randomBytes(8).toString('hex');
   reads.set(id, {
     sheetId: sheet.id,
+    requestedAt: now,
     runAt: now + ASYNC_WAIT_MS,
     doneAt: now + ASYNC_WAIT_MS + ASYNC_RUN_MS,
     headers: sheetHeaders(sheet, true),
@@ -62,7 +63,7 @@ function lookup(ctx: LegacyContext, company: Company): { read: AsyncRead; now: n
   const now = company.clock.now();
   const id = ctx.params.progress_id ?? '';
   const read = reads.get(id);
-  if (read && now - read.runAt + ASYNC_WAIT_MS > KEPT_MS) reads.delete(id);
+  if (read && now - read.requestedAt > KEPT_MS) reads.delete(id);
   const live = reads.get(id);
   if (!live) return { ng: { status: 'NG', message: `progress_id ${id} does not exist (unknown, or its result has expired)` } };
   if (String(live.sheetId) !== ctx.params.sheet_id) {

@@ -31,7 +31,8 @@ import { LEGACY_TOKEN_LIFETIME_SECONDS, legacyState } from './state.js';
 import { findLegacyRoute, LEGACY_VERSIONS } from './routes.js';
 import { parseLegacyBody, refuse, type LegacyVersion } from './context.js';
 
-export const LEGACY_PATH = /^\/api\/(v1\.\d+)(\/.*)?$/;
+/** `/api/v1.x/...`, and `/api/v1/...` so that a version spelt without its minor gets the legacy 404. */
+export const LEGACY_PATH = /^\/api\/(v1(?:\.\d+)?)(\/.*)?$/;
 
 const tokenBodySchema = z.strictObject({
   consumer_key: z.string({ error: 'must be a string' }),

@@ -13,7 +13,8 @@ export const LEGACY_TOKEN_LIFETIME_SECONDS = 3600;
 
 export interface AsyncRead {
   sheetId: number;
-  /** Service ms when the job starts running and when it is done. */
+  /** Service ms when it was requested, when the job starts running and when it is done. */
+  requestedAt: number;
   runAt: number;
   doneAt: number;
   headers: Record<string, string>;
