@@ -53,7 +53,7 @@ describe('the legacy budget of 60 requests an hour', () => {
     const held = waitsB.filter((w) => w.reason === 'request-limit');
     expect(held.length).toBeGreaterThanOrEqual(1);
     expect(held[0]!.ms).toBeGreaterThan(0);
-    expect(held[0]!.message).toMatch(/60 request requests per/);
+    expect(held[0]!.message).toMatch(/^waiting \d+\.\d s: 60 legacy requests per 6 s reached$/);
     expect(elapsed).toBeGreaterThanOrEqual(HOUR_MS);
     const s = await stats();
     expect(s.rate_limited).toBe(0);

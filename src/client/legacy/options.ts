@@ -31,7 +31,7 @@ export interface LegacyWaitEvent {
   ms: number;
   /** The same as `ms`, under the name `WdsClient`'s wait events use. */
   waitMs: number;
-  /** The wait in words, such as `waiting 58.6 s: 60 request requests per hour reached`. */
+  /** The wait in words, such as `waiting 58.6 s: 60 legacy requests per hour reached`. */
   message: string;
 }
 

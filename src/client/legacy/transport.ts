@@ -11,7 +11,7 @@ import { TokenManager } from '../auth.js';
 import { StateFile } from '../state-file.js';
 import { WaitMeter } from '../wait-meter.js';
 import { ResponseShapeError } from '../errors.js';
-import type { ResolvedOptions } from '../options.js';
+import type { ResolvedOptions, WindowOption } from '../options.js';
 import { registerSecret } from '../../util/redact.js';
 import { checkVersion, kindOf, normalisePath, type LegacyKind } from './operations.js';
 import { defaultLegacyStateFile, type LegacyWaitEvent, type LegacyWaitReason, type ResolvedLegacyOptions } from './options.js';
@@ -47,8 +47,9 @@ export class LegacyTransport {
           stateFile,
           meter,
           onWait: (event) => {
-            this.announce(event);
-            o.logger?.info(event.message);
+            const said = { ...event, message: windowMessage(event, o.limits === false ? null : o.limits) };
+            this.announce(said);
+            o.logger?.info(said.message);
           },
         });
     const inner: ResolvedOptions = {
@@ -159,4 +160,13 @@ export class LegacyTransport {
   close(): Promise<void> {
     return this.inner.close();
   }
+}
+
+/** A full window's wait in the legacy interface's words: `waiting 58.6 s: 60 legacy requests per hour reached`. */
+function windowMessage(event: WaitEvent, limits: { request: WindowOption; token: WindowOption } | null): string {
+  const window = event.reason === 'token-limit' ? limits?.token : limits?.request;
+  if (!window) return event.message;
+  const per = window.windowMs === 3_600_000 ? 'hour' : `${window.windowMs / 1000} s`;
+  const what = event.reason === 'token-limit' ? 'tokens' : 'requests';
+  return `waiting ${(event.waitMs / 1000).toFixed(1)} s: ${window.limit} legacy ${what} per ${per} reached`;
 }
