@@ -1,12 +1,13 @@
 /**
  * An archive run never reads or writes through a link (DESIGN.md section 8): a folder of the
  * previous snapshot replaced by a link to files outside the archive is not linked from; its files
- * are downloaded again, and the outside files keep their bytes and their single name. And
+ * are downloaded again, and the outside files keep their bytes and their single name. A folder of a
+ * stopped run's `.partial` that became a link is not written through either: the run stops. And
  * `archive forget` takes the archive's lock: while a run holds it, forget refuses (exit 1) naming
  * the lock, and removes nothing.
  */
-import { cp, readdir, readFile, rename, stat, symlink } from 'node:fs/promises';
-import { join } from 'node:path';
+import { cp, mkdir, readdir, readFile, rename, stat, symlink } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { useEmulator } from '../helpers/emulator.js';
 import { useClient } from '../helpers/client.js';
@@ -41,6 +42,22 @@ describe('archive safety', () => {
       expect((await stat(file)).nlink, file).toBe(1);
       expect((await stat(join(second.path, line.path))).nlink, line.path).toBe(1);
     }
+  });
+
+  it('a folder of a stopped run\'s .partial that is a link is not written through: the run fails naming it', async () => {
+    const archive = join(tempDir('wds-archive-'), 'a');
+    const first = (await archiveRun(api(), archive)).snapshot!;
+    const line = [...(await manifestOf(first.path)).values()][0]!;
+    const memberFolder = dirname(line.path);
+    // What a stopped run could leave: its .partial, where a member's folder has become a link.
+    const partial = join(archive, 'snapshots', `${first.id}-2.partial`);
+    await mkdir(join(partial, dirname(memberFolder)), { recursive: true });
+    const outside = tempDir('wds-outside-');
+    await symlink(outside, join(partial, memberFolder));
+
+    await expect(archiveRun(api(), archive)).rejects.toThrow(`${memberFolder} is a link; a snapshot does not write through links`);
+    expect(await readdir(outside)).toEqual([]);
+    expect((await stat(join(first.path, line.path))).nlink).toBe(1);
   });
 
   it('forget refuses while a run holds the archive, naming the lock, and removes nothing', async () => {
