@@ -212,3 +212,28 @@ describe('secrets', () => {
     await client.close();
   });
 });
+
+describe('the daily maintenance window', () => {
+  const daily = useEmulator({ seed: 'samples/company', limits: { legacyRequestsPerHour: 100_000 } });
+
+  it('is waited out as the 503 says, for a read and for an update (sent again: a 503 did nothing)', async () => {
+    const waits: LegacyWaitEvent[] = [];
+    const client = new LegacyClient({
+      baseUrl: daily().url, consumerKey: KEY, consumerSecret: SECRET, stateFile: false, limits: false,
+      poll: { intervalMs: 20, maxIntervalMs: 200 }, onWait: (e) => waits.push(e),
+    });
+    await client.users.list();
+    // Three seconds before the end of the 01:00-01:30 backup.
+    await daily().control('POST', '/clock', { now: '2026-04-02 01:29:57' });
+    const { data } = await client.sheets.get(0);
+    expect(data.length).toBe(30);
+    expect(waits.filter((w) => w.reason === 'maintenance').length).toBeGreaterThanOrEqual(1);
+    await daily().control('POST', '/clock', { now: '2026-04-02 01:29:58' });
+    const queued = await client.sheets.update(0, [{ member_code: 'A0005', member_name: '保守 明け' }]);
+    if (queued.dryRun) throw new Error('not a dry run');
+    expect((await client.tasks.wait(queued.progressId)).status).toBe('OK');
+    expect((await daily().control('GET', '/stats')).requests['POST /v1/sheet/:sheet_id/data/update']).toBe(1);
+    expect(waits.filter((w) => w.reason === 'maintenance').length).toBeGreaterThanOrEqual(2);
+    await client.close();
+  }, 30_000);
+});
