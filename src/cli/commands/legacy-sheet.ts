@@ -45,7 +45,10 @@ async function download(argv: LegacySheetArgs, call: { sheetId: number; version:
       onFallback: (error) => say(argv, `sheet ${call.sheetId}: the direct read timed out (${error.message}); reading it asynchronously instead`),
       onPoll: (status, message) => say(argv, `sheet ${call.sheetId}: ${status}${message ? `: ${message}` : ''}`),
     });
-    const bytes = await writeFileAtomically(out, sheetText(call.format, sheet.headers, sheet.records), { signal });
+    const bytes = await writeFileAtomically(out, sheetText(call.format, sheet.headers, sheet.records), { signal }).catch((error: unknown) => {
+      if (stoppedBy(signal)) throw error;
+      throw new Error(`cannot write ${argv.out}: ${writeFailure(error)}; the file that was there is as it was`);
+    });
     const seconds = (Date.now() - started) / 1000;
     const summary = { sheet_id: call.sheetId, out, format: call.format, records: sheet.records.length, bytes, read: sheet.via, seconds: Number(seconds.toFixed(1)) };
     if (argv.json) console.log(JSON.stringify(summary));
@@ -58,4 +61,14 @@ async function download(argv: LegacySheetArgs, call: { sheetId: number; version:
   } finally {
     await connection.close();
   }
+}
+
+/** Why a file could not be written, in words, with the system's code for a search. */
+function writeFailure(error: unknown): string {
+  const code = (error as NodeJS.ErrnoException).code;
+  if (code === 'ENOSPC') return 'the disk is full (ENOSPC)';
+  if (code === 'EDQUOT') return 'the disk quota is used up (EDQUOT)';
+  if (code === 'EACCES' || code === 'EPERM') return `permission denied (${code})`;
+  if (code === 'EROFS') return 'the file system is read-only (EROFS)';
+  return (error as Error).message;
 }
