@@ -68,12 +68,13 @@ export const emulatorCommand: CommandModule<object, EmulatorArgs> = {
     });
     const companies = running.emulator.companies.map((c) => ({ name: c.name, consumer_key: c.settings.consumerKey, consumer_secret: c.settings.consumerSecret }));
     if (argv.json) {
-      console.log(JSON.stringify({ base_url: running.url, api: `${running.url}/api/v2.0`, companies }));
+      console.log(JSON.stringify({ base_url: running.url, api: `${running.url}/api/v2.0`, legacy_api: `${running.url}/api/v1.2`, companies }));
     } else {
       console.log(`Workforce Data Service emulator listening on ${running.url}`);
       // The exact option to copy: the API's own address works too, but this is the one to give.
       console.log(`  use:      --base-url ${running.url}   (or WDS_BASE_URL=${running.url})`);
       console.log(`  API:      ${running.url}/api/v2.0`);
+      console.log(`  legacy:   ${running.url}/api/v1.2 (also v1.0, v1.1; POST with X-SERVICE-TOKEN)`);
       console.log(`  control:  ${running.url}/_emulator/{clock,faults,state,stats,reset}`);
       console.log(`  clock:    ${running.emulator.clock.format()} (${running.emulator.clock.timeZone}, speed ${running.emulator.clock.speed})`);
       for (const c of companies) {
