@@ -10,6 +10,9 @@
  *   npx tsx bench/export.ts --no-peers --no-zip
  *   npx tsx bench/export.ts --warmup 0           no untimed export before each set and latency
  *   npx tsx bench/export.ts --no-build           use dist/ as it is
+ *   npx tsx bench/export.ts --cli DIR/cli/main.js  a build of its own (`npx tsc -p tsconfig.build.json
+ *                                                --outDir DIR`, DIR one folder below a package.json, as
+ *                                                dist/ is), which a `npm run build` elsewhere cannot remove
  *   npx tsx bench/export.ts --files 50 --runs 1  every set shrunk to 50 files: checks the bench runs
  *
  * Sets: `photos` (2,000 photos of 100 KB), `mix` (2,000 photos of the generated company's default
@@ -30,7 +33,7 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdir, mkdtemp, readdir, rm, stat, truncate, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { request } from 'undici';
@@ -84,7 +87,8 @@ const sweep = flag('sweep');
 const runs = Number(argValue('runs') ?? 3);
 const warmups = Number(argValue('warmup') ?? 1);
 const setNames = list('sets', sweep ? 'photos,attachments' : 'photos,mix,photos-large,mix-large,attachments,large');
-const build = !flag('no-build');
+const cliArg = argValue('cli') === undefined ? undefined : resolve(argValue('cli')!);
+const build = !flag('no-build') && cliArg === undefined;
 const latencies = list('latencies', sweep ? '20' : '0,20').map(Number);
 const sweepConcurrency = list('concurrency', '8,16,32,64').map(Number);
 const withPeers = !flag('no-peers') && !sweep;
@@ -196,7 +200,7 @@ function check(set: BenchSet, tool: string, got: { files: number; bytes: number 
 async function runOurs(emulator: Emulator, set: BenchSet, work: string, concurrency: number, sink: 'folder' | 'zip'): Promise<Omit<Sample, 'set' | 'latency' | 'tool'>> {
   const out = join(work, sink === 'zip' ? 'out.zip' : 'out');
   // The default is left to the CLI, as a user leaves it.
-  const args = [CLI, set.what, 'export', '--out', out, '--json', ...(concurrency === defaultConcurrency(set.what) ? [] : ['--concurrency', String(concurrency)])];
+  const args = [cliArg ?? CLI, set.what, 'export', '--out', out, '--json', ...(concurrency === defaultConcurrency(set.what) ? [] : ['--concurrency', String(concurrency)])];
   const env = {
     ...process.env,
     WDS_BASE_URL: emulator.baseUrl, WDS_CONSUMER_KEY: emulator.consumerKey, WDS_CONSUMER_SECRET: emulator.consumerSecret,
@@ -341,7 +345,7 @@ function ratios(rows: Row[]): string[] {
 // ---------------------------------------------------------------------------------------------
 
 async function main(): Promise<void> {
-  const ours = ensureBuilt(build);
+  const ours = cliArg === undefined ? ensureBuilt(build) : `node ${cliArg} (--cli)`;
   const peers = withPeers ? ['aria2c', 'curl'].filter(have) : [];
   const missing = withPeers ? ['aria2c', 'curl'].filter((p) => !peers.includes(p)) : [];
   console.log(`export benchmark: sets ${setNames.join(', ')}; storage latency ${latencies.join(', ')} ms; ${runs} runs each, medians`);

@@ -13,7 +13,7 @@ export interface OutputArgs {
 }
 
 export async function finishRun(args: OutputArgs, report: RunReport, extra: Record<string, unknown>, lines: string[]): Promise<void> {
-  if (args.report) await writeFile(args.report, `${JSON.stringify(redactValue(report.toJSON(extra)), null, 2)}\n`);
+  if (args.report) await writeFile(args.report, report.jsonParts(extra, redactValue));
   if (args.json) {
     process.stdout.write(`${JSON.stringify(redactValue(report.summary(extra)))}\n`);
   } else {
