@@ -8,6 +8,8 @@ import { SECRET, useEmulator } from '../helpers/emulator.js';
 import { connectionArgs, runCli, type CliRun } from '../helpers/cli-process.js';
 import { SAMPLE_COMPANY_DIR } from '../../src/cli/paths.js';
 
+// CLI children on a machine shared by four test files at once: their start-up alone can take seconds.
+const CHILD_TIMEOUT_MS = 90_000;
 const emu = useEmulator({ seed: SAMPLE_COMPANY_DIR, maintenance: false });
 
 // Each run takes a token, and the legacy interface issues 5 in 60 minutes: an hour of service time passes between tests.
@@ -29,7 +31,7 @@ const LEGAL = JSON.stringify({
   departments: [{ department_code1: '1000', department_name1: '本社 / Head Office', department_code2: '1900', department_name2: '法務部 / Legal', memo: 'added through v1' }],
 });
 
-it('a read: the answer as JSON on stdout, passwords masked, labels readable, no secret anywhere', async () => {
+it('a read: the answer as JSON on stdout, passwords masked, labels readable, no secret anywhere', { timeout: CHILD_TIMEOUT_MS }, async () => {
   const run = await legacyApi('/user', '-v');
   expect(run.code, run.stderr).toBe(0);
   // -v: a line per request, the path alone; neither the consumer secret nor a token is ever printed.
@@ -53,7 +55,7 @@ it('a read: the answer as JSON on stdout, passwords masked, labels readable, no 
   expect(listed.departments.map((d) => d.department_code1)).toContain('1000');
 });
 
-it('a dry-run update answers its verdict and changes nothing; a verdict of NG exits 3', async () => {
+it('a dry-run update answers its verdict and changes nothing; a verdict of NG exits 3', { timeout: CHILD_TIMEOUT_MS }, async () => {
   const before = await departmentCodes();
   const ok = await legacyApi('/department/add', '--data', LEGAL, '--dry-run');
   expect(ok.code, ok.stderr).toBe(0);
@@ -70,7 +72,7 @@ it('a dry-run update answers its verdict and changes nothing; a verdict of NG ex
   expect(await departmentCodes()).toEqual(before);
 });
 
-it('--wait follows the update to its end; the department is then there through v2', async () => {
+it('--wait follows the update to its end; the department is then there through v2', { timeout: CHILD_TIMEOUT_MS }, async () => {
   expect(await departmentCodes()).not.toContain('1900');
   const run = await legacyApi('/department/add', '--data', LEGAL, '--wait');
   expect(run.code, run.stderr).toBe(0);

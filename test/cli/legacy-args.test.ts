@@ -12,6 +12,8 @@ import { tempDir } from '../helpers/export.js';
 import { connectionArgs, runCli, type CliRun } from '../helpers/cli-process.js';
 import { checkApiCall, checkSheetCall } from '../../src/cli/commands/legacy.js';
 
+// CLI children on a machine shared by four test files at once: their start-up alone can take seconds.
+const CHILD_TIMEOUT_MS = 90_000;
 const emu = useEmulator({ maintenance: false });
 
 type Stats = { requests: Record<string, number> };
@@ -30,7 +32,7 @@ async function refused(e: TestEmulator, args: string[], ...mentions: string[]): 
   return run;
 }
 
-describe('legacy sheet', () => {
+describe('legacy sheet', { timeout: CHILD_TIMEOUT_MS }, () => {
   it('a sheet id that is not a whole number of 0 or more', async () => {
     const out = join(tempDir(), 'sheet.csv');
     for (const id of ['abc', '-1']) {
@@ -63,7 +65,7 @@ describe('legacy sheet', () => {
   });
 });
 
-describe('legacy api', () => {
+describe('legacy api', { timeout: CHILD_TIMEOUT_MS }, () => {
   it('a path the legacy interface does not have, an operation newer than the version, the token operation, a body that is not JSON', async () => {
     await refused(emu(), ['legacy', 'api', '/members'], '/members is not a path of the legacy interface; paths look like /user');
     await refused(emu(), ['legacy', 'api', '/sheet/0/preset', '--version', 'v1.0'], '/sheet/0/preset (start an asynchronous sheet read) exists from v1.1 on; v1.0 does not have it');

@@ -16,6 +16,8 @@ import { SAMPLE_COMPANY_DIR } from '../../src/cli/paths.js';
 const isRoot = process.getuid?.() === 0;
 if (!isRoot) console.log('legacy-sheet-disk-full.test: skipped: mounting a tmpfs needs root, and this test runs as another user');
 
+// CLI children on a machine shared by four test files at once: their start-up alone can take seconds.
+const CHILD_TIMEOUT_MS = 90_000;
 const emu = useEmulator({ seed: SAMPLE_COMPANY_DIR, maintenance: false });
 
 const DISK = '64k';
@@ -33,7 +35,7 @@ afterAll(() => {
   rmSync(mountPoint, { recursive: true, force: true });
 });
 
-it.skipIf(!isRoot)('a full disk: exit 1 naming the file and the cause, the earlier download kept, nothing else left; the rerun with room replaces it', async () => {
+it.skipIf(!isRoot)('a full disk: exit 1 naming the file and the cause, the earlier download kept, nothing else left; the rerun with room replaces it', { timeout: CHILD_TIMEOUT_MS }, async () => {
   const out = join(mountPoint, 'members.csv');
   const earlier = '\uFEFFCode\r\nA0001\r\n';
   writeFileSync(out, earlier);

@@ -16,6 +16,8 @@ import { connectionArgs, finished, runCli, spawnCli } from '../helpers/cli-proce
 import { parseCsv } from '../../src/sources/csv.js';
 import { SAMPLE_COMPANY_DIR } from '../../src/cli/paths.js';
 
+// CLI children on a machine shared by four test files at once: their start-up alone can take seconds.
+const CHILD_TIMEOUT_MS = 90_000;
 const emu = useEmulator({ seed: SAMPLE_COMPANY_DIR, maintenance: false });
 
 // Each run takes a token, and the legacy interface issues 5 in 60 minutes: an hour of service time passes between tests.
@@ -42,7 +44,7 @@ function csvRows(file: string): string[][] {
   return rows.map((r) => r.fields);
 }
 
-it('sheet 0 as CSV, directly and with --async: the same rows, one per member, labels first, BOM first', async () => {
+it('sheet 0 as CSV, directly and with --async: the same rows, one per member, labels first, BOM first', { timeout: CHILD_TIMEOUT_MS }, async () => {
   const dir = tempDir('wds-legacy-sheet-');
   const direct = await runCli(['legacy', 'sheet', '0', '--out', join(dir, 'direct.csv'), ...connectionArgs(emu())]);
   expect(direct.code, direct.stderr).toBe(0);
@@ -67,7 +69,7 @@ it('sheet 0 as CSV, directly and with --async: the same rows, one per member, la
   expect(readdirSync(dir).sort()).toEqual(['async.csv', 'direct.csv']);
 });
 
-it('JSONL: one record per line, one line per member, with --json a summary on stdout', async () => {
+it('JSONL: one record per line, one line per member, with --json a summary on stdout', { timeout: CHILD_TIMEOUT_MS }, async () => {
   const dir = tempDir('wds-legacy-sheet-');
   const out = join(dir, 'members.jsonl');
   const run = await runCli(['legacy', 'sheet', '0', '-o', out, '--json', ...connectionArgs(emu())]);
@@ -118,7 +120,7 @@ async function timingOutGateway(target: string): Promise<{ url: string; timeouts
   };
 }
 
-it('a direct read that times out is read asynchronously instead, and says so', async () => {
+it('a direct read that times out is read asynchronously instead, and says so', { timeout: CHILD_TIMEOUT_MS }, async () => {
   const gateway = await timingOutGateway(emu().url);
   try {
     const dir = tempDir('wds-legacy-sheet-');
@@ -134,9 +136,9 @@ it('a direct read that times out is read asynchronously instead, and says so', a
   } finally {
     await gateway.close();
   }
-}, 90_000);
+});
 
-it('Ctrl-C while polling leaves the earlier download, no partial file and no lock; a second run meanwhile refuses', async () => {
+it('Ctrl-C while polling leaves the earlier download, no partial file and no lock; a second run meanwhile refuses', { timeout: CHILD_TIMEOUT_MS }, async () => {
   const dir = tempDir('wds-legacy-sheet-');
   const out = join(dir, 'sheet.csv');
   const earlier = '\uFEFFCode,Name\r\nA0001,earlier download\r\n';
@@ -179,7 +181,7 @@ it('Ctrl-C while polling leaves the earlier download, no partial file and no loc
   expect(readdirSync(dir)).toEqual(['sheet.csv']);
 });
 
-it('a request the budget would refuse waits, and the wait is said on stderr', async () => {
+it('a request the budget would refuse waits, and the wait is said on stderr', { timeout: CHILD_TIMEOUT_MS }, async () => {
   const dir = tempDir('wds-legacy-sheet-');
   // The budget shrunk to one request in 2 s: the sheet's read waits for the labels' read to leave the window.
   const run = await runCli(['legacy', 'sheet', '0', '--out', join(dir, 'sheet.csv'), ...connectionArgs(emu())], { WDS_LEGACY_LIMITS: 'request=1/2s' });
