@@ -16,11 +16,11 @@
 import type { WdsClient } from '../client/client.js';
 import type { ImportSource } from '../sources/source.js';
 import { stageOptions } from '../stages/options.js';
-import { readNames, refuse } from '../stages/read.js';
+import { closingOnError, readNames, refuse } from '../stages/read.js';
 import { AttachmentRouting, type AttachmentImportMode, type AttachmentLane, type RoutedFile } from '../stages/attachment-route.js';
 import { checkAttachmentFile, type AttachmentVerdict } from '../stages/attachment-check.js';
-import { batchInLanes, fewestRequests, planGroupedBatches } from '../stages/batch.js';
-import { mapInOrder, prefetch, drain } from '../stages/flow.js';
+import { batchInLanes, fewestRequests, planGroupedBatches, type Batch } from '../stages/batch.js';
+import { BATCHES_AHEAD, mapInOrder, prefetch, drain } from '../stages/flow.js';
 import { mentionsCode, submitBatches, type SubmitOptions, type SubmitStats } from '../stages/submit.js';
 import { ATTACHMENT_BODY_OVERHEAD, attachmentBody, attachmentItemBytes } from '../stages/request-bodies.js';
 import { targetOf, type ImportJournal, type JournalFile } from '../stages/journal.js';
@@ -114,8 +114,11 @@ const plannedSize = (f: RoutedFile): number => Math.min(f.file.size, MAX_FILE_BY
 export async function runAttachmentImport(options: AttachmentImportOptions): Promise<AttachmentImportResult> {
   const { client, source, signal } = options;
   const where = 'attachments import';
-  const check = stageOptions('check', { concurrency: options.concurrency }, where);
-  const submit = stageOptions('submit', { dry_run: options.dryRun }, where);
+  // Options checked once, here, by the stages' own schemas; a bad one closes the source, as a run would.
+  const [check, submit] = await closingOnError(source, () => [
+    stageOptions('check', { concurrency: options.concurrency }, where),
+    stageOptions('submit', { dry_run: options.dryRun }, where),
+  ] as const);
   const mode = options.mode ?? 'upsert';
   // A dry run changes nothing: it neither settles nor skips by the journal, nor writes to it.
   const journal = submit.dry_run ? undefined : options.journal;
@@ -142,7 +145,7 @@ export async function runAttachmentImport(options: AttachmentImportOptions): Pro
   const halt = new AbortController();
   const stop = (): void => halt.abort();
   signal?.addEventListener('abort', stop, { once: true });
-  let batches: AsyncIterable<unknown> | undefined;
+  let batches: AsyncIterable<Batch<CheckedFile, string>> | undefined;
   try {
     // read: every name and size, no bytes.
     const named = await readNames(source, report, signal);
@@ -172,7 +175,7 @@ export async function runAttachmentImport(options: AttachmentImportOptions): Pro
       concurrency: check.concurrency, window: check.concurrency * 8, signal: halt.signal,
     });
     const ready = sendable(verdicts, routing, report, tracker, () => (checkMs = Date.now() - checkStarted));
-    batches = prefetch(batchInLanes(ready, (f) => laneKey(f.lane), (f) => attachmentItemBytes(f.code, f.fileName, f.size), LIMITS), 1);
+    batches = prefetch(batchInLanes(ready, (f) => laneKey(f.lane), (f) => attachmentItemBytes(f.code, f.fileName, f.size), LIMITS), BATCHES_AHEAD);
 
     // submit: one request per batch, its task followed to the end.
     const applied: CheckedFile[] = [];
@@ -200,7 +203,7 @@ export async function runAttachmentImport(options: AttachmentImportOptions): Pro
         signal,
       };
     };
-    await submitBatches(client, batches as AsyncIterable<{ lane: string; items: CheckedFile[] }>, laneOptions, {
+    await submitBatches(client, batches, laneOptions, {
       leaving: () => {
         firstRequestAt ??= Date.now();
         tracker.sending();

@@ -7,6 +7,7 @@ import type { WdsClient } from '../client/client.js';
 import { UrlLister, attachmentTargets, type ListTarget, type RemoteFile } from '../stages/list-urls.js';
 import { ConnectionLanes, LargeFilePace, LatencyWindow, SinkError, Slots, allOf, downloadFile, pool, type DownloadJob, type DownloadResult, type StartGate } from '../stages/download.js';
 import { RunReport, interruptedBy } from '../stages/report.js';
+import { stageOptions } from '../stages/options.js';
 import { FolderSink } from '../sinks/folder.js';
 import { SnapshotBuild, type SnapshotInfo } from '../sinks/archive.js';
 import { TargetError, type ExportSink } from '../sinks/sink.js';
@@ -210,8 +211,9 @@ async function openSink(out: string, zipModule: Promise<typeof import('../sinks/
  */
 export async function runExport(options: ExportOptions): Promise<ExportResult> {
   const { client } = options;
-  const concurrency = options.concurrency ?? defaultConcurrency(options.what);
-  if (!Number.isInteger(concurrency) || concurrency < 1) throw new RangeError(`concurrency must be a whole number of 1 or more, got ${concurrency}`);
+  // The list and download stages' options, through the schemas pipeline files use (stages/options.ts).
+  const { since } = stageOptions('list', { since: options.since }, `${options.what} export`);
+  const concurrency = stageOptions('download', { concurrency: options.concurrency }, `${options.what} export`).concurrency ?? defaultConcurrency(options.what);
   if (options.archive && (options.since !== undefined || isZipTarget(options.out))) {
     throw new RangeError(`an archive is a folder and each snapshot holds every file: ${options.since !== undefined ? 'since cannot be given with archive' : `${options.out} names a zip`}`);
   }
@@ -229,7 +231,7 @@ export async function runExport(options: ExportOptions): Promise<ExportResult> {
   if (options.what === 'attachments' && targets.length === 0) {
     report.notes.push('no sheet has a file part');
   }
-  const lister = new UrlLister(client, targets, options.since);
+  const lister = new UrlLister(client, targets, since);
   let listing: RemoteFile[] | null = await lister.listAll();
   if (options.signal?.aborted) {
     // Stopped while the service listed the files: nothing on disk is touched.

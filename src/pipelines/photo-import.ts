@@ -21,11 +21,11 @@ import { join } from 'node:path';
 import type { WdsClient } from '../client/client.js';
 import type { ImportSource } from '../sources/source.js';
 import { stageOptions } from '../stages/options.js';
-import { readNames, refuse } from '../stages/read.js';
+import { closingOnError, readNames, refuse } from '../stages/read.js';
 import { PhotoRouting, dedupePhotos, listPhotos, type PhotoImportMode, type PhotoRoute, type RoutedPhoto } from '../stages/photo-route.js';
 import { PhotoCheckStage, normalizePhoto, type CheckedPhoto, type PhotoVerdict } from '../stages/photo-check-stage.js';
-import { batchInLanes } from '../stages/batch.js';
-import { prefetch, drain } from '../stages/flow.js';
+import { batchInLanes, type Batch } from '../stages/batch.js';
+import { BATCHES_AHEAD, prefetch, drain } from '../stages/flow.js';
 import { mentionsCode, submitBatches, type BatchOutcome, type SubmitOptions, type SubmitStats } from '../stages/submit.js';
 import { PHOTO_BODY_OVERHEAD, photoBody, photoItemBytes } from '../stages/request-bodies.js';
 import { RunReport, type ItemReport, interruptedBy } from '../stages/report.js';
@@ -107,9 +107,12 @@ const plannedBytes = (photo: RoutedPhoto): number => Math.min(photo.file.size, M
 export async function runPhotoImport(options: PhotoImportOptions): Promise<PhotoImportResult> {
   const { client, source, signal } = options;
   const where = 'photos import';
-  const check = stageOptions('check', { concurrency: options.concurrency }, where);
-  const normalize = stageOptions('normalize', { convert: options.normalize }, where);
-  const submit = stageOptions('submit', { trim: options.trimming, dry_run: options.dryRun }, where);
+  // Options checked once, here, by the stages' own schemas; a bad one closes the source, as a run would.
+  const [check, normalize, submit] = await closingOnError(source, () => [
+    stageOptions('check', { concurrency: options.concurrency }, where),
+    stageOptions('normalize', { convert: options.normalize }, where),
+    stageOptions('submit', { trim: options.trimming, dry_run: options.dryRun }, where),
+  ] as const);
   const mode = options.mode ?? 'upsert';
   // A dry run changes nothing: it neither settles nor skips by the journal, nor writes to it.
   const journal = submit.dry_run ? undefined : options.journal;
@@ -134,7 +137,7 @@ export async function runPhotoImport(options: PhotoImportOptions): Promise<Photo
       firstRequestMs: firstRequestAt === undefined ? null : firstRequestAt - started,
     };
   };
-  let batches: AsyncIterable<unknown> | undefined;
+  let batches: AsyncIterable<Batch<CheckedPhoto, PhotoRoute>> | undefined;
   try {
     // read: every name and size, no bytes.
     const named = await readNames(source, report, signal);
@@ -159,7 +162,7 @@ export async function runPhotoImport(options: PhotoImportOptions): Promise<Photo
     const ready = sendable(checks.check(routed), routing, report, tracker);
     batches = prefetch(batchInLanes(ready, (photo) => photo.route!, (photo) => photoItemBytes(photo.code, photo.size), {
       maxItems: MAX_PHOTOS_PER_REQUEST, overheadBytes: PHOTO_BODY_OVERHEAD,
-    }), 1);
+    }), BATCHES_AHEAD);
 
     // submit: one request per batch, its task followed to the end.
     const applied: CheckedPhoto[] = [];
@@ -183,7 +186,7 @@ export async function runPhotoImport(options: PhotoImportOptions): Promise<Photo
       },
       signal,
     });
-    await submitBatches(client, batches as AsyncIterable<{ lane: PhotoRoute; items: CheckedPhoto[] }>, laneOptions, {
+    await submitBatches(client, batches, laneOptions, {
       leaving: () => {
         firstRequestAt ??= Date.now();
         tracker.sending();

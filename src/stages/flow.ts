@@ -54,6 +54,13 @@ export async function* mapInOrder<T, R>(
 }
 
 /**
+ * Batches checked ahead of the one being sent: enough that the next requests are ready when the
+ * update limit lets them go, even where checking a batch takes about as long as a request's turn;
+ * few enough that the converted photos waiting on disk stay a couple of batches.
+ */
+export const BATCHES_AHEAD = 2;
+
+/**
  * Keeps `ahead` items of `items` on their way while the consumer works on the current one: the
  * next batch is checked while this one waits for the limit and is sent.
  */

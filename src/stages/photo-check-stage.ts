@@ -54,8 +54,10 @@ export class PhotoCheckStage {
     private readonly temp: string,
     private readonly options: { concurrency: number; convert: boolean; signal?: AbortSignal },
   ) {
-    options.signal?.addEventListener('abort', () => this.#halt.abort(), { once: true });
+    options.signal?.addEventListener('abort', this.#stop, { once: true });
   }
+
+  readonly #stop = (): void => this.#halt.abort();
 
   /** The check stage: a verdict for each photo, in their order; after a stop, none for photos not begun. */
   async *check(photos: Iterable<RoutedPhoto>): AsyncGenerator<PhotoVerdict> {
@@ -73,6 +75,7 @@ export class PhotoCheckStage {
   /** Stops checking, waits for the checks under way and ends the checker's process. */
   async close(): Promise<void> {
     this.#halt.abort();
+    this.options.signal?.removeEventListener('abort', this.#stop);
     while (this.#running.size) await Promise.allSettled([...this.#running]);
     await this.#checker.close();
   }

@@ -38,3 +38,13 @@ export async function readNames(source: ImportSource, report: RunReport, signal?
 export function refuse(report: RunReport, file: Pick<SourceFile, 'where' | 'relPath'> & { fileName?: string }, code: string, outcome: 'invalid' | 'conflict', reason: string): void {
   report.add({ key: file.where, code, file_name: file.fileName ?? file.relPath, outcome, reason, path: file.where });
 }
+
+/** `work`'s answer; when it throws, the source is closed first (the run that would close it never starts). */
+export async function closingOnError<T>(source: ImportSource, work: () => T): Promise<T> {
+  try {
+    return work();
+  } catch (error) {
+    await source.close();
+    throw error;
+  }
+}
