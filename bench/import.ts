@@ -1,8 +1,9 @@
 /**
  * Import benchmark, in two halves, each against an emulator in a process of its own at clock speed
- * 60 (one service minute per second). The import is the shipped CLI (`node dist/cli/main.js photos
- * import` / `attachments import`, built first with `npm run build` unless --no-build) with
- * WDS_CLIENT_LIMITS scaled to that clock (5 updates a second), measured as `/usr/bin/time`
+ * 60 (one service minute per second) unless `--speed` says otherwise. The import is the shipped CLI
+ * (`node dist/cli/main.js photos import` / `attachments import`, built first with `npm run build`
+ * unless --no-build) with WDS_CLIENT_LIMITS scaled to that clock (at 60, 5 updates a second),
+ * measured as `/usr/bin/time`
  * measures (bench/max-rss.ts): wall time, maximum resident set and CPU from wait4. The maximum
  * resident set is the importing process's, or its photo checker's when that peaked higher.
  *
@@ -17,12 +18,17 @@
  *   npx tsx bench/import.ts --photos 300 --trim --keep
  *   npx tsx bench/import.ts --photos 0 --attachments 3000   attachments only (0 skips a half)
  *   npx tsx bench/import.ts --no-build                      use dist/ as it is
+ *   npx tsx bench/import.ts --speed 1 --attachments 0       the service's real pace: 1,000 photos
+ *                                                           wait a minute on the update limit
  *
  * Prints for each half: requests sent per route (the emulator's count) against the minimum
  * (photos: ceil(photos / 100) per route, from the emulator's state before the run; attachments:
  * the fewest that 1,000 files and 250 MB of body allow, from the files' sizes), 429 answers
  * (emulator stats), max RSS, CPU seconds, files per second of validation (and normalisation for
- * photos: the import's check_ms), total time.
+ * photos: the import's check_ms), total time, and the total against the limit-bound minimum: the
+ * time the update limit alone imposes on the fewest requests (5 in any minute, as `wds-files plan`
+ * counts it: ceil(requests / 5 - 1) minutes, scaled by the clock speed). The target, at speed 1:
+ * the whole command within 1.05 x that minimum.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
@@ -34,19 +40,23 @@ import sharp from 'sharp';
 import { heic } from '../test/import/heic.js';
 import { pdf } from '../test/import/attachment-files.js';
 import { MAX_ATTACHMENTS_PER_REQUEST, MAX_REQUEST_BYTES, base64Length } from '../src/spec/limits.js';
+import { limitSeconds } from '../src/pipeline-files/plan.js';
 import { measure } from './max-rss.js';
 import { CLI, ensureBuilt } from './shipped-cli.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const ROOT = join(HERE, '..');
-const CLOCK_SPEED = 60;
-const UPDATE_WINDOW_MS = 60_000 / CLOCK_SPEED;
 const PER_REQUEST = 100;
+/** The whole import may take this much more than the time the limits alone impose (at speed 1). */
+const LIMIT_BOUND_TARGET = 1.05;
 
 function argValue(name: string): string | undefined {
   const i = process.argv.indexOf(`--${name}`);
   return i >= 0 ? process.argv[i + 1] : undefined;
 }
+const CLOCK_SPEED = Number(argValue('speed') ?? 60);
+if (!(CLOCK_SPEED > 0)) throw new Error(`--speed must be a number above 0 (service seconds per second), got ${argValue('speed')}`);
+const UPDATE_WINDOW_MS = 60_000 / CLOCK_SPEED;
 const photos = Number(argValue('photos') ?? 1000);
 const attachments = Number(argValue('attachments') ?? 3000);
 const keep = process.argv.includes('--keep');
@@ -273,6 +283,26 @@ interface ImportRun {
   cpuS: number;
   /** The first items that did not go in, from the --report file. */
   problems: unknown[];
+  /** When each update request was sent and answered, in seconds from the command's start (from its --log-file). */
+  updates: { sent: number; answered: number }[];
+}
+
+/**
+ * The update requests in the CLI's log file: each request line is written when the answer came,
+ * with the time it took, so the request went out that many ms before.
+ */
+async function updateTimes(logFile: string, startedAt: number): Promise<ImportRun['updates']> {
+  const text = await readFile(logFile, 'utf8').catch(() => '');
+  const out: ImportRun['updates'] = [];
+  for (const raw of text.split('\n')) {
+    if (!raw) continue;
+    const { time, msg } = JSON.parse(raw) as { time: string; msg: string };
+    const m = /^(?:POST|PATCH) \S+\/(?:face_image|file) \d+ (\d+) ms/.exec(msg);
+    if (!m) continue;
+    const answered = (Date.parse(time) - startedAt) / 1000;
+    out.push({ sent: answered - Number(m[1]) / 1000, answered });
+  }
+  return out;
 }
 
 interface Stats {
@@ -300,13 +330,32 @@ async function importRun(emulator: Emulator, args: string[], work: string): Prom
     WDS_CLIENT_LIMITS: `update=5/${UPDATE_WINDOW_MS}ms,request=3000/${3_600_000 / CLOCK_SPEED}ms,token=1000/${3_600_000 / CLOCK_SPEED}ms`,
     XDG_CACHE_HOME: join(work, 'cache'), XDG_STATE_HOME: join(work, 'state'),
   };
-  const exit = await measure(process.execPath, [CLI, ...args, '--json', '--report', report], { cwd: work, env });
+  const logFile = join(work, 'cli.log');
+  const startedAt = Date.now();
+  const exit = await measure(process.execPath, [CLI, ...args, '--json', '--report', report, '--log-file', logFile], { cwd: work, env });
   // 3: finished with some files not taken, which the output shows.
   if (exit.code !== 0 && exit.code !== 3) throw new Error(`the import exited with ${exit.signal ? `signal ${exit.signal}` : exit.code}:\n${exit.stderr}`);
   const summary = JSON.parse(exit.stdout.trim().split('\n').pop()!) as Summary;
   const items = (JSON.parse(await readFile(report, 'utf8')) as { items: { outcome: string }[] }).items;
   const problems = items.filter((i) => i.outcome !== 'ok' && i.outcome !== 'converted').slice(0, 5);
-  return { run: { summary, ms: exit.ms, maxRssKb: exit.maxRssKb, cpuS: exit.userS + exit.systemS, problems }, stats: await control<Stats>(emulator, '/stats') };
+  const updates = await updateTimes(logFile, startedAt);
+  return { run: { summary, ms: exit.ms, maxRssKb: exit.maxRssKb, cpuS: exit.userS + exit.systemS, problems, updates }, stats: await control<Stats>(emulator, '/stats') };
+}
+
+/**
+ * The whole command against the time the update limit alone imposes on `requests` update requests
+ * at this clock speed; the target line is printed at speed 1, where the limit is the service's.
+ */
+function limitBound(run: ImportRun, requests: number): string[] {
+  const minimumS = limitSeconds(requests, 0) / CLOCK_SPEED;
+  const lines = [
+    `  update requests:     sent at ${run.updates.map((u) => `${u.sent.toFixed(1)}`).join(', ')} s; the last answered at ${run.updates.at(-1)?.answered.toFixed(1) ?? '-'} s (from the start)`,
+    `  limit-bound minimum: ${minimumS.toFixed(1)} s (${requests} update requests, 5 in any minute of service time, clock speed ${CLOCK_SPEED})`,
+  ];
+  if (minimumS === 0) return lines;
+  const ratio = run.ms / 1000 / minimumS;
+  lines.push(`  against it:          ${ratio.toFixed(3)} x${CLOCK_SPEED === 1 ? ` (target <= ${LIMIT_BOUND_TARGET}: ${ratio <= LIMIT_BOUND_TARGET ? 'met' : 'MISSED'})` : ' (the target is for --speed 1)'}`);
+  return lines;
 }
 
 const memory = (run: ImportRun): string => `${(run.maxRssKb / 1024).toFixed(0)} MB (wait4; the importing process or its photo checker, whichever peaked higher)`;
@@ -344,6 +393,7 @@ async function photoHalf(cli: string): Promise<void> {
       `  CPU:                 ${run.cpuS.toFixed(1)} s`,
       `  check and convert:   ${(result.check_ms / 1000).toFixed(1)} s, ${((photos * 1000) / result.check_ms).toFixed(0)} files/s`,
       `  total time:          ${(run.ms / 1000).toFixed(1)} s (the whole command)`,
+      ...limitBound(run, minimum.register + minimum.update),
     ];
     console.log(lines.join('\n'));
     if (run.problems.length) console.log(`  problems (first 5): ${JSON.stringify(run.problems)}`);
@@ -385,6 +435,7 @@ async function attachmentHalf(cli: string): Promise<void> {
       `  CPU:                 ${run.cpuS.toFixed(1)} s`,
       `  validation:          ${(result.check_ms / 1000).toFixed(1)} s, ${((attachments * 1000) / result.check_ms).toFixed(0)} files/s`,
       `  total time:          ${(run.ms / 1000).toFixed(1)} s (the whole command)`,
+      ...limitBound(run, minimum),
     ];
     console.log(lines.join('\n'));
     if (run.problems.length) console.log(`  problems (first 5): ${JSON.stringify(run.problems)}`);
