@@ -100,8 +100,8 @@ async function planImport(pipeline: LoadedPipeline, client: WdsClient): Promise<
   const { from, to } = pipeline;
   if ('service' in from || !('service' in to)) throw new Error('not an import');
   const path = 'folder' in from ? from.folder : 'zip' in from ? from.zip : from.csv;
-  // Loaded here: the photo pipeline brings sharp, which an export's plan never needs.
-  const { codeFromName } = await import('../pipelines/photo-import.js');
+  // The route stage's own reading of a name; loaded here, as an export's plan never needs it.
+  const { codeFromName } = await import('../stages/photo-route.js');
   const source = await openSource(path);
   const sizes: { code: string; size: number }[] = [];
   let refused = 0;

@@ -200,7 +200,9 @@ async function execute(pipeline: LoadedPipeline, options: RunPipelineOptions, lo
         lines.push(requestLine(result.requests));
       } else {
         const { runAttachmentImport } = await import('../pipelines/attachment-import.js');
-        const result = await runAttachmentImport({ client, source, sheet: to.sheet, field: to.field, mode: to.mode, dryRun, signal: options.signal, journal });
+        const result = await runAttachmentImport({
+          client, source, sheet: to.sheet, field: to.field, mode: to.mode, concurrency: steps.check.concurrency, dryRun, signal: options.signal, journal,
+        });
         report = result.report;
         lines.push(requestLine(result.requests));
       }
