@@ -59,6 +59,9 @@ describe('photos import on the command line', () => {
     });
     expect(summary.check_ms).toEqual(expect.any(Number));
     expect(summary.waited_ms).toEqual(expect.any(Number));
+    // When the first request left, counted from the start of the run: within the run's time.
+    expect(summary.first_request_ms).toEqual(expect.any(Number));
+    expect(summary.first_request_ms).toBeLessThanOrEqual(summary.duration_ms);
 
     const text = await readFile(report, 'utf8');
     expect(text).not.toContain(SECRET);
