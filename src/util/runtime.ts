@@ -6,14 +6,13 @@ import { getHeapSpaceStatistics, setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 
 /**
- * Keeps V8's young generation at its initial size: by default it grows to 16 MB semi-spaces, and a
- * file run's many short-lived objects and read buffers kept it there; that slack, not live data,
- * made most of the peak memory (bench/export, 20,000 photos to a folder at 20 ms storage latency:
- * 171 MB without, about 124 MB with).
- *
- * Tried and left out: `--heap-growing-percent=25` took a 20,000-photo zip export at 0 ms latency
- * from about 185 to 130 MB, but made V8 run a full collection for every few MB of read buffers
- * (54 instead of 19 in a 1 GB export) and the 5 MB set fell from about 650 to 530 MB/s.
+ * Stops V8's young generation from growing past the size it has when this is called: by default
+ * it grows to 16 MB semi-spaces, and a file run's short-lived objects and read buffers kept it
+ * there. The CLI calls this once its modules are loaded; the young generation is not shrunk, and
+ * one held smaller from the process's start moved more read buffers to the old generation
+ * (bench/notes.md). A full collection now and then (filesDone) keeps the old generation near its
+ * live size; `--heap-growing-percent` did so at the cost of a full collection every few MB of
+ * large bodies.
  */
 export function tuneMemory(): void {
   tuned = true;
