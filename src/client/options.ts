@@ -5,20 +5,13 @@
  */
 import { z } from 'zod';
 import type { Dispatcher } from 'undici';
-import { OptionsError } from './errors.js';
 import type { WaitEvent } from './limiter.js';
-import { DEFAULT_RETRY } from './retry.js';
+import {
+  credentialFields, connectionFields, loggerSchema, onWaitSchema, parseOptions, retrySchema, stateFileSchema, timingFields, windowSchema, type Logger,
+} from './option-schema.js';
 import { REQUESTS_PER_HOUR, TOKENS_PER_HOUR, UPDATE_REQUESTS_PER_MINUTE } from '../spec/limits.js';
 
-/** Where the client writes what it does; each line is already free of secrets. */
-export interface Logger {
-  /** Details. */
-  debug(message: string): void;
-  /** Waits and retries. */
-  info(message: string): void;
-  /** What went wrong but was dealt with. */
-  warn(message: string): void;
-}
+export type { Logger } from './option-schema.js';
 
 /** One of the client's own limits: at most `limit` requests in any `windowMs` milliseconds. */
 export interface WindowOption {
@@ -110,15 +103,8 @@ export interface WdsClientOptions {
   userAgent?: string;
 }
 
-const windowSchema = z.strictObject({
-  limit: z.number().int().positive(),
-  windowMs: z.number().positive(),
-});
-
 const optionsSchema = z.strictObject({
-  baseUrl: z.url({ protocol: /^https?$/, error: 'baseUrl must be an http(s) URL such as https://example.com' }),
-  consumerKey: z.string().min(1, 'consumerKey must not be empty'),
-  consumerSecret: z.string().min(1, 'consumerSecret must not be empty'),
+  ...credentialFields,
   dryRun: z.boolean().default(false),
   limits: z
     .union([
@@ -131,24 +117,13 @@ const optionsSchema = z.strictObject({
       }),
     ])
     .prefault({}),
-  stateFile: z.union([z.string().min(1), z.literal(false)]).optional(),
-  retry: z
-    .strictObject({
-      maxAttempts: z.number().int().min(1).default(DEFAULT_RETRY.maxAttempts),
-      baseDelayMs: z.number().min(0).default(DEFAULT_RETRY.baseDelayMs),
-      maxDelayMs: z.number().min(0).default(DEFAULT_RETRY.maxDelayMs),
-      maxRetryAfterMs: z.number().min(0).default(DEFAULT_RETRY.maxRetryAfterMs),
-    })
-    .prefault({}),
-  timeoutMs: z.number().positive().default(120_000),
-  tokenRenewBeforeMs: z.number().min(0).default(60_000),
+  stateFile: stateFileSchema,
+  retry: retrySchema,
+  ...timingFields,
   connections: z.number().int().positive().default(8),
-  onWait: z.custom<(event: WaitEvent) => void>((v) => typeof v === 'function', 'onWait must be a function').optional(),
-  logger: z
-    .custom<Logger>((v) => !!v && typeof v === 'object' && typeof (v as Logger).debug === 'function', 'logger must have debug, info and warn')
-    .optional(),
-  dispatcher: z.custom<Dispatcher>((v) => !!v && typeof v === 'object', 'dispatcher must be an undici Dispatcher').optional(),
-  userAgent: z.string().default('wds-files'),
+  onWait: onWaitSchema<WaitEvent>(),
+  logger: loggerSchema,
+  ...connectionFields,
 });
 
 /** True when A and B are the same type, optional keys included. */
@@ -161,13 +136,8 @@ void schemaMatchesInterface;
 export type ResolvedOptions = z.output<typeof optionsSchema>;
 
 export function resolveOptions(options: WdsClientOptions): ResolvedOptions {
-  const result = optionsSchema.safeParse(options);
+  const data = parseOptions(optionsSchema, options, 'client');
   // The API's own address (`https://example.com/api/v2.0`, as the emulator's banner and the
   // service's docs show it) is taken as the service's address, so the path is not doubled.
-  if (result.success) return { ...result.data, baseUrl: result.data.baseUrl.replace(/\/+$/, '').replace(/\/api\/v2\.0$/, '') };
-  const issue = result.error.issues[0]!;
-  const name = issue.path.join('.') || 'options';
-  const given = issue.path.reduce<unknown>((v, k) => (v && typeof v === 'object' ? (v as Record<PropertyKey, unknown>)[k] : undefined), options);
-  const shown = /secret/i.test(name) ? '(hidden)' : JSON.stringify(given) ?? String(given);
-  throw new OptionsError(`invalid client option ${name}: ${issue.message} (got ${shown})`);
+  return { ...data, baseUrl: data.baseUrl.replace(/\/+$/, '').replace(/\/api\/v2\.0$/, '') };
 }

@@ -5,10 +5,11 @@
  */
 import { z } from 'zod';
 import type { Dispatcher } from 'undici';
-import { OptionsError } from '../errors.js';
-import { DEFAULT_RETRY } from '../retry.js';
 import { defaultStateFile } from '../state-file.js';
 import type { Logger, WdsClientRetry, WindowOption } from '../options.js';
+import {
+  credentialFields, connectionFields, loggerSchema, onWaitSchema, parseOptions, retrySchema, stateFileSchema, timingFields, windowSchema,
+} from '../option-schema.js';
 import { LEGACY_VERSIONS, type LegacyVersion } from './operations.js';
 
 /** Requests a company may send to the legacy interface in an hour. */
@@ -113,15 +114,8 @@ export interface LegacyClientOptions {
   userAgent?: string;
 }
 
-const windowSchema = z.strictObject({
-  limit: z.number().int().positive(),
-  windowMs: z.number().positive(),
-});
-
 const optionsSchema = z.strictObject({
-  baseUrl: z.url({ protocol: /^https?$/, error: 'baseUrl must be an http(s) URL such as https://example.com' }),
-  consumerKey: z.string().min(1, 'consumerKey must not be empty'),
-  consumerSecret: z.string().min(1, 'consumerSecret must not be empty'),
+  ...credentialFields,
   version: z.enum(LEGACY_VERSIONS as [LegacyVersion, ...LegacyVersion[]], { error: 'version must be v1.0, v1.1 or v1.2' }).default('v1.2'),
   dryRun: z.boolean().default(false),
   limits: z
@@ -134,30 +128,19 @@ const optionsSchema = z.strictObject({
       }),
     ])
     .prefault({}),
-  stateFile: z.union([z.string().min(1), z.literal(false)]).optional(),
-  retry: z
-    .strictObject({
-      maxAttempts: z.number().int().min(1).default(DEFAULT_RETRY.maxAttempts),
-      baseDelayMs: z.number().min(0).default(DEFAULT_RETRY.baseDelayMs),
-      maxDelayMs: z.number().min(0).default(DEFAULT_RETRY.maxDelayMs),
-      maxRetryAfterMs: z.number().min(0).default(DEFAULT_RETRY.maxRetryAfterMs),
-    })
-    .prefault({}),
-  timeoutMs: z.number().positive().default(120_000),
-  tokenRenewBeforeMs: z.number().min(0).default(60_000),
+  stateFile: stateFileSchema,
+  retry: retrySchema,
+  ...timingFields,
   poll: z
     .strictObject({
       intervalMs: z.number().min(0).default(2_000),
       maxIntervalMs: z.number().min(0).default(60_000),
     })
     .prefault({}),
-  onWait: z.custom<(event: LegacyWaitEvent) => void>((v) => typeof v === 'function', 'onWait must be a function').optional(),
-  logger: z
-    .custom<Logger>((v) => !!v && typeof v === 'object' && typeof (v as Logger).debug === 'function', 'logger must have debug, info and warn')
-    .optional(),
+  onWait: onWaitSchema<LegacyWaitEvent>(),
+  logger: loggerSchema,
   signal: z.custom<AbortSignal>((v) => v instanceof AbortSignal, 'signal must be an AbortSignal').optional(),
-  dispatcher: z.custom<Dispatcher>((v) => !!v && typeof v === 'object', 'dispatcher must be an undici Dispatcher').optional(),
-  userAgent: z.string().default('wds-files'),
+  ...connectionFields,
 });
 
 /** True when A and B are the same type, optional keys included. */
@@ -170,16 +153,9 @@ void schemaMatchesInterface;
 export type ResolvedLegacyOptions = z.output<typeof optionsSchema>;
 
 export function resolveLegacyOptions(options: LegacyClientOptions): ResolvedLegacyOptions {
-  const result = optionsSchema.safeParse(options);
+  const data = parseOptions(optionsSchema, options, 'legacy client');
   // The API's own address, as the service's docs show it, is taken as the service's address.
-  if (result.success) {
-    return { ...result.data, baseUrl: result.data.baseUrl.replace(/\/+$/, '').replace(/\/api\/v\d+\.\d+$/, '') };
-  }
-  const issue = result.error.issues[0]!;
-  const name = issue.path.join('.') || 'options';
-  const given = issue.path.reduce<unknown>((v, k) => (v && typeof v === 'object' ? (v as Record<PropertyKey, unknown>)[k] : undefined), options);
-  const shown = /secret/i.test(name) ? '(hidden)' : JSON.stringify(given) ?? String(given);
-  throw new OptionsError(`invalid legacy client option ${name}: ${issue.message} (got ${shown})`);
+  return { ...data, baseUrl: data.baseUrl.replace(/\/+$/, '').replace(/\/api\/v\d+\.\d+$/, '') };
 }
 
 /** `~/.cache/wds-files/legacy-limits-<hash of the consumer key>.json`, XDG_CACHE_HOME honoured. */

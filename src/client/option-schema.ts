@@ -1,0 +1,76 @@
+/**
+ * The option checks `WdsClient` and `LegacyClient` share: the address and credentials, a limit's
+ * window, retries, time limits, the logger and connection settings, and the one way a refused
+ * option is reported (naming the option and the value, a secret hidden).
+ */
+import { z } from 'zod';
+import type { Dispatcher } from 'undici';
+import { OptionsError } from './errors.js';
+import { DEFAULT_RETRY } from './retry.js';
+
+/** Where the client writes what it does; each line is already free of secrets. */
+export interface Logger {
+  /** Details. */
+  debug(message: string): void;
+  /** Waits and retries. */
+  info(message: string): void;
+  /** What went wrong but was dealt with. */
+  warn(message: string): void;
+}
+
+export const windowSchema = z.strictObject({
+  limit: z.number().int().positive(),
+  windowMs: z.number().positive(),
+});
+
+/** The service's address and the company's credentials. */
+export const credentialFields = {
+  baseUrl: z.url({ protocol: /^https?$/, error: 'baseUrl must be an http(s) URL such as https://example.com' }),
+  consumerKey: z.string().min(1, 'consumerKey must not be empty'),
+  consumerSecret: z.string().min(1, 'consumerSecret must not be empty'),
+};
+
+export const stateFileSchema = z.union([z.string().min(1), z.literal(false)]).optional();
+
+export const retrySchema = z
+  .strictObject({
+    maxAttempts: z.number().int().min(1).default(DEFAULT_RETRY.maxAttempts),
+    baseDelayMs: z.number().min(0).default(DEFAULT_RETRY.baseDelayMs),
+    maxDelayMs: z.number().min(0).default(DEFAULT_RETRY.maxDelayMs),
+    maxRetryAfterMs: z.number().min(0).default(DEFAULT_RETRY.maxRetryAfterMs),
+  })
+  .prefault({});
+
+/** How long a request's answer may take and when the token is renewed. */
+export const timingFields = {
+  timeoutMs: z.number().positive().default(120_000),
+  tokenRenewBeforeMs: z.number().min(0).default(60_000),
+};
+
+export function onWaitSchema<E>() {
+  return z.custom<(event: E) => void>((v) => typeof v === 'function', 'onWait must be a function').optional();
+}
+
+export const loggerSchema = z
+  .custom<Logger>((v) => !!v && typeof v === 'object' && typeof (v as Logger).debug === 'function', 'logger must have debug, info and warn')
+  .optional();
+
+/** The connection settings every client takes last. */
+export const connectionFields = {
+  dispatcher: z.custom<Dispatcher>((v) => !!v && typeof v === 'object', 'dispatcher must be an undici Dispatcher').optional(),
+  userAgent: z.string().default('wds-files'),
+};
+
+/**
+ * The options checked by `schema`, or an OptionsError naming the first refused option, the rule
+ * and the value given (a secret's value hidden); `client` names the client, as in `invalid client option`.
+ */
+export function parseOptions<S extends z.ZodType>(schema: S, options: unknown, client: string): z.output<S> {
+  const result = schema.safeParse(options);
+  if (result.success) return result.data;
+  const issue = result.error.issues[0]!;
+  const name = issue.path.join('.') || 'options';
+  const given = issue.path.reduce<unknown>((v, k) => (v && typeof v === 'object' ? (v as Record<PropertyKey, unknown>)[k] : undefined), options);
+  const shown = /secret/i.test(name) ? '(hidden)' : JSON.stringify(given) ?? String(given);
+  throw new OptionsError(`invalid ${client} option ${name}: ${issue.message} (got ${shown})`);
+}
