@@ -51,12 +51,25 @@ export interface ConnectOptions {
   writes?: { allowEmbedded: boolean };
 }
 
-export async function connect(args: ConnectionArgs, extra: ConnectOptions = {}): Promise<Connection> {
+/** Where a command connects: the service's address and the company's credentials. */
+export interface Endpoint {
+  baseUrl: string;
+  consumerKey: string;
+  consumerSecret: string;
+  /** Set when no base URL was given and the embedded emulator was started for this command. */
+  embedded?: RunningEmulator;
+}
+
+/**
+ * The base URL and credentials from the flags or the environment; without a base URL, the
+ * embedded emulator with the sample company (it serves the legacy interface too). A missing key
+ * or secret is a usage error naming the flag and the variable.
+ */
+export async function resolveEndpoint(args: ConnectionArgs): Promise<Endpoint> {
   let baseUrl = args['base-url'] ?? process.env.WDS_BASE_URL;
   let consumerKey = args['consumer-key'] ?? process.env.WDS_CONSUMER_KEY;
   let consumerSecret = args['consumer-secret'] ?? process.env.WDS_CONSUMER_SECRET;
   let embedded: RunningEmulator | undefined;
-  if (!baseUrl && extra.writes && !extra.writes.allowEmbedded) throw new UsageError(EMBEDDED_WRITE_REFUSAL);
   if (!baseUrl) {
     // The emulator (and sharp, which it uses for trimming) is loaded only when it is needed.
     const { startEmulator, DEFAULT_CONSUMER_KEY, DEFAULT_CONSUMER_SECRET } = await import('../emulator/index.js');
@@ -68,12 +81,18 @@ export async function connect(args: ConnectionArgs, extra: ConnectOptions = {}):
   }
   const missing = [!consumerKey && '--consumer-key (or WDS_CONSUMER_KEY)', !consumerSecret && '--consumer-secret (or WDS_CONSUMER_SECRET)'].filter(Boolean);
   if (missing.length) throw new UsageError(`connecting to ${baseUrl} needs ${missing.join(' and ')}`);
+  return { baseUrl, consumerKey: consumerKey!, consumerSecret: consumerSecret!, embedded };
+}
+
+export async function connect(args: ConnectionArgs, extra: ConnectOptions = {}): Promise<Connection> {
+  if (!(args['base-url'] ?? process.env.WDS_BASE_URL) && extra.writes && !extra.writes.allowEmbedded) throw new UsageError(EMBEDDED_WRITE_REFUSAL);
+  const { baseUrl, consumerKey, consumerSecret, embedded } = await resolveEndpoint(args);
   // The client (undici and the wire schemas) is loaded by the commands that talk to the service, not at start.
   const { WdsClient } = await import('../client/client.js');
   const client = new WdsClient({
     baseUrl,
-    consumerKey: consumerKey!,
-    consumerSecret: consumerSecret!,
+    consumerKey,
+    consumerSecret,
     dryRun: args['dry-run'] ?? false,
     ...clientLimits(),
     // The embedded emulator is a fresh company each run: its windows are not shared with others.
