@@ -10,7 +10,7 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { randomBytes, timingSafeEqual } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { Clock } from './clock.js';
 import { Company, TokenRegistry, URL_LIFETIME_MS, type CompanySettings } from './company.js';
 import { Faults } from './faults.js';
@@ -19,6 +19,7 @@ import { WebhookDispatcher } from './webhooks.js';
 import { HttpError } from './http-error.js';
 import { matchRoute, badIntegerParam } from './router.js';
 import { sendBody, json, type SendOptions } from './send.js';
+import { header, safeEqual } from './request-checks.js';
 import { handleControl } from './control.js';
 import { ROUTES } from './routes/v2/index.js';
 import type { RouteContext } from './routes/context.js';
@@ -157,11 +158,12 @@ export class Emulator {
    * Retry-After counts real seconds (RFC 9110), while the windows run on the service clock: at
    * clock speed 60 a minute of service time is one real second.
    */
-  private retryAfter(serviceSeconds: number): string {
+  retryAfter(serviceSeconds: number): string {
     return String(Math.max(1, Math.ceil(serviceSeconds / this.clock.speed)));
   }
 
-  private maintenanceRetryAfter(): number {
+  /** Service seconds until the maintenance window ends (at least 1). */
+  maintenanceRetryAfter(): number {
     const now = this.clock.now();
     const minute = this.clock.minuteOfDay(now);
     const seconds = Number(this.clock.format(now).slice(17, 19));
@@ -341,17 +343,6 @@ export class Emulator {
 
 function ROUTES_MISSING(): string[] {
   return OPERATIONS.filter((op) => op.id !== 'token.issue' && !(op.id in ROUTES)).map((op) => op.id);
-}
-
-function header(req: IncomingMessage, name: string): string | undefined {
-  const value = req.headers[name];
-  return Array.isArray(value) ? value[0] : value;
-}
-
-function safeEqual(a: string, b: string): boolean {
-  const x = Buffer.from(a);
-  const y = Buffer.from(b);
-  return x.length === y.length && timingSafeEqual(x, y);
 }
 
 /**

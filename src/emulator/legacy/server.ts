@@ -20,13 +20,13 @@
  * - The body is read whole before any answer, so an early refusal never cuts an upload.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { timingSafeEqual } from 'node:crypto';
 import { z } from 'zod';
 import type { Emulator } from '../server.js';
 import { TokenRegistry, type Company } from '../company.js';
 import { HttpError } from '../http-error.js';
 import { sendBody, json, type SendOptions } from '../send.js';
-import { MAX_REQUEST_BYTES, MAINTENANCE_WINDOW } from '../../spec/limits.js';
+import { header, safeEqual } from '../request-checks.js';
+import { MAX_REQUEST_BYTES } from '../../spec/limits.js';
 import { LEGACY_TOKEN_LIFETIME_SECONDS, legacyState } from './state.js';
 import { findLegacyRoute, LEGACY_VERSIONS } from './routes.js';
 import { parseLegacyBody, refuse, type LegacyVersion } from './context.js';
@@ -84,7 +84,7 @@ export class LegacyApi {
     const wait = state.requestWindow.retryAfterSeconds(now);
     if (wait) {
       company.stats.rate_limited += 1;
-      throw new HttpError(429, `more than ${state.requestWindow.limit} requests in an hour`, { 'Retry-After': this.retryAfter(wait) });
+      throw new HttpError(429, `more than ${state.requestWindow.limit} requests in an hour`, { 'Retry-After': this.emulator.retryAfter(wait) });
     }
     const fault = this.emulator.apiFaults.decide(method, url.pathname);
     // Answered before the service handles it: the request did nothing and takes no slot.
@@ -130,7 +130,7 @@ export class LegacyApi {
     const wait = state.tokenWindow.retryAfterSeconds(now);
     if (wait) {
       company.stats.rate_limited += 1;
-      throw new HttpError(429, `more than ${state.tokenWindow.limit} tokens issued in 60 minutes`, { 'Retry-After': this.retryAfter(wait) });
+      throw new HttpError(429, `more than ${state.tokenWindow.limit} tokens issued in 60 minutes`, { 'Retry-After': this.emulator.retryAfter(wait) });
     }
     const fault = this.emulator.apiFaults.decide(req.method ?? 'POST', url.pathname);
     if (fault.kind === 'error' && fault.status !== 504) throw refuse(fault.status, `server error ${fault.status} (injected)`);
@@ -148,32 +148,14 @@ export class LegacyApi {
   }
 
   private maintenance(): HttpError {
-    const clock = this.emulator.clock;
-    const now = clock.now();
-    const seconds = (MAINTENANCE_WINDOW.endMinute - clock.minuteOfDay(now)) * 60 - Number(clock.format(now).slice(17, 19));
-    return new HttpError(503, 'the service is under maintenance (daily backup 01:00-01:30)', { 'Retry-After': this.retryAfter(Math.max(1, seconds)) });
-  }
-
-  /** Retry-After counts real seconds while the windows run on the service clock. */
-  private retryAfter(serviceSeconds: number): string {
-    return String(Math.max(1, Math.ceil(serviceSeconds / this.emulator.clock.speed)));
+    const retryAfter = this.emulator.retryAfter(this.emulator.maintenanceRetryAfter());
+    return new HttpError(503, 'the service is under maintenance (daily backup 01:00-01:30)', { 'Retry-After': retryAfter });
   }
 
   private async answer(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}, send: SendOptions = {}): Promise<void> {
     const all = { Date: new Date(this.emulator.clock.now()).toUTCString(), 'Content-Type': 'application/json', ...headers };
     await sendBody(res, status, all, json(body), send);
   }
-}
-
-function header(req: IncomingMessage, name: string): string | undefined {
-  const value = req.headers[name];
-  return Array.isArray(value) ? value[0] : value;
-}
-
-function safeEqual(a: string, b: string): boolean {
-  const x = Buffer.from(a);
-  const y = Buffer.from(b);
-  return x.length === y.length && timingSafeEqual(x, y);
 }
 
 /** `dryrun` from the query or the body: absent or 0 production, 1 dry-run, anything else 400. */
