@@ -5,24 +5,16 @@
  * (legacy-limits.test covers them).
  */
 import { describe, expect, it } from 'vitest';
-import { useEmulator, KEY, SECRET, type TestEmulator } from '../helpers/emulator.js';
+import { useEmulator, type TestEmulator } from '../helpers/emulator.js';
 import {
   LegacyClient, LegacyAsyncReadError, NotFoundError, OptionsError, BadRequestError, type LegacyClientOptions, type LegacyWaitEvent,
 } from '../../src/index.js';
+import { legacyClientFor } from '../helpers/legacy-client.js';
 
 const emu = useEmulator({ seed: 'samples/company', maintenance: false, limits: { legacyRequestsPerHour: 100_000, legacyTokensPerHour: 1000 } });
 
 function legacy(e: TestEmulator, options: Partial<LegacyClientOptions> = {}): LegacyClient {
-  return new LegacyClient({
-    baseUrl: e.url,
-    consumerKey: KEY,
-    consumerSecret: SECRET,
-    stateFile: false,
-    limits: false,
-    retry: { baseDelayMs: 10, maxDelayMs: 100 },
-    poll: { intervalMs: 20, maxIntervalMs: 200 },
-    ...options,
-  });
+  return legacyClientFor(e.url, options);
 }
 
 /** The members v2 lists, by code. */

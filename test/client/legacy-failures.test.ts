@@ -13,6 +13,7 @@ import { useEmulator, KEY, SECRET } from '../helpers/emulator.js';
 import {
   LegacyClient, AuthenticationError, NotFoundError, TimeoutError, UpdateOutcomeUnknownError, isLegacyTimeout, type LegacyClientOptions, type LegacyWaitEvent,
 } from '../../src/index.js';
+import { legacyClientFor } from '../helpers/legacy-client.js';
 
 const emu = useEmulator({ seed: 'samples/company', maintenance: false, clockSpeed: 3600, limits: { legacyRequestsPerHour: 100_000, legacyTokensPerHour: 1000 } });
 
@@ -68,16 +69,7 @@ beforeAll(() => cutter.start(() => Number(new URL(emu().url).port)));
 afterAll(() => cutter.close());
 
 function legacy(options: Partial<LegacyClientOptions> = {}): LegacyClient {
-  return new LegacyClient({
-    baseUrl: emu().url,
-    consumerKey: KEY,
-    consumerSecret: SECRET,
-    stateFile: false,
-    limits: false,
-    retry: { baseDelayMs: 10, maxDelayMs: 100 },
-    poll: { intervalMs: 20, maxIntervalMs: 200 },
-    ...options,
-  });
+  return legacyClientFor(emu().url, options);
 }
 
 async function requests(route: string): Promise<number> {
