@@ -2,11 +2,11 @@
  * `WdsClient`: every operation of API v2 behind one transport that handles tokens, limits,
  * retries and dry-run (issue 3). The client knows nothing of files on disk.
  */
-import { Limiter } from './limiter.js';
+import { Limiter, limiterFor } from './limiter.js';
 import { TokenManager } from './auth.js';
 import { Transport, type CallOptions } from './transport.js';
 import { resolveOptions, type ResolvedOptions, type WdsClientOptions } from './options.js';
-import { StateFile, defaultStateFile } from './state-file.js';
+import { defaultStateFile } from './state-file.js';
 import { WaitMeter } from './wait-meter.js';
 import { Tasks } from './tasks.js';
 import { Members } from './resources/members.js';
@@ -64,20 +64,16 @@ export class WdsClient {
   constructor(options: WdsClientOptions) {
     this.options = resolveOptions(options);
     const o = this.options;
-    const stateFile = o.limits === false || o.stateFile === false ? null : new StateFile(o.stateFile ?? defaultStateFile(o.consumerKey));
     const meter = new WaitMeter();
-    this.limiter = o.limits === false
-      ? null
-      : new Limiter({
-          windows: { update: o.limits.update, request: o.limits.request, token: o.limits.token },
-          marginRatio: o.limits.marginRatio,
-          stateFile,
-          meter,
-          onWait: (event) => {
-            o.onWait?.(event);
-            o.logger?.info(event.message);
-          },
-        });
+    this.limiter = limiterFor(o, {
+      defaultFile: () => defaultStateFile(o.consumerKey),
+      windows: (limits) => ({ update: limits.update, request: limits.request, token: limits.token }),
+      meter,
+      onWait: (event) => {
+        o.onWait?.(event);
+        o.logger?.info(event.message);
+      },
+    });
     this.transport = new Transport(o, this.limiter, () => this.tokens, meter);
     this.tokens = new TokenManager(o.consumerKey, o.consumerSecret, (credentials) => this.transport.requestToken(credentials), o.tokenRenewBeforeMs);
     this.members = new Members(this.transport);

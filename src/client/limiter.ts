@@ -130,3 +130,16 @@ function formatWindow(ms: number): string {
   if (ms === 3_600_000) return 'hour';
   return `${ms / 1000} s`;
 }
+
+/**
+ * A client's limiter from its options: null when its limits are off, else its windows kept in
+ * `stateFile` (or the client's default file), or in memory alone when `stateFile` is false.
+ */
+export function limiterFor<L extends { marginRatio?: number }>(
+  options: { limits: false | L; stateFile?: string | false },
+  setup: { defaultFile: () => string; windows: (limits: L) => Record<WindowName, WindowLimit>; meter: WaitMeter; onWait: (event: WaitEvent) => void },
+): Limiter | null {
+  if (options.limits === false) return null;
+  const stateFile = options.stateFile === false ? null : new StateFile(options.stateFile ?? setup.defaultFile());
+  return new Limiter({ windows: setup.windows(options.limits), marginRatio: options.limits.marginRatio, stateFile, meter: setup.meter, onWait: setup.onWait });
+}

@@ -5,10 +5,9 @@
  * issued by body (`/get_token`) and sent as `X-SERVICE-TOKEN`.
  */
 import type { z } from 'zod';
-import { Limiter, type WaitEvent } from '../limiter.js';
+import { Limiter, limiterFor, type WaitEvent } from '../limiter.js';
 import { Transport } from '../transport.js';
 import { TokenManager } from '../auth.js';
-import { StateFile } from '../state-file.js';
 import { WaitMeter } from '../wait-meter.js';
 import { ResponseShapeError } from '../errors.js';
 import type { ResolvedOptions, WindowOption } from '../options.js';
@@ -37,21 +36,17 @@ export class LegacyTransport {
     const o = options;
     registerSecret(o.consumerSecret);
     const meter = new WaitMeter();
-    const stateFile = o.limits === false || o.stateFile === false ? null : new StateFile(o.stateFile ?? defaultLegacyStateFile(o.consumerKey));
-    this.limiter = o.limits === false
-      ? null
-      : new Limiter({
-          // The legacy interface has no update window; it is never taken, only kept in the file.
-          windows: { request: o.limits.request, token: o.limits.token, update: o.limits.request },
-          marginRatio: o.limits.marginRatio,
-          stateFile,
-          meter,
-          onWait: (event) => {
-            const said = { ...event, message: windowMessage(event, o.limits === false ? null : o.limits) };
-            this.announce(said);
-            o.logger?.info(said.message);
-          },
-        });
+    this.limiter = limiterFor(o, {
+      defaultFile: () => defaultLegacyStateFile(o.consumerKey),
+      // The legacy interface has no update window; it is never taken, only kept in the file.
+      windows: (limits) => ({ request: limits.request, token: limits.token, update: limits.request }),
+      meter,
+      onWait: (event) => {
+        const said = { ...event, message: windowMessage(event, o.limits === false ? null : o.limits) };
+        this.announce(said);
+        o.logger?.info(said.message);
+      },
+    });
     const inner: ResolvedOptions = {
       baseUrl: o.baseUrl,
       consumerKey: o.consumerKey,
