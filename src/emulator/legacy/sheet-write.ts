@@ -31,8 +31,8 @@ import { z } from 'zod';
 import type { Company } from '../company.js';
 import type { Member } from '../model.js';
 import type { MemberInput } from '../../spec/schemas.js';
-import { buildMember, type InputContext } from '../routes/member-input.js';
-import { DepartmentIndex } from '../routes/member-view.js';
+import { buildMember } from '../routes/member-input.js';
+import { applyMemberWrite, writeContext } from '../routes/member-write.js';
 import { removeMembers } from '../routes/member-removal.js';
 import { planSheetWrite } from '../routes/sheet-write.js';
 import type { SentMember, SheetWriteMode } from '../routes/sheet-body.js';
@@ -132,14 +132,7 @@ function planMembers(company: Company, sheet: LegacySheet, rows: Row[], operatio
     seen.add(code);
   }
   const deleted = operation === 'overwrite' ? Object.keys(data.members).filter((code) => !seen.has(code)) : [];
-  const codesAfter = new Set([...Object.keys(data.members), ...seen]);
-  for (const code of deleted) codesAfter.delete(code);
-  const ctx: InputContext = {
-    departments: new DepartmentIndex(data.departments),
-    fields: new Map(data.member_fields.map((f) => [String(f.id), f])),
-    codesAfter,
-    now: company.now(),
-  };
+  const ctx = writeContext(company, seen, deleted);
   const created: Member[] = [];
   const updated: Member[] = [];
   for (const input of inputs) {
@@ -162,14 +155,7 @@ function planMembers(company: Company, sheet: LegacySheet, rows: Row[], operatio
   }
   return {
     errors,
-    apply: () => {
-      for (const member of [...created, ...updated]) data.members[member.code] = member;
-      removeMembers(company, deleted);
-      data.members_updated_at = company.now();
-      company.emitMemberEvent('member_created', created.map((m) => m.code));
-      company.emitMemberEvent('member_updated', updated.map((m) => m.code));
-      company.emitMemberEvent('member_deleted', deleted);
-    },
+    apply: () => applyMemberWrite(company, created, updated, deleted),
   };
 }
 

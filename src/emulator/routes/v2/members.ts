@@ -17,7 +17,8 @@ import type { Member } from '../../model.js';
 import { deleteMembersBodySchema, memberDataBodySchema, type MemberInput } from '../../../spec/schemas.js';
 import { memberLayoutBody } from '../member-layout.js';
 import { DepartmentIndex, memberView } from '../member-view.js';
-import { buildMember, type InputContext } from '../member-input.js';
+import { buildMember } from '../member-input.js';
+import { applyMemberWrite, writeContext } from '../member-write.js';
 import { removeMembers } from '../member-removal.js';
 
 export const memberLayout: RouteHandler = (ctx) => ({
@@ -71,14 +72,7 @@ function planWrite(company: Company, operation: Operation, items: MemberInput[],
   const sent = new Set(distinct.map((m) => m.code));
   // Replace all: a known member absent from the request is deleted (4.4 Members 4).
   const deleted = operation === 'replaceAll' ? registeredAtRequest.filter((code) => !sent.has(code) && data.members[code]) : [];
-  const codesAfter = new Set([...Object.keys(data.members), ...sent]);
-  for (const code of deleted) codesAfter.delete(code);
-  const input: InputContext = {
-    departments: new DepartmentIndex(data.departments),
-    fields: new Map(data.member_fields.map((f) => [String(f.id), f])),
-    codesAfter,
-    now: company.now(),
-  };
+  const input = writeContext(company, sent, deleted);
 
   const created: Member[] = [];
   const updated: Member[] = [];
@@ -99,14 +93,7 @@ function planWrite(company: Company, operation: Operation, items: MemberInput[],
 
   return {
     errors,
-    apply: () => {
-      for (const member of [...created, ...updated]) data.members[member.code] = member;
-      removeMembers(company, deleted);
-      data.members_updated_at = company.now();
-      company.emitMemberEvent('member_created', created.map((m) => m.code));
-      company.emitMemberEvent('member_updated', updated.map((m) => m.code));
-      company.emitMemberEvent('member_deleted', deleted);
-    },
+    apply: () => applyMemberWrite(company, created, updated, deleted),
   };
 }
 
