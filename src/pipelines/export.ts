@@ -15,7 +15,6 @@ import { MANIFEST_NAME, exportDir, manifestKey, type ManifestLine } from '../sin
 import { PathAllocator, safeName } from '../util/safe-name.js';
 import { extensionOf } from '../spec/extensions.js';
 import { DEFAULT_RETRY, type RetryPolicy } from '../client/retry.js';
-import { filesDone } from '../util/runtime.js';
 import { DEFAULT_EXPORT_CONCURRENCY, PHOTO_EXPORT_CONCURRENCY, isZipTarget } from './export-defaults.js';
 
 export { DEFAULT_EXPORT_CONCURRENCY, PHOTO_EXPORT_CONCURRENCY, isZipTarget };
@@ -334,7 +333,6 @@ export async function runExport(options: ExportOptions): Promise<ExportResult> {
       }
       progress.relists = lister.relists;
       options.onProgress?.({ ...progress });
-      filesDone();
     };
     const gate = allOf(window, ...[sink.starts, pace].filter((g): g is StartGate => g !== undefined));
     try {

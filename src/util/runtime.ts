@@ -2,7 +2,7 @@
  * Process-wide tuning shared by the CLI and the benchmark children, so that a benchmark measures
  * the process a user runs.
  */
-import { getHeapSpaceStatistics, setFlagsFromString } from 'node:v8';
+import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 
 /**
@@ -10,9 +10,8 @@ import { runInNewContext } from 'node:vm';
  * it grows to 16 MB semi-spaces, and a file run's short-lived objects and read buffers kept it
  * there. The CLI calls this once its modules are loaded; the young generation is not shrunk, and
  * one held smaller from the process's start moved more read buffers to the old generation
- * (bench/notes.md). A full collection now and then (filesDone) keeps the old generation near its
- * live size; `--heap-growing-percent` did so at the cost of a full collection every few MB of
- * large bodies.
+ * (bench/notes.md). Full collections asked for more often (`--heap-growing-percent`, or `gc()`
+ * as the old generation grew) lowered the peak at a large cost in CPU, and are left out.
  */
 export function tuneMemory(): void {
   tuned = true;
@@ -52,18 +51,9 @@ let tuned = false;
  */
 export const COLLECT_EVERY_BYTES = 8 * 2 ** 20;
 
-type Collect = (options: { type: 'minor' | 'major'; execution: 'async' }) => unknown;
+type Collect = (options: { type: 'minor'; execution: 'async' }) => unknown;
 let collect: Collect | null = null;
 let sinceCollect = 0;
-
-function collector(): Collect {
-  if (!collect) {
-    // The flag gives new contexts a `gc` function; the process's own global stays as it was.
-    setFlagsFromString('--expose-gc');
-    collect = runInNewContext('gc') as Collect;
-  }
-  return collect;
-}
 
 /**
  * Counts bytes of a large body that are read (see COLLECT_EVERY_BYTES), and every
@@ -75,62 +65,10 @@ export function largeBodyBytesRead(bytes: number): void {
   sinceCollect += bytes;
   if (sinceCollect < COLLECT_EVERY_BYTES) return;
   sinceCollect = 0;
-  void collector()({ type: 'minor', execution: 'async' });
-}
-
-/**
- * Growth of the old generation since its lowest point after which a tuned process asks V8 for a
- * full collection (filesDone).
- *
- * Each file's objects under way outlive a young-generation collection or two and are moved to the
- * old generation, where they wait for a full collection once dead. V8 starts one when the old
- * generation has about doubled since the last, so a long run carried tens of MB of dead objects.
- */
-export const COLLECT_OLD_EVERY_BYTES = 16 * 2 ** 20;
-
-/**
- * Growth of the array buffers' memory since its lowest point after which a tuned process asks V8
- * for a full collection (filesDone).
- *
- * The read buffers of a file under way are moved to the old generation with the objects that
- * hold them, and are freed only by a full collection, which V8 starts for them only 64 MB later.
- * Buffers come and go by tens of MB with the files under way, hence a step twice the old
- * generation's: one smaller asked for a collection every few hundred photos.
- */
-export const COLLECT_BUFFERS_EVERY_BYTES = 32 * 2 ** 20;
-
-/** Files between two looks at the heap (filesDone). */
-const FILES_PER_LOOK = 32;
-
-let filesSinceLook = 0;
-let oldFloor = Infinity;
-let buffersFloor = Infinity;
-
-function oldSpaceUsed(): number {
-  let used = 0;
-  for (const space of getHeapSpaceStatistics()) if (space.space_name === 'old_space') used = space.space_used_size;
-  return used;
-}
-
-/**
- * Counts files done by a pipeline of many files, and every FILES_PER_LOOK files schedules a full
- * collection when the old generation or the array buffers grew by their step since their lowest
- * point (COLLECT_OLD_EVERY_BYTES, COLLECT_BUFFERS_EVERY_BYTES): the process then stays near its
- * live size, however long the run.
- * Does nothing in a process that did not call tuneMemory.
- */
-export function filesDone(count = 1): void {
-  if (!tuned) return;
-  filesSinceLook += count;
-  if (filesSinceLook < FILES_PER_LOOK) return;
-  filesSinceLook = 0;
-  const old = oldSpaceUsed();
-  const buffers = process.memoryUsage().arrayBuffers;
-  oldFloor = Math.min(oldFloor, old);
-  buffersFloor = Math.min(buffersFloor, buffers);
-  if (old < oldFloor + COLLECT_OLD_EVERY_BYTES && buffers < buffersFloor + COLLECT_BUFFERS_EVERY_BYTES) return;
-  // The floors start again from here: a collection under way is not asked for twice.
-  oldFloor = old;
-  buffersFloor = buffers;
-  void collector()({ type: 'major', execution: 'async' });
+  if (!collect) {
+    // The flag gives new contexts a `gc` function; the process's own global stays as it was.
+    setFlagsFromString('--expose-gc');
+    collect = runInNewContext('gc') as Collect;
+  }
+  void collect({ type: 'minor', execution: 'async' });
 }

@@ -1,14 +1,13 @@
 /**
  * The CLI's memory tuning (src/util/runtime.ts), each case in a process of its own because V8's
  * flags belong to the whole process: the young generation stays at its size after the hashing
- * thread starts, large bodies make V8 collect young garbage every COLLECT_EVERY_BYTES, but only in
- * a process that asked for the tuning, and files counted with filesDone keep the old generation
- * near its live size.
+ * thread starts, and large bodies make V8 collect young garbage every COLLECT_EVERY_BYTES, but
+ * only in a process that asked for the tuning.
  */
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
-import { COLLECT_EVERY_BYTES, COLLECT_OLD_EVERY_BYTES } from '../../src/util/runtime.js';
+import { COLLECT_EVERY_BYTES } from '../../src/util/runtime.js';
 import { ROOT } from '../helpers/cli-process.js';
 
 const run = promisify(execFile);
@@ -32,13 +31,5 @@ describe('memory tuning', () => {
     // The child counts 40 MB; the untuned process makes next to no garbage of its own.
     expect(tuned.minor).toBeGreaterThanOrEqual(Math.floor((40 * 2 ** 20) / COLLECT_EVERY_BYTES));
     expect(untuned.minor).toBeLessThan(2);
-  });
-
-  it('keeps the old generation within a step of its live size while files leave dead objects there', async () => {
-    const counted = await child<{ peak: number }>('files');
-    const uncounted = await child<{ peak: number }>('files-uncounted');
-    // About 3 MB of the files' objects are alive at any time, and 200 MB die in the old generation.
-    expect(counted.peak).toBeLessThan(uncounted.peak - COLLECT_OLD_EVERY_BYTES / 2);
-    expect(counted.peak).toBeLessThan(2 * COLLECT_OLD_EVERY_BYTES);
   });
 });

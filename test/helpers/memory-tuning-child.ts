@@ -5,8 +5,6 @@
  *   worker:   young generation committed before and after churn, with the hashing thread started
  *   collect:  young-generation collections while 40 MB of large bodies are counted (tuned)
  *   untuned:  the same without tuneMemory
- *   files:    the old generation's peak while files leave dead objects there, counted by filesDone (tuned)
- *   files-uncounted: the same with no filesDone
  */
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -14,7 +12,7 @@ import { join } from 'node:path';
 import { PerformanceObserver, type PerformanceEntry } from 'node:perf_hooks';
 import { getHeapSpaceStatistics } from 'node:v8';
 import { hashFile } from '../../src/util/hash-file.js';
-import { filesDone, largeBodyBytesRead, tuneMemory } from '../../src/util/runtime.js';
+import { largeBodyBytesRead, tuneMemory } from '../../src/util/runtime.js';
 
 const mode = process.argv[2];
 const youngCommitted = (): number => getHeapSpaceStatistics().find((s) => s.space_name === 'new_space')!.space_size;
@@ -34,21 +32,6 @@ if (mode === 'worker') {
     if (kept.length > 50_000) kept = [];
   }
   console.log(JSON.stringify({ before, after: youngCommitted(), kept: kept.length }));
-} else if (mode === 'files' || mode === 'files-uncounted') {
-  tuneMemory();
-  const oldUsed = (): number => getHeapSpaceStatistics().find((s) => s.space_name === 'old_space')!.space_used_size;
-  // Each "file" leaves objects that lived through a few young collections (so they were moved to
-  // the old generation) and are then dropped: 5,000 files of about 40 KB each, 200 MB in all.
-  const underWay: { s: string }[][] = [];
-  let peak = 0;
-  for (let file = 0; file < 5_000; file += 1) {
-    underWay.push(Array.from({ length: 400 }, (_, i) => ({ s: `file ${file} object ${i}` })));
-    if (underWay.length > 64) underWay.shift();
-    if (mode === 'files') filesDone();
-    if (file % 16 === 0) await turn();
-    peak = Math.max(peak, oldUsed());
-  }
-  console.log(JSON.stringify({ peak, kept: underWay.length }));
 } else {
   if (mode === 'collect') tuneMemory();
   let minor = 0;
