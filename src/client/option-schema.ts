@@ -23,6 +23,16 @@ export const windowSchema = z.strictObject({
   windowMs: z.number().positive(),
 });
 
+/**
+ * A client's own limits: `false` for none, or its `windows` (each with its default) and the margin
+ * each is held beyond the service's.
+ */
+export function limitsSchema<W extends Record<string, z.ZodDefault<typeof windowSchema>>>(windows: W) {
+  const schema = z.union([z.literal(false), z.strictObject({ ...windows, marginRatio: z.number().min(0).max(1).optional() })]);
+  // Every window has its default, so `{}` stands for them all; TypeScript cannot see that through W.
+  return schema.prefault({} as z.input<typeof schema>);
+}
+
 /** The service's address and the company's credentials. */
 export const credentialFields = {
   baseUrl: z.url({ protocol: /^https?$/, error: 'baseUrl must be an http(s) URL such as https://example.com' }),

@@ -7,7 +7,7 @@ import { z } from 'zod';
 import type { Dispatcher } from 'undici';
 import type { WaitEvent } from './limiter.js';
 import {
-  credentialFields, connectionFields, loggerSchema, onWaitSchema, parseOptions, retrySchema, stateFileSchema, timingFields, windowSchema, type Logger,
+  credentialFields, connectionFields, limitsSchema, loggerSchema, onWaitSchema, parseOptions, retrySchema, stateFileSchema, timingFields, windowSchema, type Logger,
 } from './option-schema.js';
 import { REQUESTS_PER_HOUR, TOKENS_PER_HOUR, UPDATE_REQUESTS_PER_MINUTE } from '../spec/limits.js';
 
@@ -106,17 +106,11 @@ export interface WdsClientOptions {
 const optionsSchema = z.strictObject({
   ...credentialFields,
   dryRun: z.boolean().default(false),
-  limits: z
-    .union([
-      z.literal(false),
-      z.strictObject({
-        update: windowSchema.default({ limit: UPDATE_REQUESTS_PER_MINUTE, windowMs: 60_000 }),
-        request: windowSchema.default({ limit: REQUESTS_PER_HOUR, windowMs: 3_600_000 }),
-        token: windowSchema.default({ limit: TOKENS_PER_HOUR, windowMs: 3_600_000 }),
-        marginRatio: z.number().min(0).max(1).optional(),
-      }),
-    ])
-    .prefault({}),
+  limits: limitsSchema({
+    update: windowSchema.default({ limit: UPDATE_REQUESTS_PER_MINUTE, windowMs: 60_000 }),
+    request: windowSchema.default({ limit: REQUESTS_PER_HOUR, windowMs: 3_600_000 }),
+    token: windowSchema.default({ limit: TOKENS_PER_HOUR, windowMs: 3_600_000 }),
+  }),
   stateFile: stateFileSchema,
   retry: retrySchema,
   ...timingFields,

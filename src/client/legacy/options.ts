@@ -8,7 +8,7 @@ import type { Dispatcher } from 'undici';
 import { defaultStateFile } from '../state-file.js';
 import type { Logger, WdsClientRetry, WindowOption } from '../options.js';
 import {
-  credentialFields, connectionFields, loggerSchema, onWaitSchema, parseOptions, retrySchema, stateFileSchema, timingFields, windowSchema,
+  credentialFields, connectionFields, limitsSchema, loggerSchema, onWaitSchema, parseOptions, retrySchema, stateFileSchema, timingFields, windowSchema,
 } from '../option-schema.js';
 import { LEGACY_VERSIONS, type LegacyVersion } from './operations.js';
 
@@ -118,16 +118,10 @@ const optionsSchema = z.strictObject({
   ...credentialFields,
   version: z.enum(LEGACY_VERSIONS as [LegacyVersion, ...LegacyVersion[]], { error: 'version must be v1.0, v1.1 or v1.2' }).default('v1.2'),
   dryRun: z.boolean().default(false),
-  limits: z
-    .union([
-      z.literal(false),
-      z.strictObject({
-        request: windowSchema.default({ limit: LEGACY_REQUESTS_PER_HOUR, windowMs: 3_600_000 }),
-        token: windowSchema.default({ limit: LEGACY_TOKENS_PER_HOUR, windowMs: 3_600_000 }),
-        marginRatio: z.number().min(0).max(1).optional(),
-      }),
-    ])
-    .prefault({}),
+  limits: limitsSchema({
+    request: windowSchema.default({ limit: LEGACY_REQUESTS_PER_HOUR, windowMs: 3_600_000 }),
+    token: windowSchema.default({ limit: LEGACY_TOKENS_PER_HOUR, windowMs: 3_600_000 }),
+  }),
   stateFile: stateFileSchema,
   retry: retrySchema,
   ...timingFields,
