@@ -200,9 +200,9 @@ function pdfObjects(lines: string[]): string[] {
   ];
 }
 
-function xrefAndTrailer(offsets: number[], xrefAt: number): string {
+function xrefAndTrailer(offsets: number[], xrefAt: number, trailerSpaces = 0): string {
   const rows = offsets.map((o) => `${String(o).padStart(10, '0')} 00000 n \n`).join('');
-  return `xref\n0 ${offsets.length + 1}\n0000000000 65535 f \n${rows}trailer\n<< /Size ${offsets.length + 1} /Root 1 0 R >>\nstartxref\n${xrefAt}\n%%EOF\n`;
+  return `xref\n0 ${offsets.length + 1}\n0000000000 65535 f \n${rows}trailer\n<< /Size ${offsets.length + 1} /Root 1 0 R${' '.repeat(trailerSpaces + 1)}>>\nstartxref\n${xrefAt}\n%%EOF\n`;
 }
 
 /** A valid one-page PDF showing `lines` (ASCII), without padding. */
@@ -222,7 +222,8 @@ export function pdfDocument(lines: string[]): Buffer {
  * A valid PDF of exactly `size` bytes: the page of `lines`, then an unreferenced stream object
  * holding the padding. The padding length changes the digits of its own `/Length` and of
  * `startxref`, so it is found by a few steps; a space inside the object's dictionary bridges the
- * sizes that digit changes skip.
+ * sizes that digit changes skip. Where `startxref` itself gains a digit, nothing before the xref
+ * can bridge the size skipped, so a space in the trailer's dictionary (after it) does.
  */
 export function syntheticPdf(lines: string[], size: number): Buffer {
   return Buffer.concat(syntheticPdfParts(lines, size), size);
@@ -241,22 +242,25 @@ export function syntheticPdfParts(lines: string[], size: number): Buffer[] {
   offsets.push(headLength);
   const opening = (length: number, spaces: number): string => `6 0 obj\n<< /Length ${length}${' '.repeat(spaces + 1)}>>\nstream\n`;
   const closing = '\nendstream\nendobj\n';
-  const total = (length: number, spaces: number): number => {
-    const xrefAt = headLength + opening(length, spaces).length + length + closing.length;
-    return xrefAt + xrefAndTrailer(offsets, xrefAt).length;
-  };
-  for (let spaces = 0; spaces < 4; spaces += 1) {
-    let length = Math.max(0, size - total(0, spaces));
-    for (let step = 0; step < 4 && total(length, spaces) !== size; step += 1) length = Math.max(0, length + size - total(length, spaces));
-    if (total(length, spaces) !== size) continue;
-    const before = Buffer.from(head + opening(length, spaces), 'latin1');
-    const xrefAt = before.length + length + closing.length;
-    const parts = [before];
-    pushRepeated(parts, FILLER_RUN, length);
-    parts.push(Buffer.from(closing + xrefAndTrailer(offsets, xrefAt), 'latin1'));
-    return parts;
+  for (let trailerSpaces = 0; trailerSpaces < 2; trailerSpaces += 1) {
+    const total = (length: number, spaces: number): number => {
+      const xrefAt = headLength + opening(length, spaces).length + length + closing.length;
+      return xrefAt + xrefAndTrailer(offsets, xrefAt, trailerSpaces).length;
+    };
+    for (let spaces = 0; spaces < 4; spaces += 1) {
+      let length = Math.max(0, size - total(0, spaces));
+      for (let step = 0; step < 4 && total(length, spaces) !== size; step += 1) length = Math.max(0, length + size - total(length, spaces));
+      if (total(length, spaces) !== size) continue;
+      const before = Buffer.from(head + opening(length, spaces), 'latin1');
+      const xrefAt = before.length + length + closing.length;
+      const parts = [before];
+      pushRepeated(parts, FILLER_RUN, length);
+      parts.push(Buffer.from(closing + xrefAndTrailer(offsets, xrefAt, trailerSpaces), 'latin1'));
+      return parts;
+    }
   }
-  throw new Error(`a PDF of these lines needs at least ${total(0, 0)} bytes, got ${size}`);
+  const total = headLength + opening(0, 0).length + closing.length;
+  throw new Error(`a PDF of these lines needs at least ${total + xrefAndTrailer(offsets, total).length} bytes, got ${size}`);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -326,6 +326,18 @@ describe('synthetic files', () => {
     }
   });
 
+  it('make a PDF of every size where its xref offset gains a digit, with startxref pointing at the xref', () => {
+    const lines = ['Contract', 'G000001'];
+    for (const around of [1_000, 10_000, 100_000]) {
+      for (let size = around; size < around + 400; size += 1) {
+        const text = syntheticPdf(lines, size).toString('latin1');
+        expect(text.length).toBe(size);
+        const at = Number(/startxref\n(\d+)\n%%EOF\n$/.exec(text)?.[1]);
+        expect(text.slice(at, at + 5), `size ${size}`).toBe('xref\n');
+      }
+    }
+  });
+
   it('fit the smallest sizes the options allow', () => {
     expect(minPhotoBytes()).toBeLessThanOrEqual(MIN_PHOTO_BYTES);
   });
