@@ -5,14 +5,13 @@
  * out (a gateway's 504) is read asynchronously instead. Ctrl-C during the polls leaves the earlier
  * file as it was, and no partial file or lock; a second run meanwhile refuses, naming the first.
  */
-import { createServer, request, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeEach, expect, it } from 'vitest';
 import { KEY, SECRET, useEmulator } from '../helpers/emulator.js';
 import { tempDir } from '../helpers/export.js';
 import { connectionArgs, finished, runCli, spawnCli } from '../helpers/cli-process.js';
+import { startBodyProxy, type BodyProxy } from '../helpers/body-proxy.js';
 import { parseCsv } from '../../src/sources/csv.js';
 import { SAMPLE_COMPANY_DIR } from '../../src/cli/paths.js';
 
@@ -87,37 +86,15 @@ it('JSONL: one record per line, one line per member, with --json a summary on st
  * A gateway in front of the emulator that times out on the large read, as a real one does: the
  * direct read of sheet 0 (not its header-only dry run) answers 504; everything else passes.
  */
-async function timingOutGateway(target: string): Promise<{ url: string; timeouts: () => number; close: () => Promise<void> }> {
-  const upstream = new URL(target);
+async function timingOutGateway(target: string): Promise<BodyProxy & { timeouts: () => number }> {
   let timeouts = 0;
-  const server: Server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      const body = Buffer.concat(chunks);
-      if (/^\/api\/v1\.\d\/sheet\/0$/.test(req.url ?? '') && !body.toString().includes('dryrun')) {
-        timeouts += 1;
-        res.writeHead(504, { 'Content-Type': 'text/html' }).end('<html>504 Gateway Time-out</html>');
-        return;
-      }
-      const forward = request({ hostname: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers: req.headers }, (answer) => {
-        res.writeHead(answer.statusCode ?? 502, answer.headers);
-        answer.pipe(res);
-      });
-      forward.on('error', () => res.destroy());
-      forward.end(body);
-    });
+  const proxy = await startBodyProxy(target, (req, body, res) => {
+    if (!/^\/api\/v1\.\d\/sheet\/0$/.test(req.url ?? '') || body.toString().includes('dryrun')) return false;
+    timeouts += 1;
+    res.writeHead(504, { 'Content-Type': 'text/html' }).end('<html>504 Gateway Time-out</html>');
+    return true;
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}`,
-    timeouts: () => timeouts,
-    close: () => new Promise<void>((resolve) => {
-      server.closeAllConnections();
-      server.close(() => resolve());
-    }),
-  };
+  return { ...proxy, timeouts: () => timeouts };
 }
 
 it('a direct read that times out is read asynchronously instead, and says so', { timeout: CHILD_TIMEOUT_MS }, async () => {

@@ -4,8 +4,6 @@
  * proxy that keeps the photos each update request carried, so a test sees the bytes as sent.
  */
 import { createHash } from 'node:crypto';
-import { createServer, request, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import sharp, { type Sharp } from 'sharp';
@@ -15,6 +13,7 @@ import type { ItemReport } from '../../src/stages/report.js';
 import type { WdsClient } from '../../src/index.js';
 import type { TestEmulator } from '../helpers/emulator.js';
 import type { EmulatorState } from '../helpers/export.js';
+import { startBodyProxy } from '../helpers/body-proxy.js';
 
 export const MB5 = 5 * 1024 * 1024;
 
@@ -174,39 +173,15 @@ export interface CapturingProxy {
  * register and update requests, decoded from the JSON body.
  */
 export async function startCapturingProxy(target: string): Promise<CapturingProxy> {
-  const upstream = new URL(target);
   const sent: SentPhoto[] = [];
-  const server: Server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      const body = Buffer.concat(chunks);
-      if ((req.url ?? '').startsWith('/api/v2.0/members/face_image') && (req.method === 'POST' || req.method === 'PATCH')) {
-        const parsed = JSON.parse(body.toString('utf8')) as { member_data: { code: string; base64_face_image: string }[] };
-        for (const item of parsed.member_data) {
-          sent.push({ method: req.method, code: item.code, data: Buffer.from(item.base64_face_image, 'base64'), dryRun: req.headers['dry-run'] === '1' });
-        }
-      }
-      const headers = { ...req.headers, 'content-length': String(body.length) };
-      delete headers['transfer-encoding'];
-      const forward = request({ hostname: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers }, (answer) => {
-        res.writeHead(answer.statusCode ?? 502, answer.headers);
-        answer.pipe(res);
-      });
-      forward.on('error', () => res.destroy());
-      forward.end(body);
-    });
+  const proxy = await startBodyProxy(target, (req, body) => {
+    if (!(req.url ?? '').startsWith('/api/v2.0/members/face_image') || (req.method !== 'POST' && req.method !== 'PATCH')) return;
+    const parsed = JSON.parse(body.toString('utf8')) as { member_data: { code: string; base64_face_image: string }[] };
+    for (const item of parsed.member_data) {
+      sent.push({ method: req.method, code: item.code, data: Buffer.from(item.base64_face_image, 'base64'), dryRun: req.headers['dry-run'] === '1' });
+    }
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}`,
-    sent,
-    close: () => new Promise<void>((resolve) => {
-      server.closeAllConnections();
-      server.close(() => resolve());
-    }),
-  };
+  return { ...proxy, sent };
 }
 
 /**
