@@ -18,6 +18,7 @@ import { alreadyApplied } from './journal-settle.js';
 import { refuse } from './read.js';
 import type { RunReport } from './report.js';
 
+/** `upsert` replaces a file of the same name or adds it; `add` only adds, `replace` only replaces. */
 export type AttachmentImportMode = 'upsert' | 'add' | 'replace';
 
 /** Files of one file part going in one kind of request. */

@@ -12,6 +12,7 @@ import { alreadyApplied } from './journal-settle.js';
 import { refuse } from './read.js';
 import type { RunReport } from './report.js';
 
+/** `upsert` adds or replaces each member's photo; `register` only adds, `update` only replaces. */
 export type PhotoImportMode = 'upsert' | 'register' | 'update';
 export type PhotoRoute = 'register' | 'update';
 
