@@ -7,7 +7,7 @@
  * comes with its check here.
  */
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -179,6 +179,14 @@ const HANDLERS: Record<string, Handler> = {
     expect(manifest(join(out, 'photos')).filter((l) => l.kind === 'photo')).toHaveLength(26);
     expect(readFileSync(join(out, 'attachments.zip')).subarray(0, 4).toString('latin1')).toBe('PK\x03\x04');
     expect(run.stdout).toContain(out);
+    // The nightly archive pipeline, run twice: the second run downloads nothing, and its snapshot's
+    // files are the first one's (hard links: one inode).
+    expect(run.stdout).toMatch(/run 2: snapshot \S+: 55 files, 0 new, 0 changed, 55 unchanged, 0 deleted; 0 files downloaded from storage/);
+    const snapshots = join(out, 'archive', 'attachments', 'snapshots');
+    const [first, second] = readdirSync(snapshots).filter((name) => !name.startsWith('.')).sort();
+    const held = manifest(join(snapshots, second!));
+    expect(held).toHaveLength(55);
+    for (const line of held) expect(statSync(join(snapshots, second!, line.path)).ino).toBe(statSync(join(snapshots, first!, line.path)).ino);
   },
   'npm run --silent wds -- emulator': (l) => daemon(l.command, async (url) => {
     expect(await memberCount(url)).toBe(30);
