@@ -5,39 +5,26 @@
  * nothing half written; no runtime warning about leaked file handles. Once the filler is removed,
  * the rerun completes and verifies. Mounting needs root: elsewhere the tests are skipped, saying why.
  */
-import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { readFile, readdir, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { useEmulator } from '../helpers/emulator.js';
+import { isRoot, useTmpfs } from '../helpers/tmpfs.js';
 import { expectMatchesState, expectedFiles, filesUnder, readFolderExport, state } from '../helpers/export.js';
 import { connectionArgs, runCli } from '../helpers/cli-process.js';
 
-const isRoot = process.getuid?.() === 0;
-if (!isRoot) console.log('disk-full.test: skipped: mounting a tmpfs needs root, and this test runs as another user');
 
 /** About 14 MB of photos, against 8 MB left on the disk, at the default 64 downloads at once. */
 const emu = useEmulator({ generate: { members: 400, photo_bytes: [20_000, 60_000], attachments_per_member: [0, 0] } });
 const DISK = '30m';
 const FILLER_BYTES = 22 * 1024 * 1024;
 
-let mountPoint = '';
-beforeAll(() => {
-  if (!isRoot) return;
-  mountPoint = mkdtempSync(join(tmpdir(), 'wds-disk-full-'));
-  execFileSync('mount', ['-t', 'tmpfs', '-o', `size=${DISK}`, 'tmpfs', mountPoint]);
-});
-afterAll(() => {
-  if (!mountPoint) return;
-  execFileSync('umount', [mountPoint]);
-  rmSync(mountPoint, { recursive: true, force: true });
-});
+const disk = useTmpfs('disk-full.test', DISK);
 beforeEach(async () => {
   if (!isRoot) return;
-  for (const name of await readdir(mountPoint)) await rm(join(mountPoint, name), { recursive: true, force: true });
-  await writeFile(join(mountPoint, 'filler'), Buffer.alloc(FILLER_BYTES, 1));
+  for (const name of await readdir(disk())) await rm(join(disk(), name), { recursive: true, force: true });
+  await writeFile(join(disk(), 'filler'), Buffer.alloc(FILLER_BYTES, 1));
 });
 
 const exportArgs = (out: string): string[] => ['photos', 'export', '--out', out, ...connectionArgs(emu())];
@@ -49,7 +36,7 @@ function expectDiskFullError(stderr: string, out: string): void {
 }
 
 async function expectRerunCompletes(out: string): Promise<void> {
-  await rm(join(mountPoint, 'filler'));
+  await rm(join(disk(), 'filler'));
   const rerun = await runCli(exportArgs(out));
   expect(rerun.code, rerun.stderr).toBe(0);
   const verify = await runCli(['verify', out]);
@@ -59,7 +46,7 @@ async function expectRerunCompletes(out: string): Promise<void> {
 
 describe('a disk that fills up', () => {
   it.skipIf(!isRoot)('stops a folder export with the cause, leaving a manifest of whole lines equal to the files', { timeout: 60_000 }, async () => {
-    const out = join(mountPoint, 'photos');
+    const out = join(disk(), 'photos');
     const run = await runCli(exportArgs(out));
     expect(run.code, run.stdout + run.stderr).toBe(1);
     expectDiskFullError(run.stderr, out);
@@ -77,11 +64,11 @@ describe('a disk that fills up', () => {
   });
 
   it.skipIf(!isRoot)('stops a zip export with the cause, leaving no half-written zip or spool folder', { timeout: 60_000 }, async () => {
-    const out = join(mountPoint, 'photos.zip');
+    const out = join(disk(), 'photos.zip');
     const run = await runCli(exportArgs(out));
     expect(run.code, run.stdout + run.stderr).toBe(1);
     expectDiskFullError(run.stderr, out);
-    expect((await readdir(mountPoint)).filter((name) => !name.endsWith('.lock'))).toEqual(['filler']);
+    expect((await readdir(disk())).filter((name) => !name.endsWith('.lock'))).toEqual(['filler']);
     expect(existsSync(`${out}.partial.d`)).toBe(false);
 
     await expectRerunCompletes(out);
