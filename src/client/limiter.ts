@@ -4,6 +4,10 @@
  * and across processes through a state file. The mechanism is here; the policy (which window a
  * request takes) is the client's. A request the limiter knows would be refused waits instead, and
  * the wait is announced through `onWait`.
+ *
+ * A request takes its slot, stamped with the time it leaves, and is stamped again when its answer
+ * comes back (or the client gives up on it): the service counted it on arrival, before that
+ * moment, so a window held from the second stamp can never end before the service's does.
  */
 import { sleep } from './retry.js';
 import { StateFile, emptyStamps, type WindowName, type WindowStamps } from './state-file.js';
@@ -34,14 +38,28 @@ export interface WaitEvent {
 export interface LimiterOptions {
   windows: Record<WindowName, WindowLimit>;
   /**
-   * Each window is held this much longer than the service's, because the service counts a request
-   * when it arrives, a little after we count it. Default: 5 % of the window, at least 50 ms.
+   * Each window is held this share of its length longer than the service's. Default: 250 ms, or 5 %
+   * of a window shorter than 5 s (see {@link DEFAULT_MARGIN_MS}).
    */
   marginRatio?: number;
   stateFile?: StateFile | null;
   onWait?: (event: WaitEvent) => void;
   /** Counts the time spent waiting for a window or for the state file's lock. */
   meter?: WaitMeter;
+}
+
+/**
+ * How much longer than the service's a window is held by default. Stamps are moved to when the
+ * answer came, so what is left to cover is a request still on its way when its window ends
+ * (stamped as it left, counted a connection's set-up later: a TLS handshake over a long route
+ * takes about this), and clocks read to the millisecond with timers that may fire one early.
+ */
+export const DEFAULT_MARGIN_MS = 250;
+
+/** A request's place in its windows, from the moment it may leave until {@link Limiter.settle}. */
+export interface Slot {
+  readonly names: readonly WindowName[];
+  readonly stamp: number;
 }
 
 const REASON: Record<WindowName, WaitReason> = { update: 'update-limit', request: 'request-limit', token: 'token-limit' };
@@ -54,22 +72,55 @@ export class Limiter {
 
   private span(name: WindowName): number {
     const { windowMs } = this.options.windows[name];
-    return windowMs + Math.max(50, windowMs * (this.options.marginRatio ?? 0.05));
+    const ratio = this.options.marginRatio;
+    return windowMs + (ratio === undefined ? Math.min(DEFAULT_MARGIN_MS, windowMs * 0.05) : windowMs * ratio);
   }
 
-  /** Waits until one more request fits in every named window, then counts it there. */
-  acquire(names: WindowName[], signal?: AbortSignal): Promise<void> {
+  /**
+   * Waits until one more request fits in every named window, then counts it there; settle the
+   * slot when the answer comes. Once `signal` is aborted it throws the signal's reason and takes
+   * nothing, also when the request's turn comes behind others with no wait left.
+   */
+  acquire(names: WindowName[], signal?: AbortSignal): Promise<Slot> {
     const key = [...names].sort().join('+');
     const previous = this.queues.get(key) ?? Promise.resolve();
     const run = previous.then(() => this.acquireNow(names, signal));
-    this.queues.set(key, run.catch(() => undefined));
+    this.queues.set(key, run.then(() => undefined, () => undefined));
     return run;
   }
 
-  private async acquireNow(names: WindowName[], signal?: AbortSignal): Promise<void> {
+  /**
+   * Stamps the slot's request again, now that its answer came or the client gave up on it: the
+   * service counted it by then. Never throws: a stamp not moved leaves the earlier, and the
+   * service's own 429 remains the backstop.
+   */
+  async settle(slot: Slot): Promise<void> {
+    const restamp = (stamps: WindowStamps): { stamps: WindowStamps; result: void } => {
+      const now = Date.now();
+      for (const name of slot.names) {
+        const list = stamps[name];
+        const at = list.indexOf(slot.stamp);
+        // A stamp already dropped (a request on its way longer than its window) counts from now.
+        if (at >= 0) list[at] = Math.max(now, slot.stamp);
+        else list.push(now);
+        list.sort((a, b) => a - b);
+      }
+      return { stamps, result: undefined };
+    };
+    try {
+      const file = this.options.stateFile;
+      if (file) await file.update(restamp, this.options.meter);
+      else restamp(this.memory);
+    } catch {
+      // The state file could not be written: the slot keeps the stamp it was taken with.
+    }
+  }
+
+  private async acquireNow(names: WindowName[], signal?: AbortSignal): Promise<Slot> {
     for (;;) {
-      const [wait, name] = await this.tryTake(names);
-      if (wait <= 0) return;
+      signal?.throwIfAborted();
+      const [wait, name, stamp] = await this.tryTake(names);
+      if (wait <= 0) return { names: [...names], stamp: stamp! };
       const { limit, windowMs } = this.options.windows[name!];
       this.options.onWait?.({
         reason: REASON[name!],
@@ -85,9 +136,9 @@ export class Limiter {
     }
   }
 
-  /** [0] when taken; else [ms to wait, the window that is full]. */
-  private async tryTake(names: WindowName[]): Promise<[number, WindowName?]> {
-    const decide = (stamps: WindowStamps): { stamps: WindowStamps; result: [number, WindowName?] } => {
+  /** [0, , the stamp] when taken; else [ms to wait, the window that is full]. */
+  private async tryTake(names: WindowName[]): Promise<[number, WindowName?, number?]> {
+    const decide = (stamps: WindowStamps): { stamps: WindowStamps; result: [number, WindowName?, number?] } => {
       const now = Date.now();
       let wait = 0;
       let full: WindowName | undefined;
@@ -106,8 +157,9 @@ export class Limiter {
           }
         }
       }
-      if (wait <= 0) for (const name of names) stamps[name].push(now);
-      return { stamps, result: [Math.ceil(wait), full] };
+      if (wait > 0) return { stamps, result: [Math.ceil(wait), full] };
+      for (const name of names) stamps[name].push(now);
+      return { stamps, result: [0, undefined, now] };
     };
     const file = this.options.stateFile;
     if (file) return file.update(decide, this.options.meter);

@@ -30,9 +30,9 @@ export interface WdsClientLimits {
   /** Token issuance. Default 1,000 an hour, as the service allows. */
   token?: WindowOption;
   /**
-   * How much longer than the service each window is held, as a share of the window (0 to 1),
-   * because the service counts a request when it arrives, a little after the client does.
-   * Default 0.05 (at least 50 ms).
+   * How much longer than the service each window is held, as a share of the window (0 to 1).
+   * Each request is counted again when its answer comes, after the service counted it, so little
+   * is needed. Default: 250 ms, or 5 % of a window shorter than 5 s.
    */
   marginRatio?: number;
 }

@@ -14,7 +14,7 @@ import {
   apiErrorFor, WdsError, MaintenanceError, NetworkError, RateLimitError, ResponseShapeError,
   RequestBodyError, ServerError, TimeoutError, UpdateOutcomeUnknownError, type ErrorDetails,
 } from './errors.js';
-import type { Limiter, WaitEvent } from './limiter.js';
+import type { Limiter, Slot, WaitEvent } from './limiter.js';
 import { WaitMeter } from './wait-meter.js';
 import type { TokenManager } from './auth.js';
 import type { ResolvedOptions } from './options.js';
@@ -33,6 +33,12 @@ export interface CallOptions {
   dryRun?: boolean;
   /** Stops the call, and its waits for the limits and retries. */
   signal?: AbortSignal;
+  /**
+   * Stops the call only while it is not on its way: its wait for the limits, or before it is sent
+   * again after the service refused it (429, 503) or it never left, ends with the signal's reason.
+   * A request already sent is not cut, so an update's outcome stays known.
+   */
+  stopBeforeSending?: AbortSignal;
   /**
    * A JSON body produced piece by piece (large uploads: memory stays bounded). A factory, because a
    * retried request needs the body again from its start. Takes the place of `body`.
@@ -207,7 +213,7 @@ export class Transport {
         return 'again';
       }
       return raw;
-    }, call.signal);
+    }, call.signal, call.stopBeforeSending);
     if (!schema) return answer as T;
     const parsed = schema.safeParse(answer);
     if (!parsed.success) {
@@ -225,15 +231,17 @@ export class Transport {
     mutating: boolean,
     attemptOnce: () => Promise<RawAnswer | 'again'>,
     signal?: AbortSignal,
+    stopBeforeSending?: AbortSignal,
   ): Promise<unknown> {
     const policy = this.options.retry;
+    const waits = signal && stopBeforeSending ? AbortSignal.any([signal, stopBeforeSending]) : signal ?? stopBeforeSending;
     let failures = 0;
     let limited = 0;
     for (;;) {
-      await this.limiter?.acquire(windows, signal);
+      const slot = await this.limiter?.acquire(windows, waits);
       let raw: RawAnswer | 'again';
       try {
-        raw = await attemptOnce();
+        raw = await this.settling(slot, attemptOnce);
       } catch (thrown) {
         // Errors of ours (a token that could not be issued) are final here; only the wire's are retried.
         if (thrown instanceof WdsError || (signal?.aborted ?? false)) throw thrown;
@@ -250,7 +258,7 @@ export class Transport {
         }
         const waitMs = backoffDelay(failures, policy);
         this.counters.retries += 1;
-        await this.wait({ reason: 'retry', waitMs, message: `${method} ${path}: ${code || (error as Error).message}; retrying in ${waitMs} ms` }, signal);
+        await this.wait({ reason: 'retry', waitMs, message: `${method} ${path}: ${code || (error as Error).message}; retrying in ${waitMs} ms` }, waits);
         continue;
       }
       if (raw === 'again') continue;
@@ -272,7 +280,7 @@ export class Transport {
           reason: raw.status === 429 ? 'rate-limited' : 'maintenance',
           waitMs,
           message: `${method} ${path}: ${raw.status === 429 ? 'rate limited (429)' : 'service unavailable (503)'}; waiting ${(waitMs / 1000).toFixed(1)} s`,
-        }, signal);
+        }, waits);
         continue;
       }
       if (raw.status === 500 || raw.status === 502 || raw.status === 504) {
@@ -281,10 +289,19 @@ export class Transport {
         if (failures >= policy.maxAttempts) throw new ServerError(details);
         const waitMs = backoffDelay(failures, policy);
         this.counters.retries += 1;
-        await this.wait({ reason: 'retry', waitMs, message: `${method} ${path}: ${raw.status}; retrying in ${waitMs} ms` }, signal);
+        await this.wait({ reason: 'retry', waitMs, message: `${method} ${path}: ${raw.status}; retrying in ${waitMs} ms` }, waits);
         continue;
       }
       throw apiErrorFor(raw.status, details);
+    }
+  }
+
+  /** The attempt, its slot stamped again once it is answered or given up (the service counted it by then). */
+  private async settling<T>(slot: Slot | undefined, attempt: () => Promise<T>): Promise<T> {
+    try {
+      return await attempt();
+    } finally {
+      if (slot) await this.limiter!.settle(slot);
     }
   }
 }

@@ -187,6 +187,7 @@ export async function runAttachmentImport(options: AttachmentImportOptions): Pro
           params: { sheet_id: Number(sheetId), custom_field_id: Number(fieldId) },
           bodyStream: () => attachmentBody(list),
           dryRun: submit.dry_run,
+          stopBeforeSending: signal,
         }).then((answer) => ({ taskId: (answer as { task_id: number }).task_id })),
         stats,
         record: journal && {

@@ -171,6 +171,7 @@ export async function runPhotoImport(options: PhotoImportOptions): Promise<Photo
       send: (items) => client.transport.call(route === 'register' ? 'faceImages.register' : 'faceImages.update', {
         bodyStream: () => photoBody(items, submit.trim),
         dryRun: submit.dry_run,
+        stopBeforeSending: signal,
       }).then((answer) => ({ taskId: (answer as { task_id: number }).task_id })),
       stats,
       record: journal && {

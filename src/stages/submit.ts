@@ -38,6 +38,11 @@ export type HeldCheck<T> = (items: T[]) => Promise<(boolean | null)[]>;
 export interface SubmitOptions<T> {
   /** Whether a task message is about this item (by its member code, and its file name if need be). */
   names: (item: T, message: string, batch: T[]) => boolean;
+  /**
+   * Sends one request. It should pass `signal` as the call's `stopBeforeSending`, so that a request
+   * still waiting for the limits when the run is stopped is not sent: its items are then left out
+   * of the outcomes, as files the run did not reach.
+   */
   send: (items: T[]) => Promise<TaskRef>;
   stats: SubmitStats;
   /** Read from a fresh listing when an answer is lost; without it, such items are unknown. */
@@ -45,7 +50,11 @@ export interface SubmitOptions<T> {
   /** Requests sent with Dry-Run: 1, which change nothing, so no listing can tell what became of them. */
   dryRun?: boolean;
   record?: RequestRecord<T>;
-  /** Aborting it cuts short only the wait for a lost answer's effect in the listing. */
+  /**
+   * The run's stop signal: a request still waiting to leave is not sent (see `send`), and the wait
+   * for a lost answer's effect in the listing is cut short; a request on its way and its task are
+   * followed to their end.
+   */
   signal?: AbortSignal;
   /** Pauses (ms) before each listing while a lost request's effect is awaited (its task may still be queued). */
   listingDelaysMs?: number[];
@@ -68,6 +77,11 @@ export async function submitBatch<T>(client: WdsClient, items: T[], options: Sub
     stats.requests += 1;
     ref = await options.send(items);
   } catch (error) {
+    if (stoppedBeforeSending(error, options.signal)) {
+      stats.requests -= 1;
+      if (id !== undefined) record!.settled(id, items.map(() => false), 'not sent: the run was stopped while the request waited to leave');
+      return [];
+    }
     if (!isWdsError(error)) throw error;
     if (error.code === 'UPDATE_OUTCOME_UNKNOWN') {
       const what = error.cause instanceof Error ? `the answer to the request was lost (${error.cause.message})`
@@ -101,6 +115,15 @@ export async function submitBatch<T>(client: WdsClient, items: T[], options: Sub
   }
   stats.resubmitted += unnamed.length;
   return [...named, ...(await submitBatch(client, unnamed, options, false))];
+}
+
+/**
+ * Whether `send` gave up because the run was stopped while its request waited (for the limits, or
+ * to be sent again after a refusal): the service has nothing of it. `send` passes the run's signal
+ * as the call's `stopBeforeSending`, whose reason is what it then throws.
+ */
+function stoppedBeforeSending(error: unknown, signal: AbortSignal | undefined): boolean {
+  return !!signal?.aborted && error === signal.reason;
 }
 
 /**
@@ -218,6 +241,8 @@ export async function submitBatches<T, L>(
     const options = optionsFor(lane);
     const before = options.stats.requests;
     const outcomes = await submitBatch(client, items, options);
+    // Stopped while it waited to leave: nothing of it was sent, nothing to tell.
+    if (!outcomes.length && items.length) continue;
     events.ended(lane, items, outcomes, options.stats.requests - before);
   }
 }
