@@ -6,11 +6,17 @@
  * are appended and flushed to disk one by one, so a run killed at any moment leaves a journal that
  * the next run reads: requests left open are resolved first, and bytes already applied to a
  * member are not sent again.
+ *
+ * A journal used night after night is compacted, so that it grows with the files it knows and not
+ * with the runs: before a run adds its first line, a journal of which at least half the lines are
+ * no longer needed is rewritten to what a rerun still needs (the requests still open, and the last
+ * file applied at each target), atomically (see journal-file.ts).
  */
-import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, writeSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { createHash, randomUUID } from 'node:crypto';
 import { homedir, hostname } from 'node:os';
 import { dirname, join } from 'node:path';
+import { alive, appendLine, readJournal, replaceJournal, type JournalMark } from './journal-file.js';
 
 export type JournalKind = 'photo' | 'attachment';
 export type JournalRoute = 'register' | 'update';
@@ -51,7 +57,11 @@ type Line =
   | ({ t: 'send' } & Omit<JournalRequest, 'task_id'>)
   | { t: 'task'; id: string; task_id: number }
   | { t: 'end'; id: string; applied: boolean[]; how: string }
-  | { t: 'seen'; target: string; sha256: string; updated_at: string };
+  | { t: 'seen'; target: string; sha256: string; updated_at: string }
+  | ({ t: 'applied'; target: string } & AppliedFile);
+
+/** A journal with fewer lines than this is left as it is, however many of them are no longer needed. */
+const COMPACT_FROM_LINES = 64;
 
 /** The journal's key for where a file lands: the member's photo, or a file name in a file part. */
 export function targetOf(kind: JournalKind, file: Pick<JournalFile, 'code' | 'sheet_id' | 'custom_field_id' | 'file_name'>): string {
@@ -61,17 +71,6 @@ export function targetOf(kind: JournalKind, file: Pick<JournalFile, 'code' | 'sh
 /** `$XDG_STATE_HOME/wds-files` (default `~/.local/state/wds-files`). */
 export function stateFolder(): string {
   return join(process.env.XDG_STATE_HOME || join(homedir(), '.local', 'state'), 'wds-files');
-}
-
-/** Whether a process of this host with that id is running (a request it has open is its own business). */
-function alive(pid: number): boolean {
-  if (pid === process.pid) return true;
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }
 
 /**
@@ -85,8 +84,11 @@ export class ImportJournal {
   readonly #requests = new Map<string, JournalRequest>();
   readonly #open = new Set<string>();
   readonly #applied = new Map<string, AppliedFile>();
-  /** The file ends in a line cut short: the next line starts on a line of its own. */
-  #cut = false;
+  /** The file as this run read it, and how many lines it held; undefined when there was none. */
+  #mark: JournalMark | undefined;
+  #lines = 0;
+  /** Compaction is considered once, before this run's first line. */
+  #considered = false;
 
   /** @param path The journal file. */
   private constructor(readonly path: string) {
@@ -108,16 +110,17 @@ export class ImportJournal {
   }
 
   #load(): void {
-    let text: string;
+    let read: ReturnType<typeof readJournal>;
     try {
-      text = readFileSync(this.path, 'utf8');
+      read = readJournal(this.path);
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return;
       throw new Error(`cannot read the import journal ${this.path}: ${(error as Error).message}`);
     }
-    this.#cut = text.length > 0 && !text.endsWith('\n');
-    for (const raw of text.split('\n')) {
+    if (!read) return;
+    this.#mark = read.mark;
+    for (const raw of read.text.split('\n')) {
       if (!raw.trim()) continue;
+      this.#lines += 1;
       let line: Line;
       try {
         line = JSON.parse(raw) as Line;
@@ -149,7 +152,32 @@ export class ImportJournal {
     } else if (line.t === 'seen') {
       const applied = this.#applied.get(line.target);
       if (applied && applied.sha256 === line.sha256) applied.updated_at = line.updated_at;
+    } else if (line.t === 'applied') {
+      const { t: _t, target, ...applied } = line;
+      this.#applied.set(target, applied);
     }
+  }
+
+  /** What a rerun needs of the journal read: the last file applied at each target, and the requests still open. */
+  #needed(): Line[] {
+    const lines: Line[] = [...this.#applied].map(([target, applied]) => ({ t: 'applied', target, ...applied }));
+    for (const { task_id: taskId, ...request } of this.#requests.values()) {
+      lines.push({ t: 'send', ...request });
+      if (taskId !== undefined) lines.push({ t: 'task', id: request.id, task_id: taskId });
+    }
+    return lines;
+  }
+
+  /**
+   * Rewrites the journal as read to what is still needed, when at least half of it is not. Done
+   * before this run's first line, so that its own requests are not yet in it; lines other runs
+   * appended since are kept as they are. A journal that cannot be rewritten stays as it was.
+   */
+  #compact(): void {
+    if (!this.#mark || this.#lines < COMPACT_FROM_LINES) return;
+    const needed = this.#needed();
+    if (this.#lines - needed.length < needed.length) return;
+    replaceJournal(this.path, needed.map((line) => JSON.stringify(line)), this.#mark);
   }
 
   /**
@@ -157,19 +185,11 @@ export class ImportJournal {
    * that cannot be written stops the run: no request is sent that the journal does not hold.
    */
   #write(line: Line): void {
-    let fd: number;
-    try {
-      fd = openSync(this.path, 'a', 0o600);
-    } catch (error) {
-      throw new Error(`cannot write the import journal ${this.path}: ${(error as Error).message}`);
+    if (!this.#considered) {
+      this.#considered = true;
+      this.#compact();
     }
-    try {
-      writeSync(fd, `${this.#cut ? '\n' : ''}${JSON.stringify(line)}\n`);
-      fsyncSync(fd);
-      this.#cut = false;
-    } finally {
-      closeSync(fd);
-    }
+    appendLine(this.path, JSON.stringify(line));
     this.#take(line);
   }
 

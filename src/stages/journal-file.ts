@@ -1,0 +1,246 @@
+/**
+ * The import journal on disk: lines appended one at a time under a short lock, and the whole file
+ * replaced by its compacted form (write to a temporary file, fsync, rename, fsync the folder), so
+ * that a run killed at any moment leaves either the old journal or the new one, whole. The lock
+ * (`<journal>.lock`, made with exclusive create) keeps two runs against one company from appending
+ * to a journal that the other is replacing: a line written to the old file then would be lost.
+ */
+import { closeSync, fstatSync, fsyncSync, linkSync, openSync, readFileSync, readdirSync, readSync, renameSync, unlinkSync, writeSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
+import { basename, dirname, join } from 'node:path';
+
+/** A lock whose holder runs elsewhere is taken as left behind once this old: a holder keeps it for milliseconds. */
+const FOREIGN_STALE_MS = 30_000;
+/** How long a run waits for a lock held by a live process before it stops with an error. */
+const LOCK_WAIT_MS = 60_000;
+/** Lines written to the compacted file per write. */
+const LINES_PER_WRITE = 1_000;
+
+const sleeper = new Int32Array(new SharedArrayBuffer(4));
+/** The journal's writes are synchronous, so a wait for its lock is too (milliseconds, in practice). */
+const sleepSync = (ms: number): void => void Atomics.wait(sleeper, 0, 0, ms);
+
+/** Whether a process of this host with that id is running. */
+export function alive(pid: number): boolean {
+  if (pid === process.pid) return true;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** Where the file was when it was read: a compaction by another run since gives it another inode. */
+export interface JournalMark {
+  ino: number;
+  bytes: number;
+}
+
+/** The journal's text and its mark; null when there is no journal yet. */
+export function readJournal(path: string): { text: string; mark: JournalMark } | null {
+  let fd: number;
+  try {
+    fd = openSync(path, 'r');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    throw error;
+  }
+  try {
+    const bytes = readFileSync(fd);
+    return { text: bytes.toString('utf8'), mark: { ino: fstatSync(fd).ino, bytes: bytes.length } };
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
+ * Runs `fn` holding the journal's lock. A lock left by a process of this host that has ended (or,
+ * from another host, not touched for 30 s) is moved aside and removed; had a live run's fresh lock
+ * taken its place meanwhile, that one is put back.
+ */
+export function withJournalLock<T>(path: string, fn: () => T): T {
+  const lock = `${path}.lock`;
+  const me = `${process.pid} ${hostname()} ${randomBytes(6).toString('hex')}\n`;
+  const deadline = Date.now() + LOCK_WAIT_MS;
+  for (let attempt = 0; ; attempt += 1) {
+    if (tryCreate(lock, me)) break;
+    const seen = readHolder(lock);
+    if (seen && isStale(seen)) breakStale(lock, seen.text);
+    else if (Date.now() > deadline) {
+      throw new Error(`the import journal ${path} is locked by ${seen ? `pid ${seen.pid} on ${seen.host}` : 'another run'} for over ${LOCK_WAIT_MS / 1000} s; if no import runs, remove ${lock}`);
+    } else sleepSync(Math.min(20, 1 + attempt));
+  }
+  try {
+    return fn();
+  } finally {
+    if (readHolder(lock)?.text === me) unlinkSync(lock);
+  }
+}
+
+function tryCreate(lock: string, text: string): boolean {
+  let fd: number;
+  try {
+    fd = openSync(lock, 'wx', 0o600);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'EEXIST') return false;
+    throw new Error(`cannot lock the import journal (${lock}): ${(error as Error).message}`);
+  }
+  try {
+    writeSync(fd, text);
+  } finally {
+    closeSync(fd);
+  }
+  return true;
+}
+
+interface Holder {
+  text: string;
+  pid: number;
+  host: string;
+  mtimeMs: number;
+}
+
+function readHolder(lock: string): Holder | null {
+  let fd: number;
+  try {
+    fd = openSync(lock, 'r');
+  } catch {
+    return null;
+  }
+  try {
+    const text = readFileSync(fd, 'utf8');
+    const [pid, host] = text.split(' ');
+    return { text, pid: Number(pid), host: host ?? '', mtimeMs: fstatSync(fd).mtimeMs };
+  } finally {
+    closeSync(fd);
+  }
+}
+
+function isStale(holder: Holder): boolean {
+  // Not written yet: its maker is between the create and the write.
+  if (!holder.text.endsWith('\n')) return Date.now() - holder.mtimeMs > FOREIGN_STALE_MS;
+  if (holder.host === hostname()) return !alive(holder.pid);
+  return Date.now() - holder.mtimeMs > FOREIGN_STALE_MS;
+}
+
+function breakStale(lock: string, stale: string): void {
+  const aside = `${lock}.stale-${randomBytes(6).toString('hex')}`;
+  try {
+    renameSync(lock, aside);
+  } catch {
+    return; // Another run removed it first.
+  }
+  try {
+    if (readFileSync(aside, 'utf8') !== stale) linkSync(aside, lock);
+  } catch {
+    // A newer lock already stands there: the one moved aside was stale after all, or its holder finds it gone.
+  } finally {
+    unlinkSync(aside);
+  }
+}
+
+/**
+ * Appends one line and flushes it to disk. A file that ends in a line cut short (a run killed
+ * mid-write) gets a line break first, so that the new line stays whole.
+ */
+export function appendLine(path: string, line: string): void {
+  withJournalLock(path, () => {
+    let fd: number;
+    try {
+      fd = openSync(path, 'a+', 0o600);
+    } catch (error) {
+      throw new Error(`cannot write the import journal ${path}: ${(error as Error).message}`);
+    }
+    try {
+      const size = fstatSync(fd).size;
+      const last = Buffer.alloc(1);
+      const cut = size > 0 && readSync(fd, last, 0, 1, size - 1) === 1 && last[0] !== 0x0a;
+      writeSync(fd, `${cut ? '\n' : ''}${line}\n`);
+      fsyncSync(fd);
+    } catch (error) {
+      throw new Error(`cannot write the import journal ${path}: ${(error as Error).message}`);
+    } finally {
+      closeSync(fd);
+    }
+  });
+}
+
+const tempPrefix = (path: string): string => `${basename(path)}.compacting-`;
+
+/** Temporary files of compactions whose run was killed. */
+function sweepTemps(path: string): void {
+  const prefix = tempPrefix(path);
+  for (const name of readdirSync(dirname(path))) {
+    if (!name.startsWith(prefix)) continue;
+    const pid = Number(name.slice(prefix.length));
+    if (Number.isInteger(pid) && !alive(pid)) unlinkSync(join(dirname(path), name));
+  }
+}
+
+/**
+ * Replaces the journal read at `mark` by `lines` and whatever other runs appended since. Answers
+ * false, leaving the journal as it was, when another run replaced it since it was read, or when
+ * the new file cannot be written (the journal stays whole; the next run tries again).
+ */
+export function replaceJournal(path: string, lines: string[], mark: JournalMark): boolean {
+  const temp = join(dirname(path), `${tempPrefix(path)}${process.pid}`);
+  let fd: number | undefined;
+  try {
+    sweepTemps(path);
+    // Written before taking the lock, which others wait for: only the tail and the rename are under it.
+    fd = openSync(temp, 'w', 0o600);
+    for (let i = 0; i < lines.length; i += LINES_PER_WRITE) writeSync(fd, `${lines.slice(i, i + LINES_PER_WRITE).join('\n')}\n`);
+    const out = fd;
+    const replaced = withJournalLock(path, () => {
+      const tail = tailSince(path, mark);
+      if (tail === null) return false;
+      if (tail.length) writeSync(out, tail[tail.length - 1] === 0x0a ? tail : Buffer.concat([tail, Buffer.from('\n')]));
+      fsyncSync(out);
+      renameSync(temp, path);
+      syncFolder(dirname(path));
+      return true;
+    });
+    return replaced;
+  } catch {
+    return false;
+  } finally {
+    if (fd !== undefined) closeSync(fd);
+    try {
+      unlinkSync(temp);
+    } catch {
+      // Renamed into place, or never made.
+    }
+  }
+}
+
+/** What was appended to the journal since `mark`; null if the file is no longer the one read then. */
+function tailSince(path: string, mark: JournalMark): Buffer | null {
+  let fd: number;
+  try {
+    fd = openSync(path, 'r');
+  } catch {
+    return null;
+  }
+  try {
+    const { ino, size } = fstatSync(fd);
+    if (ino !== mark.ino || size < mark.bytes) return null;
+    const tail = Buffer.alloc(size - mark.bytes);
+    let got = 0;
+    while (got < tail.length) got += readSync(fd, tail, got, tail.length - got, mark.bytes + got);
+    return tail;
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** The rename is durable once the folder's entry is on disk. */
+function syncFolder(folder: string): void {
+  const fd = openSync(folder, 'r');
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
