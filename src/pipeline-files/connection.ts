@@ -2,8 +2,11 @@
  * The client a pipeline file's run, plan or online check uses: the file's `connection`, else
  * WDS_BASE_URL, WDS_CONSUMER_KEY and WDS_CONSUMER_SECRET; with no base URL at all, the embedded
  * emulator with the sample company when the caller allows it (the CLI does, as its other commands).
+ * The CLI's commands connect through the same two steps (endpointOf, clientFor), naming their flags
+ * where a file names its keys.
  */
 import { WdsClient } from '../client/client.js';
+import type { WaitEvent } from '../client/limiter.js';
 import { parseLimitsSetting } from '../client/limits-setting.js';
 import type { Logger } from '../client/options.js';
 import type { RunningEmulator } from '../emulator/index.js';
@@ -36,44 +39,89 @@ export class PipelineConnectionError extends Error {
   }
 }
 
-export async function connectPipeline(pipeline: LoadedPipeline, options: ConnectOptions = {}): Promise<PipelineConnection> {
-  const env = options.env ?? process.env;
-  let baseUrl = pipeline.connection.base_url ?? env.WDS_BASE_URL;
-  let consumerKey = pipeline.connection.consumer_key ?? env.WDS_CONSUMER_KEY;
-  let consumerSecret = pipeline.connection.consumer_secret ?? env.WDS_CONSUMER_SECRET;
+/** Where a run connects: the service's address and the company's credentials. */
+export interface Endpoint {
+  baseUrl: string;
+  consumerKey: string;
+  consumerSecret: string;
+  /** Set when no base URL was given and the embedded emulator was started for this run. */
+  embedded?: RunningEmulator;
+}
+
+/** What the caller was given (flags, or a file's `connection`), and how it names them to the user. */
+export interface EndpointSettings {
+  baseUrl?: string;
+  consumerKey?: string;
+  consumerSecret?: string;
+  /** The setting's name in a message, e.g. `--consumer-key` or `connection.consumer_key`. */
+  names: { baseUrl: string; consumerKey: string; consumerSecret: string };
+  /** The sample company the embedded emulator starts with, when there is no base URL. */
+  seed?: string;
+  /** Told the embedded emulator's address when it is used, to say so in the caller's words. */
+  onEmbedded?: (url: string) => void;
+  /** The error to throw for a problem of the settings. */
+  fail: (message: string) => Error;
+}
+
+/**
+ * The settings given, else the environment's; without a base URL, the embedded emulator (it
+ * serves the legacy interface too). A missing key or secret is an error naming the setting and
+ * the variable.
+ */
+export async function endpointOf(settings: EndpointSettings, env: NodeJS.ProcessEnv = process.env): Promise<Endpoint> {
+  const { names } = settings;
+  let baseUrl = settings.baseUrl ?? env.WDS_BASE_URL;
+  let consumerKey = settings.consumerKey ?? env.WDS_CONSUMER_KEY;
+  let consumerSecret = settings.consumerSecret ?? env.WDS_CONSUMER_SECRET;
   registerSecret(consumerSecret);
   let embedded: RunningEmulator | undefined;
   if (!baseUrl) {
-    if (!options.embedded) throw new PipelineConnectionError(`${pipeline.file}: no service to connect to: set connection.base_url in the file, or WDS_BASE_URL`);
+    // The emulator (and sharp, which it uses for trimming) is loaded only when it is needed.
     const { startEmulator, DEFAULT_CONSUMER_KEY, DEFAULT_CONSUMER_SECRET } = await import('../emulator/index.js');
-    embedded = await startEmulator({ port: 0, seed: options.seed, maintenance: false });
+    embedded = await startEmulator({ port: 0, seed: settings.seed, maintenance: false });
     baseUrl = embedded.url;
     consumerKey = DEFAULT_CONSUMER_KEY;
     consumerSecret = DEFAULT_CONSUMER_SECRET;
-    options.log?.(`no connection.base_url or WDS_BASE_URL: using the embedded emulator with the sample company at ${baseUrl}`);
+    settings.onEmbedded?.(baseUrl);
   }
-  const missing = [!consumerKey && 'connection.consumer_key (or WDS_CONSUMER_KEY)', !consumerSecret && 'connection.consumer_secret (or WDS_CONSUMER_SECRET)'].filter(Boolean);
+  const missing = [!consumerKey && `${names.consumerKey} (or WDS_CONSUMER_KEY)`, !consumerSecret && `${names.consumerSecret} (or WDS_CONSUMER_SECRET)`].filter(Boolean);
   if (missing.length) {
     await embedded?.close();
-    throw new PipelineConnectionError(`${pipeline.file}: connecting to ${baseUrl} needs ${missing.join(' and ')}`);
+    throw settings.fail(`connecting to ${baseUrl} needs ${missing.join(' and ')}`);
   }
+  return { baseUrl, consumerKey: consumerKey!, consumerSecret: consumerSecret!, embedded };
+}
+
+export interface ClientSettings {
+  env?: NodeJS.ProcessEnv;
+  dryRun?: boolean;
+  logger?: Logger;
+  onWait?: (event: WaitEvent) => void;
+  /** The error to throw for a WDS_CLIENT_LIMITS that does not read. */
+  fail: (message: string) => Error;
+}
+
+/** The client of an endpoint, with WDS_CLIENT_LIMITS applied; closing it closes the embedded emulator too. */
+export async function clientFor(endpoint: Endpoint, settings: ClientSettings): Promise<PipelineConnection> {
+  const { baseUrl, consumerKey, consumerSecret, embedded } = endpoint;
+  const text = (settings.env ?? process.env).WDS_CLIENT_LIMITS;
   let limits;
   try {
-    limits = env.WDS_CLIENT_LIMITS ? parseLimitsSetting(env.WDS_CLIENT_LIMITS) : undefined;
+    limits = text ? parseLimitsSetting(text) : undefined;
   } catch (error) {
     await embedded?.close();
-    throw new PipelineConnectionError((error as Error).message);
+    throw settings.fail((error as Error).message);
   }
   const client = new WdsClient({
     baseUrl,
-    consumerKey: consumerKey!,
-    consumerSecret: consumerSecret!,
-    dryRun: options.dryRun ?? false,
+    consumerKey,
+    consumerSecret,
+    dryRun: settings.dryRun ?? false,
     ...(limits ? { limits } : {}),
     // The embedded emulator is a fresh company each run: its windows are not shared with others.
     ...(embedded ? { stateFile: false as const } : {}),
-    ...(options.logger ? { logger: options.logger } : {}),
-    onWait: (event) => options.log?.(event.message),
+    ...(settings.logger ? { logger: settings.logger } : {}),
+    ...(settings.onWait ? { onWait: settings.onWait } : {}),
   });
   return {
     client,
@@ -83,4 +131,19 @@ export async function connectPipeline(pipeline: LoadedPipeline, options: Connect
       await embedded?.close();
     },
   };
+}
+
+export async function connectPipeline(pipeline: LoadedPipeline, options: ConnectOptions = {}): Promise<PipelineConnection> {
+  const env = options.env ?? process.env;
+  const fail = (message: string): Error => new PipelineConnectionError(`${pipeline.file}: ${message}`);
+  const { base_url: baseUrl, consumer_key: consumerKey, consumer_secret: consumerSecret } = pipeline.connection;
+  if (!(baseUrl ?? env.WDS_BASE_URL) && !options.embedded) throw fail('no service to connect to: set connection.base_url in the file, or WDS_BASE_URL');
+  const endpoint = await endpointOf({
+    baseUrl, consumerKey, consumerSecret, seed: options.seed, fail,
+    onEmbedded: (url) => options.log?.(`no connection.base_url or WDS_BASE_URL: using the embedded emulator with the sample company at ${url}`),
+    names: { baseUrl: 'connection.base_url', consumerKey: 'connection.consumer_key', consumerSecret: 'connection.consumer_secret' },
+  }, env);
+  return clientFor(endpoint, {
+    env, dryRun: options.dryRun, logger: options.logger, onWait: (event) => options.log?.(event.message), fail: (message) => new PipelineConnectionError(message),
+  });
 }
