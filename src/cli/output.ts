@@ -27,14 +27,14 @@ export async function finishRun(args: OutputArgs, report: RunReport, extra: Reco
     if (c.unknown) parts.push(`${c.unknown} unknown`);
     console.log(`${report.command}: ${parts.join(', ')}; ${formatBytes(report.bytes)} in ${((report.finishedAt - report.startedAt) / 1000).toFixed(1)} s`);
     for (const line of lines) console.log(`  ${line}`);
-    for (const item of report.items.filter((i) => i.outcome === 'failed' || i.outcome === 'invalid' || i.outcome === 'conflict' || i.outcome === 'unknown').slice(0, 50)) {
+    for (const item of report.firstProblems) {
       console.log(`  ${item.outcome}: ${item.path ?? item.file_name} (${item.code}): ${item.reason ?? ''}`);
     }
     if (report.problems > 50) console.log(`  ... and ${report.problems - 50} more (see --report)`);
   }
   if (report.interrupted) {
     const { signal, total } = report.interrupted;
-    const done = report.items.length;
+    const done = report.itemCount;
     const line = `interrupted: ${done} of ${total ?? '?'} done; run it again to continue (stopped by ${signal})`;
     // With --json, stdout holds the summary alone, and the line goes to stderr.
     if (args.json) process.stderr.write(`${line}\n`);

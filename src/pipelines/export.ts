@@ -217,6 +217,7 @@ export async function runExport(options: ExportOptions): Promise<ExportResult> {
     throw new RangeError(`an archive is a folder and each snapshot holds every file: ${options.since !== undefined ? 'since cannot be given with archive' : `${options.out} names a zip`}`);
   }
   const report = new RunReport(`${options.what} export`);
+  report.keepItemsOnDisk();
   // archiver and its dependencies are loaded only for a zip (a few MB of memory a folder export
   // does without), and while the service lists the files.
   const zipModule = isZipTarget(options.out) && !options.archive ? import('../sinks/zip.js') : null;

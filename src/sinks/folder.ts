@@ -9,7 +9,8 @@ import { dirname, join, resolve } from 'node:path';
 import { removeEmptyDirs, type EntryWriter, type ExportSink } from './sink.js';
 import { rest } from './zip-output.js';
 import { digestOf, hashFile } from '../util/hash-file.js';
-import { LinkCheck, MANIFEST_NAME, formatLine, manifestChunks, parseManifest, sortLines, manifestKey, type ManifestLine } from './manifest.js';
+import { LinkCheck, MANIFEST_NAME, formatLine, manifestChunks, parseManifest, sortLines, type ManifestLine } from './manifest.js';
+import { writeSortedManifest } from './manifest-sort.js';
 
 const TMP = '.wds-tmp';
 /** A file's bytes are written in batches of this size (the last one smaller). */
@@ -17,7 +18,6 @@ const FLUSH_BYTES = 256 * 1024;
 const DONE: Promise<void> = Promise.resolve();
 
 export class FolderSink implements ExportSink {
-  private readonly lines = new Map<string, ManifestLine>();
   private appending: Promise<void> = Promise.resolve();
   /** Manifest lines waiting for the next append, and the append that will write them. */
   private queued: ManifestLine[] = [];
@@ -66,14 +66,13 @@ export class FolderSink implements ExportSink {
       } catch {
         continue;
       }
-      intact.set(key, line);
       // Files kept from the earlier run stay in the manifest even if this run lists them no more.
-      this.lines.set(key, line);
+      intact.set(key, line);
     }
     // The manifest on disk now names only the files that are there: a line cut by a killed run is
     // dropped, so the lines this run appends start on a line of their own.
     const temp = join(this.target, TMP, MANIFEST_NAME);
-    await writeFile(temp, manifestChunks(sortLines(this.lines.values())));
+    await writeFile(temp, manifestChunks(sortLines(intact.values())));
     await rename(temp, join(this.target, MANIFEST_NAME));
     return intact;
   }
@@ -212,7 +211,6 @@ export class FolderSink implements ExportSink {
       await Promise.all(lines.map((line) => rm(join(this.target, line.path), { force: true }).catch(() => undefined)));
       throw error;
     }
-    for (const line of lines) this.lines.set(manifestKey(line), line);
   }
 
   private async closeManifest(): Promise<void> {
@@ -236,7 +234,9 @@ export class FolderSink implements ExportSink {
     await this.closeManifest();
     const manifest = join(this.target, MANIFEST_NAME);
     const temp = join(this.target, TMP, 'manifest.jsonl');
-    await writeFile(temp, manifestChunks(sortLines(this.lines.values())));
+    // The lines are read back from the manifest appended to, rather than kept in memory while
+    // the files download: at 20,000 files they were much of what a run's memory grew by.
+    await writeSortedManifest(manifest, temp);
     await rename(temp, manifest);
     await rm(join(this.target, TMP), { recursive: true, force: true });
   }

@@ -2,6 +2,8 @@
  * Every run ends with a report: each item's outcome and why (DESIGN.md section 2). Outcomes are
  * the same for every pipeline; `converted` is an import's `ok` after normalisation.
  */
+import { ItemSpill } from './report-spill.js';
+
 /** Every outcome a file can have, in the order reports list them. */
 export const OUTCOMES = ['ok', 'converted', 'skipped', 'invalid', 'conflict', 'failed', 'unknown'] as const;
 /**
@@ -41,8 +43,13 @@ export function interruptedBy(signal: AbortSignal): 'SIGINT' | 'SIGTERM' {
 
 /** Every run's report: each file's outcome and why, with counts. `toJSON()` is what `--report` writes. */
 export class RunReport {
-  /** Each file's outcome, in the order they were settled. */
-  readonly items: ItemReport[] = [];
+  /** Items not in the spill: all of them, unless `keepItemsOnDisk` was called. */
+  private held: ItemReport[] = [];
+  /** Where items went once `keepItemsOnDisk` was called and a part of them had gathered. */
+  private spill: ItemSpill | null = null;
+  private spilling = false;
+  private count = 0;
+  private readonly problemItems: ItemReport[] = [];
   /** How many files had each outcome. */
   readonly counts: Record<Outcome, number> = { ok: 0, converted: 0, skipped: 0, invalid: 0, conflict: 0, failed: 0, unknown: 0 };
   /** When the run started (ms since the epoch). */
@@ -69,11 +76,55 @@ export class RunReport {
     readonly command: string,
   ) {}
 
+  /**
+   * Keeps the items in a temporary file from here on, ITEMS_PER_PART at a time, instead of
+   * memory: an export's items grow with its files. Reading them back (`items`, `eachItem`,
+   * `jsonParts`) reads the file. Should the temporary folder refuse them, they stay in memory.
+   */
+  keepItemsOnDisk(): void {
+    this.spilling = true;
+  }
+
   /** Records one file's outcome. */
   add(item: ItemReport): void {
-    this.items.push(item);
+    this.held.push(item);
+    this.count += 1;
     this.counts[item.outcome] += 1;
     if (item.outcome === 'ok' || item.outcome === 'converted') this.bytes += item.size ?? 0;
+    if (PROBLEMS.has(item.outcome) && this.problemItems.length < FIRST_PROBLEMS) this.problemItems.push(item);
+    if (this.spilling && this.held.length >= ITEMS_PER_PART) this.spillHeld();
+  }
+
+  private spillHeld(): void {
+    try {
+      this.spill ??= ItemSpill.create(this);
+      this.spill.append(this.held);
+      this.held = [];
+    } catch {
+      // The temporary folder is full or unwritable: the items stay in memory, the report whole.
+      this.spilling = false;
+    }
+  }
+
+  /** How many items there are. */
+  get itemCount(): number {
+    return this.count;
+  }
+
+  /** Each file's outcome, in the order they were settled (read back from disk when kept there). */
+  get items(): ItemReport[] {
+    return this.spill ? [...this.eachItem()] : this.held;
+  }
+
+  /** The items one at a time, in the order they were settled, without holding them all at once. */
+  *eachItem(): Generator<ItemReport> {
+    if (this.spill) yield* this.spill.read();
+    yield* this.held;
+  }
+
+  /** The first FIRST_PROBLEMS items that did not go through, for a run's closing lines. */
+  get firstProblems(): readonly ItemReport[] {
+    return this.problemItems;
   }
 
   /** Marks the end of the run. */
@@ -113,18 +164,30 @@ export class RunReport {
     const head = JSON.stringify(transform(this.summary(extra)), null, 2);
     // The summary's closing brace makes way for the items, the last of its keys.
     const open = `${head.slice(0, head.lastIndexOf('\n}'))},\n  "items": [`;
-    if (this.items.length === 0) {
+    if (this.count === 0) {
       yield `${open}]\n}\n`;
       return;
     }
     yield `${open}\n`;
-    for (let at = 0; at < this.items.length; at += ITEMS_PER_PART) {
-      const part = this.items.slice(at, at + ITEMS_PER_PART).map((item) => `    ${JSON.stringify(transform(item), null, 2).replaceAll('\n', '\n    ')}`);
-      yield `${at > 0 ? ',\n' : ''}${part.join(',\n')}`;
+    const format = (item: ItemReport): string => `    ${JSON.stringify(transform(item), null, 2).replaceAll('\n', '\n    ')}`;
+    let part: string[] = [];
+    let first = true;
+    for (const item of this.eachItem()) {
+      part.push(format(item));
+      if (part.length < ITEMS_PER_PART) continue;
+      yield `${first ? '' : ',\n'}${part.join(',\n')}`;
+      first = false;
+      part = [];
     }
+    if (part.length > 0) yield `${first ? '' : ',\n'}${part.join(',\n')}`;
     yield '\n  ]\n}\n';
   }
 }
 
-/** Items of a report formatted at a time by {@link RunReport.jsonParts}. */
+/** Items of a report formatted, or written to its spill, at a time. */
 const ITEMS_PER_PART = 256;
+
+/** Problems a report keeps at hand for the closing lines (the CLI prints as many). */
+export const FIRST_PROBLEMS = 50;
+
+const PROBLEMS = new Set<Outcome>(['invalid', 'conflict', 'failed', 'unknown']);

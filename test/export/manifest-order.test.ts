@@ -3,8 +3,12 @@
  * Codes and names compare by UTF-16 code unit, so the same files give the same manifest on every
  * machine, whatever its locale (`localeCompare` put `a` before `B` and `é` before `Z` here).
  */
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { sortLines, type ManifestLine } from '../../src/sinks/manifest.js';
+import { formatLine, manifestChunks, manifestKey, sortLines, type ManifestLine } from '../../src/sinks/manifest.js';
+import { writeSortedManifest } from '../../src/sinks/manifest-sort.js';
 
 const line = (kind: 'photo' | 'attachment', code: string, extra: Partial<ManifestLine> = {}): ManifestLine => ({
   kind, code, sheet_id: kind === 'photo' ? null : 1, custom_field_id: kind === 'photo' ? null : 10, record_index: kind === 'photo' ? null : 0,
@@ -42,5 +46,31 @@ describe('manifest order', () => {
       'attachment 1/11 a 0 f.pdf',
       'attachment 2/10 a 0 f.pdf',
     ]);
+  });
+});
+
+describe('the final manifest of a folder, sorted from the lines appended', () => {
+  it('is the sorted manifest of the last line of each file, byte for byte, without a cut tail', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'manifest-sort-'));
+    try {
+      const appended: ManifestLine[] = [];
+      for (let i = 0; i < 700; i += 1) {
+        const code = `M${(i * 7919) % 700}`;
+        appended.push(i % 3 === 0 ? line('photo', code, { path: `photos/${code}.jpg` }) : line('attachment', code, { record_index: i % 2, file_name: `f ${i % 5} ✓.pdf` }));
+      }
+      // Files downloaded again (changed on the service): the later line is the one that counts.
+      appended.push(line('photo', 'M0', { path: 'photos/M0.png', size: 2 }), line('attachment', 'M1', { record_index: 1, file_name: 'f 1 ✓.pdf', size: 3 }));
+      const from = join(dir, 'appended.jsonl');
+      await writeFile(from, `${appended.map(formatLine).join('')}{"kind":"photo","code":"cut`);
+      await writeSortedManifest(from, join(dir, 'sorted.jsonl'));
+      const last = new Map(appended.map((l) => [manifestKey(l), l]));
+      const expected = Buffer.concat([...manifestChunks(sortLines(last.values()))]);
+      const written = await readFile(join(dir, 'sorted.jsonl'));
+      expect(written.equals(expected)).toBe(true);
+      expect(written.toString().split('\n')).toHaveLength(last.size + 1);
+      expect(written.toString()).toContain('"path":"photos/M0.png","size":2');
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -77,7 +77,7 @@ export const runCommand: CommandModule<object, RunArgs> = {
       if (argv.json) {
         if (argv.report) await writeFile(argv.report, report.jsonParts(extra, redactValue));
         process.stdout.write(`${JSON.stringify(redactValue(summary))}\n`);
-        if (report.interrupted) process.stderr.write(`interrupted: ${report.items.length} of ${report.interrupted.total ?? '?'} done; run it again to continue (stopped by ${report.interrupted.signal})\n`);
+        if (report.interrupted) process.stderr.write(`interrupted: ${report.itemCount} of ${report.interrupted.total ?? '?'} done; run it again to continue (stopped by ${report.interrupted.signal})\n`);
         process.exitCode = summary.exit_code;
         return;
       }

@@ -1,0 +1,81 @@
+/**
+ * A report's items kept in a temporary file instead of memory: an export holds one item per file,
+ * and 20,000 of them kept to the end of a run were a large part of what its memory grew by. The
+ * file is made in the OS's temporary folder and its name removed at once, so that nothing is left
+ * behind however the process ends; the open handle is all that reaches it, closed when the report
+ * is collected.
+ */
+import { closeSync, mkdtempSync, openSync, readSync, rmSync, writeSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { ItemReport } from './report.js';
+
+/** Bytes read at a time when the items are read back. */
+const READ_BYTES = 64 * 1024;
+
+/** Folders whose file could not be removed while open (a system that forbids it): removed at exit. */
+const leftAtExit = new Set<string>();
+let exitHook = false;
+
+function removeAtExit(dir: string): void {
+  leftAtExit.add(dir);
+  if (exitHook) return;
+  exitHook = true;
+  process.once('exit', () => leftAtExit.forEach((left) => rmSync(left, { recursive: true, force: true })));
+}
+
+const collected = new FinalizationRegistry<number>((fd) => {
+  try {
+    closeSync(fd);
+  } catch {
+    // Closed already.
+  }
+});
+
+export class ItemSpill {
+  /** Bytes of whole lines written: the next part goes there, over what a failed write left. */
+  private size = 0;
+
+  private constructor(private readonly fd: number) {}
+
+  /** A new, empty spill, whose handle is closed once `owner` is collected; throws when the temporary folder cannot be written. */
+  static create(owner: object): ItemSpill {
+    const dir = mkdtempSync(join(tmpdir(), 'wds-files-report-'));
+    const fd = openSync(join(dir, 'items.jsonl'), 'w+', 0o600);
+    try {
+      rmSync(dir, { recursive: true });
+    } catch {
+      removeAtExit(dir);
+    }
+    collected.register(owner, fd);
+    return new ItemSpill(fd);
+  }
+
+  /** Appends `items`, all or none: after a failed write (the disk full) they are not part of the file, and it throws. */
+  append(items: readonly ItemReport[]): void {
+    const data = Buffer.from(items.map((item) => `${JSON.stringify(item)}\n`).join(''));
+    for (let at = 0; at < data.length; ) {
+      const bytes = writeSync(this.fd, data, at, data.length - at, this.size + at);
+      if (bytes === 0) throw new Error(`only ${at} of ${data.length} bytes of report items were written`);
+      at += bytes;
+    }
+    this.size += data.length;
+  }
+
+  /** The items appended, in order, read a part at a time. */
+  *read(): Generator<ItemReport> {
+    let carry = Buffer.alloc(0);
+    for (let at = 0; at < this.size; ) {
+      const buffer = Buffer.alloc(Math.min(READ_BYTES, this.size - at));
+      const bytes = readSync(this.fd, buffer, 0, buffer.length, at);
+      if (bytes === 0) break;
+      at += bytes;
+      // A character's bytes may be cut between reads: text is decoded up to the last newline.
+      const data = Buffer.concat([carry, buffer.subarray(0, bytes)]);
+      const end = data.lastIndexOf(0x0a);
+      carry = end < 0 ? data : data.subarray(end + 1);
+      if (end < 0) continue;
+      for (const line of data.toString('utf8', 0, end).split('\n')) if (line) yield JSON.parse(line) as ItemReport;
+    }
+  }
+}
