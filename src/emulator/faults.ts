@@ -23,11 +23,16 @@ export const faultSetSchema = z.strictObject({
    * the request did nothing, as when a gateway dies mid-upload (API only).
    */
   upload_reset_rate: z.number().min(0).max(1).optional(),
+  /**
+   * The update task a request creates ends ERROR when it runs, having changed nothing, as when the
+   * service fails unexpectedly (v2 and the legacy interface alike).
+   */
+  task_error_rate: z.number().min(0).max(1).optional(),
   /** Only requests whose path contains this string are affected. */
   path_contains: z.string().optional(),
   /** Only requests of this method are affected. */
   method: z.string().optional(),
-  /** At most this many faults (errors, resets, truncations) are injected, then the set is spent. */
+  /** At most this many faults (errors, resets, truncations, failed tasks) are injected, then the set is spent. */
   max_faults: z.number().int().min(0).optional(),
   seed: z.number().int().optional(),
 });
@@ -91,6 +96,15 @@ export class Faults {
 
   bandwidth(method: string, path: string): number {
     return this.applies(method, path) ? (this.set.bandwidth_bytes_per_s ?? 0) : 0;
+  }
+
+  /** Whether the update task a request creates is to end ERROR; drawn when the task is created. */
+  failsTask(method: string, path: string): boolean {
+    if (!this.applies(method, path) || !this.set.task_error_rate) return false;
+    if (this.set.max_faults !== undefined && this.injected >= this.set.max_faults) return false;
+    if (this.random() >= this.set.task_error_rate) return false;
+    this.injected += 1;
+    return true;
   }
 
   decide(method: string, path: string): FaultDecision {

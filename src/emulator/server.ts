@@ -258,6 +258,7 @@ export class Emulator {
       const ctx: RouteContext = {
         company, storage: this.storage, op, params: match.params, query: url.searchParams, body, dryRun,
         baseUrl: `http://${req.headers.host ?? 'localhost'}`,
+        taskFails: () => this.apiFaults.failsTask(method, apiPath),
       };
       const result = await ROUTES[op.id as keyof typeof ROUTES]!(ctx);
       if (fault.kind === 'error') return this.answer(res, fault.status, { errors: [`gateway timeout ${fault.status} (injected)`] });

@@ -10,6 +10,17 @@ import type { TaskStatus } from '../spec/events.js';
 
 export type TaskJob = () => Promise<string[]> | string[];
 
+/** Thrown by a job that the control API's faults made fail (`task_error_rate`): the task ends ERROR, and the emulator logs nothing of it. */
+export class InjectedTaskError extends Error {
+  override readonly name = 'InjectedTaskError';
+  constructor() {
+    super('injected by the control API (task_error_rate)');
+  }
+}
+
+/** A job that ends its task ERROR before it changes anything, when `fails` says so. */
+export const failingWhen = (fails: boolean, job: TaskJob): TaskJob => (fails ? () => { throw new InjectedTaskError(); } : job);
+
 export interface TaskTiming {
   /** Service ms a task waits before it runs. */
   waitMs: number;
@@ -123,7 +134,7 @@ export class TaskQueue {
       } catch (error) {
         head.status = 'ERROR';
         head.messages = [`task ${head.id} failed unexpectedly; nothing was changed`];
-        this.onError(head.id, error);
+        if (!(error instanceof InjectedTaskError)) this.onError(head.id, error);
       }
       delete head.job;
     }

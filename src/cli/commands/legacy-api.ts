@@ -51,6 +51,8 @@ export async function runLegacyApi(argv: LegacyApiArgs, call: { op: LegacyOperat
       const task = await connection.client.tasks.wait(id, { signal });
       // As the service writes a task, the same as `legacy api /task/ID` prints it.
       print({ progress_id: task.progressId, status: task.status, ...(task.errors.length ? { errors: task.errors } : {}) });
+      const ending = taskEnding(task);
+      if (ending) process.stderr.write(`wds-files: ${redact(ending)}\n`);
       return;
     }
     print(answer.body);
@@ -62,6 +64,15 @@ export async function runLegacyApi(argv: LegacyApiArgs, call: { op: LegacyOperat
   } finally {
     await connection.close();
   }
+}
+
+/** A line for a person when a followed task did not end OK (stdout holds the task as JSON). */
+function taskEnding(task: { progressId: number | string; status: string; errors: string[] }): string | null {
+  const said = task.errors.length ? `: ${task.errors.join('; ')}` : '';
+  if (task.status === 'NG') return `task ${task.progressId} ended NG, the update was refused${said}`;
+  if (task.status !== 'ERROR') return null;
+  // The service's ERROR is a failure of its own, which it asks to be reported to its support.
+  return `task ${task.progressId} ended ERROR, an unexpected failure at the service${said}; read the data before sending the update again, and report it to the service's support if it happens again`;
 }
 
 /** What a stop leaves at the service: an update may have been taken, and goes on there. */

@@ -6,6 +6,7 @@
 import type { z } from 'zod';
 import type { Company } from '../company.js';
 import { HttpError } from '../http-error.js';
+import { failingWhen } from '../tasks.js';
 import { legacyState } from './state.js';
 
 export type LegacyVersion = 'v1.0' | 'v1.1' | 'v1.2';
@@ -17,6 +18,8 @@ export interface LegacyContext {
   /** The JSON body without its `dryrun` key; `{}` when none was sent. */
   body: Record<string, unknown>;
   dryRun: boolean;
+  /** Whether the task this request creates is to end ERROR (the control API's `task_error_rate`). */
+  taskFails?: () => boolean;
 }
 
 export interface LegacyResult {
@@ -76,13 +79,13 @@ export function updateAnswer(ctx: LegacyContext, items: number, plan: () => Lega
     return { body: { status: decided.errors.length ? 'NG' : 'OK', errors: decided.errors } };
   }
   const id = company.tasks.create(
-    () => {
+    failingWhen(ctx.taskFails?.() ?? false, () => {
       const decided = plan();
       if (decided.errors.length) return decided.errors;
       decided.apply();
       company.changed();
       return [];
-    },
+    }),
     { items, dryRun: false },
   );
   legacyState(company).taskIds.add(id);

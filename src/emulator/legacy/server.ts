@@ -9,7 +9,8 @@
  * The control API's API faults apply as they do to v2, matched against the whole path
  * (`/api/v1.2/user/add`, so `path_contains: "/api/v1"` singles out the legacy interface): 500/502/
  * 503/429 before the service handles the request, 504 after it did (the answer is lost), resets,
- * truncations, latency and bandwidth on the answer.
+ * truncations, latency and bandwidth on the answer; `task_error_rate` makes an update's task end
+ * ERROR, having changed nothing.
  *
  * Choices where both documents are silent:
  * - v1 tokens are their own: a v2 access token is not an `X-SERVICE-TOKEN`, nor the reverse.
@@ -100,7 +101,8 @@ export class LegacyApi {
       const { dryrun, ...rest } = parseJson(raw, header(req, 'content-type'));
       const dryRun = parseDryRun(url.searchParams.get('dryrun'), dryrun);
       await company.tasks.tick();
-      const result = await found.route.handler({ company, version, params: found.params, body: rest, dryRun });
+      const taskFails = (): boolean => this.emulator.apiFaults.failsTask(method, url.pathname);
+      const result = await found.route.handler({ company, version, params: found.params, body: rest, dryRun, taskFails });
       status = result.status ?? 200;
       answer = result.body;
     } catch (error) {

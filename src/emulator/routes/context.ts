@@ -9,6 +9,7 @@ import type { Storage } from '../storage.js';
 import type { OperationSpec } from '../../spec/operations.js';
 import { describeIssues } from '../../spec/schemas.js';
 import { HttpError, badRequest } from '../http-error.js';
+import { failingWhen } from '../tasks.js';
 
 export interface RouteContext {
   company: Company;
@@ -22,6 +23,8 @@ export interface RouteContext {
   dryRun: boolean;
   /** `http://host:port` as the client reached the emulator, for download URLs. */
   baseUrl: string;
+  /** Whether the task this request creates is to end ERROR (the control API's `task_error_rate`). */
+  taskFails?: () => boolean;
 }
 
 export interface RouteResult {
@@ -64,7 +67,7 @@ export interface TaskPlan {
 export function createTask(ctx: RouteContext, items: number, plan: () => TaskPlan | Promise<TaskPlan>): RouteResult {
   const { company, dryRun } = ctx;
   const taskId = company.tasks.create(
-    async () => {
+    failingWhen(ctx.taskFails?.() ?? false, async () => {
       const decided = await plan();
       if (decided.errors.length) return decided.errors;
       if (!dryRun) {
@@ -72,7 +75,7 @@ export function createTask(ctx: RouteContext, items: number, plan: () => TaskPla
         company.changed();
       }
       return [];
-    },
+    }),
     { items, dryRun },
   );
   return { body: { task_id: taskId } };
