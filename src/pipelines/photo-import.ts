@@ -6,9 +6,10 @@
  * Names come first (no bytes): two files for one member and unknown members are found before any
  * file is read, and each photo is routed to register (a member without a photo) or partial update
  * (a member with one) from one listing. Then the photos are checked (and converted where needed)
- * in route order, and a request leaves as soon as its batch is checked: the next batch is checked
- * while this one waits for the limit and is sent. Batches are greedy in order, at most 100 photos
- * and 250 MB, so the requests are the fewest for that order.
+ * route by route, the route whose last request is the smallest last, and a request leaves as soon
+ * as its batch is checked: the next batch is checked while this one waits for the limit and is
+ * sent. Batches are greedy in order, at most 100 photos and 250 MB, so the requests are the fewest
+ * for that order.
  *
  * Safe to leave alone (section 8): with a journal, requests an earlier run left open are settled
  * first and photos whose bytes were already applied are skipped; a lost answer is resolved from
@@ -24,7 +25,7 @@ import { stageOptions } from '../stages/options.js';
 import { closingOnError, readNames, refuse } from '../stages/read.js';
 import { PhotoRouting, dedupePhotos, listPhotos, type PhotoImportMode, type PhotoRoute, type RoutedPhoto } from '../stages/photo-route.js';
 import { PhotoCheckStage, normalizePhoto, type CheckedPhoto, type PhotoVerdict } from '../stages/photo-check-stage.js';
-import { batchInLanes, type Batch } from '../stages/batch.js';
+import { batchInLanes, smallestLastBatchLast, type Batch } from '../stages/batch.js';
 import { BATCHES_AHEAD, prefetch, drain } from '../stages/flow.js';
 import { mentionsCode, submitBatches, type BatchOutcome, type SubmitOptions, type SubmitStats } from '../stages/submit.js';
 import { PHOTO_BODY_OVERHEAD, photoBody, photoItemBytes } from '../stages/request-bodies.js';
@@ -139,6 +140,11 @@ export async function runPhotoImport(options: PhotoImportOptions): Promise<Photo
   };
   let batches: AsyncIterable<Batch<CheckedPhoto, PhotoRoute>> | undefined;
   try {
+    // The service's side of routing and the checker's start need no names: both overlap the reading.
+    checks.warmUp();
+    const listed = listForRouting(client, mode, journal, signal);
+    listed.catch(() => undefined);
+
     // read: every name and size, no bytes.
     const named = await readNames(source, report, signal);
     entries = named.entries;
@@ -147,14 +153,14 @@ export async function runPhotoImport(options: PhotoImportOptions): Promise<Photo
     // dedupe: one file per member.
     const single = dedupePhotos(named.files, report);
 
-    // route: what an earlier run left open is settled first, so that the listing is the truth.
-    if (journal) report.notes.push(...await settleEarlierRequests(client, journal, 'photo', () => listPhotos(client), signal));
-    const routing = await PhotoRouting.list(client, mode, journal);
-    const routed = routing.route(single, report).filter((photo) => {
+    // route
+    const { routing, notes } = await listed;
+    report.notes.push(...notes);
+    const routed = shortTail(routing.route(single, report).filter((photo) => {
       if (routing.worthChecking(photo)) return true;
       refuse(report, photo.file, photo.code, 'conflict', photo.refusal!);
       return false;
-    });
+    }));
     tracker.toCheck(routed.length);
     for (const photo of routed) if (photo.route) tracker.planned(photo.route, plannedBytes(photo), photoItemBytes(photo.code, plannedBytes(photo)));
 
@@ -218,6 +224,23 @@ export async function runPhotoImport(options: PhotoImportOptions): Promise<Photo
     await rm(temp, { recursive: true, force: true });
     await source.close();
   }
+}
+
+/** What an earlier run left open is settled first, so that the listing routing reads is the truth. */
+async function listForRouting(client: WdsClient, mode: PhotoImportMode, journal: ImportJournal | undefined, signal?: AbortSignal): Promise<{ routing: PhotoRouting; notes: string[] }> {
+  const notes = journal ? await settleEarlierRequests(client, journal, 'photo', () => listPhotos(client), signal) : [];
+  return { routing: await PhotoRouting.list(client, mode, journal), notes };
+}
+
+/**
+ * The routes in the order that ends the run soonest: the route whose last request is the smallest
+ * goes last (members may go in any order). Photos the mode refuses stay at the end.
+ */
+function shortTail(routed: RoutedPhoto[]): RoutedPhoto[] {
+  const sendable = routed.filter((photo) => photo.route);
+  const limits = { maxItems: MAX_PHOTOS_PER_REQUEST, overheadBytes: PHOTO_BODY_OVERHEAD };
+  const ordered = smallestLastBatchLast(sendable, (photo) => photo.route!, (photo) => photoItemBytes(photo.code, plannedBytes(photo)), limits);
+  return [...ordered, ...routed.filter((photo) => !photo.route)];
 }
 
 /**

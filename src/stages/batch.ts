@@ -37,6 +37,27 @@ export function planBatches<T>(items: T[], itemBytes: (item: T) => number, limit
   return batches;
 }
 
+/**
+ * The items lane by lane, the lane whose last batch has the fewest bytes last; source order is
+ * kept within each lane, and lanes tie in the order of their first item. Each lane is batched as
+ * it would be anyway, so the requests are as few, but the run's last request, which nothing
+ * overlaps (its check before it, its upload and task after), is the smallest.
+ */
+export function smallestLastBatchLast<T, L>(items: T[], laneOf: (item: T) => L, itemBytes: (item: T) => number, limits: BatchLimits): T[] {
+  const lanes = new Map<L, T[]>();
+  for (const item of items) {
+    const lane = laneOf(item);
+    const list = lanes.get(lane);
+    if (list) list.push(item);
+    else lanes.set(lane, [item]);
+  }
+  const lastBytes = (list: T[]): number => planBatches(list, itemBytes, limits).at(-1)!.reduce((n, item) => n + itemBytes(item), 0);
+  return [...lanes.values()]
+    .map((list, order) => ({ list, order, last: lastBytes(list) }))
+    .sort((a, b) => b.last - a.last || a.order - b.order)
+    .flatMap((lane) => lane.list);
+}
+
 /** Bytes of a JSON string literal of `text` (quotes included). */
 export function jsonStringBytes(text: string): number {
   return Buffer.byteLength(JSON.stringify(text));

@@ -59,6 +59,11 @@ export class PhotoCheckStage {
 
   readonly #stop = (): void => this.#halt.abort();
 
+  /** Starts the checker's process now, so that it is up by the first photo (it loads the image library). */
+  warmUp(): void {
+    this.#checker.running().catch(() => undefined);
+  }
+
   /** The check stage: a verdict for each photo, in their order; after a stop, none for photos not begun. */
   async *check(photos: Iterable<RoutedPhoto>): AsyncGenerator<PhotoVerdict> {
     const started = Date.now();

@@ -66,8 +66,8 @@ export class PhotoRouting {
   ) {}
 
   static async list(client: WdsClient, mode: PhotoImportMode, journal: ImportJournal | undefined): Promise<PhotoRouting> {
-    const members = new Set((await client.members.list()).member_data.map((m) => m.code));
-    return new PhotoRouting(members, await listPhotos(client), mode, journal);
+    const [listed, photos] = await Promise.all([client.members.list(), listPhotos(client)]);
+    return new PhotoRouting(new Set(listed.member_data.map((m) => m.code)), photos, mode, journal);
   }
 
   /**
