@@ -21,9 +21,35 @@ const sleeper = new Int32Array(new SharedArrayBuffer(4));
 /** The journal's writes are synchronous, so a wait for its lock is too (milliseconds, in practice). */
 const sleepSync = (ms: number): void => void Atomics.wait(sleeper, 0, 0, ms);
 
-/** Whether a process of this host with that id is running. */
-export function alive(pid: number): boolean {
-  if (pid === process.pid) return true;
+/** Runs `fn` on the file opened with `flags`, and closes it. */
+function withFile<T>(path: string, flags: string, fn: (fd: number) => T): T {
+  const fd = openSync(path, flags, 0o600);
+  try {
+    return fn(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** Runs `fn` on the file opened for reading; null when there is no such file. */
+function ifPresent<T>(path: string, fn: (fd: number) => T): T | null {
+  try {
+    return withFile(path, 'r', fn);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    throw error;
+  }
+}
+
+/**
+ * Tells this process from an earlier one that had the same pid: in a container each run may well
+ * be pid 1, and a lock or a request such a run left is not this run's.
+ */
+export const PROCESS_TOKEN = randomBytes(8).toString('hex');
+
+/** Whether the process of this host with that pid (and token, when known) is still running. */
+export function alive(pid: number, token?: string): boolean {
+  if (pid === process.pid) return token === undefined || token === PROCESS_TOKEN;
   try {
     process.kill(pid, 0);
     return true;
@@ -40,19 +66,10 @@ export interface JournalMark {
 
 /** The journal's text and its mark; null when there is no journal yet. */
 export function readJournal(path: string): { text: string; mark: JournalMark } | null {
-  let fd: number;
-  try {
-    fd = openSync(path, 'r');
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
-    throw error;
-  }
-  try {
+  return ifPresent(path, (fd) => {
     const bytes = readFileSync(fd);
     return { text: bytes.toString('utf8'), mark: { ino: fstatSync(fd).ino, bytes: bytes.length } };
-  } finally {
-    closeSync(fd);
-  }
+  });
 }
 
 /**
@@ -62,7 +79,7 @@ export function readJournal(path: string): { text: string; mark: JournalMark } |
  */
 export function withJournalLock<T>(path: string, fn: () => T): T {
   const lock = `${path}.lock`;
-  const me = `${process.pid} ${hostname()} ${randomBytes(6).toString('hex')}\n`;
+  const me = `${process.pid} ${hostname()} ${PROCESS_TOKEN} ${randomBytes(6).toString('hex')}\n`;
   const deadline = Date.now() + LOCK_WAIT_MS;
   for (let attempt = 0; ; attempt += 1) {
     if (tryCreate(lock, me)) break;
@@ -99,29 +116,23 @@ interface Holder {
   text: string;
   pid: number;
   host: string;
+  token: string;
   mtimeMs: number;
 }
 
 function readHolder(lock: string): Holder | null {
-  let fd: number;
-  try {
-    fd = openSync(lock, 'r');
-  } catch {
-    return null;
-  }
-  try {
+  return ifPresent(lock, (fd) => {
     const text = readFileSync(fd, 'utf8');
-    const [pid, host] = text.split(' ');
-    return { text, pid: Number(pid), host: host ?? '', mtimeMs: fstatSync(fd).mtimeMs };
-  } finally {
-    closeSync(fd);
-  }
+    const [pid, host, token] = text.split(' ');
+    return { text, pid: Number(pid), host: host ?? '', token: token ?? '', mtimeMs: fstatSync(fd).mtimeMs };
+  });
 }
 
 function isStale(holder: Holder): boolean {
   // Not written yet: its maker is between the create and the write.
   if (!holder.text.endsWith('\n')) return Date.now() - holder.mtimeMs > FOREIGN_STALE_MS;
-  if (holder.host === hostname()) return !alive(holder.pid);
+  // The lock is taken and released within one synchronous call: one of this process is never held while another is asked for.
+  if (holder.host === hostname()) return !alive(holder.pid, holder.token) || holder.pid === process.pid;
   return Date.now() - holder.mtimeMs > FOREIGN_STALE_MS;
 }
 
@@ -147,24 +158,27 @@ function breakStale(lock: string, stale: string): void {
  */
 export function appendLine(path: string, line: string): void {
   withJournalLock(path, () => {
-    let fd: number;
     try {
-      fd = openSync(path, 'a+', 0o600);
+      withFile(path, 'a+', (fd) => {
+        const size = fstatSync(fd).size;
+        const last = Buffer.alloc(1);
+        const cut = size > 0 && readSync(fd, last, 0, 1, size - 1) === 1 && last[0] !== 0x0a;
+        writeSync(fd, `${cut ? '\n' : ''}${line}\n`);
+        fsyncSync(fd);
+      });
     } catch (error) {
       throw new Error(`cannot write the import journal ${path}: ${(error as Error).message}`);
-    }
-    try {
-      const size = fstatSync(fd).size;
-      const last = Buffer.alloc(1);
-      const cut = size > 0 && readSync(fd, last, 0, 1, size - 1) === 1 && last[0] !== 0x0a;
-      writeSync(fd, `${cut ? '\n' : ''}${line}\n`);
-      fsyncSync(fd);
-    } catch (error) {
-      throw new Error(`cannot write the import journal ${path}: ${(error as Error).message}`);
-    } finally {
-      closeSync(fd);
     }
   });
+}
+
+/** Removes a file that may be gone already (renamed into place, or removed by another run). */
+function removeIfThere(file: string): void {
+  try {
+    unlinkSync(file);
+  } catch {
+    // Gone already.
+  }
 }
 
 const tempPrefix = (path: string): string => `${basename(path)}.compacting-`;
@@ -175,7 +189,7 @@ function sweepTemps(path: string): void {
   for (const name of readdirSync(dirname(path))) {
     if (!name.startsWith(prefix)) continue;
     const pid = Number(name.slice(prefix.length));
-    if (Number.isInteger(pid) && !alive(pid)) unlinkSync(join(dirname(path), name));
+    if (Number.isInteger(pid) && !alive(pid)) removeIfThere(join(dirname(path), name));
   }
 }
 
@@ -186,61 +200,41 @@ function sweepTemps(path: string): void {
  */
 export function replaceJournal(path: string, lines: string[], mark: JournalMark): boolean {
   const temp = join(dirname(path), `${tempPrefix(path)}${process.pid}`);
-  let fd: number | undefined;
   try {
     sweepTemps(path);
-    // Written before taking the lock, which others wait for: only the tail and the rename are under it.
-    fd = openSync(temp, 'w', 0o600);
-    for (let i = 0; i < lines.length; i += LINES_PER_WRITE) writeSync(fd, `${lines.slice(i, i + LINES_PER_WRITE).join('\n')}\n`);
-    const out = fd;
-    const replaced = withJournalLock(path, () => {
-      const tail = tailSince(path, mark);
-      if (tail === null) return false;
-      if (tail.length) writeSync(out, tail[tail.length - 1] === 0x0a ? tail : Buffer.concat([tail, Buffer.from('\n')]));
-      fsyncSync(out);
-      renameSync(temp, path);
-      syncFolder(dirname(path));
-      return true;
+    return withFile(temp, 'w', (fd) => {
+      // Written before taking the lock, which others wait for: only the tail and the rename are under it.
+      for (let i = 0; i < lines.length; i += LINES_PER_WRITE) writeSync(fd, `${lines.slice(i, i + LINES_PER_WRITE).join('\n')}\n`);
+      return withJournalLock(path, () => {
+        const tail = tailSince(path, mark);
+        if (tail === null) return false;
+        if (tail.length) writeSync(fd, tail[tail.length - 1] === 0x0a ? tail : Buffer.concat([tail, Buffer.from('\n')]));
+        fsyncSync(fd);
+        renameSync(temp, path);
+        syncFolder(dirname(path));
+        return true;
+      });
     });
-    return replaced;
   } catch {
     return false;
   } finally {
-    if (fd !== undefined) closeSync(fd);
-    try {
-      unlinkSync(temp);
-    } catch {
-      // Renamed into place, or never made.
-    }
+    removeIfThere(temp);
   }
 }
 
 /** What was appended to the journal since `mark`; null if the file is no longer the one read then. */
 function tailSince(path: string, mark: JournalMark): Buffer | null {
-  let fd: number;
-  try {
-    fd = openSync(path, 'r');
-  } catch {
-    return null;
-  }
-  try {
+  return ifPresent(path, (fd) => {
     const { ino, size } = fstatSync(fd);
     if (ino !== mark.ino || size < mark.bytes) return null;
     const tail = Buffer.alloc(size - mark.bytes);
     let got = 0;
     while (got < tail.length) got += readSync(fd, tail, got, tail.length - got, mark.bytes + got);
     return tail;
-  } finally {
-    closeSync(fd);
-  }
+  });
 }
 
 /** The rename is durable once the folder's entry is on disk. */
 function syncFolder(folder: string): void {
-  const fd = openSync(folder, 'r');
-  try {
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
+  withFile(folder, 'r', fsyncSync);
 }

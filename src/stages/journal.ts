@@ -16,7 +16,7 @@ import { mkdirSync } from 'node:fs';
 import { createHash, randomUUID } from 'node:crypto';
 import { homedir, hostname } from 'node:os';
 import { dirname, join } from 'node:path';
-import { alive, appendLine, readJournal, replaceJournal, type JournalMark } from './journal-file.js';
+import { alive, appendLine, PROCESS_TOKEN, readJournal, replaceJournal, type JournalMark } from './journal-file.js';
 
 export type JournalKind = 'photo' | 'attachment';
 export type JournalRoute = 'register' | 'update';
@@ -41,6 +41,8 @@ export interface JournalRequest {
   at: string;
   pid: number;
   host: string;
+  /** The sending process's PROCESS_TOKEN (lines of older versions have none). */
+  proc?: string;
   files: JournalFile[];
   task_id?: number;
 }
@@ -196,7 +198,7 @@ export class ImportJournal {
   /** @internal Written before the request is sent; answers the request's id in the journal. */
   sending(kind: JournalKind, route: JournalRoute, files: JournalFile[]): string {
     const id = `${this.#run}-${this.#next++}`;
-    this.#write({ t: 'send', id, kind, route, at: new Date().toISOString(), pid: process.pid, host: hostname(), files });
+    this.#write({ t: 'send', id, kind, route, at: new Date().toISOString(), pid: process.pid, host: hostname(), proc: PROCESS_TOKEN, files });
     return id;
   }
 
@@ -225,7 +227,7 @@ export class ImportJournal {
     const host = hostname();
     return [...this.#open]
       .map((id) => this.#requests.get(id)!)
-      .filter((r) => r.kind === kind && !(r.host === host && alive(r.pid)));
+      .filter((r) => r.kind === kind && !(r.host === host && alive(r.pid, r.proc)));
   }
 
   /** @internal The last file applied at this target by any run, if the journal knows one. */

@@ -112,4 +112,22 @@ describe('the import journal is compacted', () => {
     expect(existsSync(`${journal.path}.lock`)).toBe(false);
     expect(ImportJournal.open('nightly-key', folder).applied('photo:A0001')).toMatchObject({ sha256: 'one' });
   });
+
+  it('a lock and a request left by an earlier process that had this very pid (as pid 1 in a container) belong to that run, not this one', () => {
+    const folder = tempDir('wds-journal-');
+    const journal = ImportJournal.open('nightly-key', folder);
+    const send = { t: 'send', id: 'earlier-0', kind: 'photo', route: 'update', at: new Date().toISOString(), pid: process.pid, host: hostname(), proc: 'an-earlier-process',
+      files: [{ code: 'A0001', sha256: 'one', before: null }] };
+    appendFileSync(journal.path, `${JSON.stringify(send)}\n`);
+    writeFileSync(`${journal.path}.lock`, `${process.pid} ${hostname()} an-earlier-process abc\n`);
+    const later = ImportJournal.open('nightly-key', folder);
+    expect(later.unsettled('photo').map((r) => r.id)).toEqual(['earlier-0']);
+    const started = Date.now();
+    later.settled('earlier-0', [true], 'task 3 ended OK, read by a later run');
+    expect(Date.now() - started).toBeLessThan(1_000);
+    expect(existsSync(`${journal.path}.lock`)).toBe(false);
+    // This run's own requests are its own business while it runs.
+    later.sending('photo', 'update', [{ code: 'A0002', sha256: 'two', before: null }]);
+    expect(ImportJournal.open('nightly-key', folder).unsettled('photo')).toEqual([]);
+  });
 });
