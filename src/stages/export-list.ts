@@ -1,0 +1,35 @@
+/**
+ * The export's list stage: what is to be exported (members' photos, or the file parts of the
+ * sheets named) and every file of it, with a download URL valid 15 minutes. The lister stays with
+ * the run: a download whose URL expired asks it for a fresh listing.
+ */
+import type { WdsClient } from '../client/client.js';
+import { UrlLister, attachmentTargets, type ListTarget, type RemoteFile } from './list-urls.js';
+
+/** What the list stage lists. */
+export interface ListRequest {
+  what: 'photos' | 'attachments';
+  /** Attachments: only this sheet. */
+  sheet?: number;
+  /** Attachments: only this file part of `sheet`. */
+  field?: number;
+  /** Only files updated on or after this date (`YYYY-MM-DD`). */
+  since?: string;
+}
+
+/** The files listed, and the lister that lists them again when their URLs expire. */
+export interface Listed {
+  files: RemoteFile[];
+  lister: UrlLister;
+  /** Remarks for the report (no sheet has a file part). */
+  notes: string[];
+}
+
+export async function listFiles(client: WdsClient, request: ListRequest): Promise<Listed> {
+  const targets: ListTarget[] = request.what === 'photos'
+    ? [{ id: 'photos', kind: 'photo' }]
+    : await attachmentTargets(client, { sheet: request.sheet, field: request.field });
+  const notes = request.what === 'attachments' && targets.length === 0 ? ['no sheet has a file part'] : [];
+  const lister = new UrlLister(client, targets, request.since);
+  return { files: await lister.listAll(), lister, notes };
+}
