@@ -27,7 +27,7 @@ export class PipelineFileError extends Error {
 
 export type PipelineFrom =
   | { service: 'photos' }
-  | { service: 'attachments'; sheet?: number; field?: number }
+  | { service: 'attachments'; sheets?: number[]; field?: number }
   | { folder: string; move?: { done: string; refused: string }; settle_seconds: number }
   | { zip: string }
   | { csv: string };
@@ -244,6 +244,7 @@ function crossChecks(p: PipelineInput, raw: unknown): { path: Path; message: str
   }
   if (p.retention && !('archive' in p.to)) problems.push({ path: ['retention'], message: 'retention: only an archive (to: {archive: DIR}) keeps snapshots to retain' });
   if ('service' in p.from && p.from.service === 'attachments' && p.from.fields && !p.from.sheets) problems.push({ path: ['from', 'fields'], message: 'from.fields: name the sheet the file part belongs to in from.sheets' });
+  if ('service' in p.from && p.from.service === 'attachments' && p.from.fields && (p.from.sheets?.length ?? 0) > 1) problems.push({ path: ['from', 'fields'], message: 'from.fields: a file part belongs to one sheet; name only its sheet in from.sheets' });
   if ('service' in p.to && p.to.service === 'attachments' && p.to.field !== undefined && p.to.sheet === undefined) problems.push({ path: ['to', 'field'], message: 'to.field: needs to.sheet' });
   const photos = ('service' in p.from && p.from.service === 'photos') || ('service' in p.to && p.to.service === 'photos');
   (p.steps ?? []).forEach((step, i) => {
@@ -285,7 +286,7 @@ function toLoaded(p: PipelineInput, file: string): LoadedPipeline {
   const abs = (path: string): string => resolve(dir, path);
   let from: PipelineFrom;
   if ('service' in p.from) {
-    from = p.from.service === 'photos' ? { service: 'photos' } : { service: 'attachments', sheet: p.from.sheets?.[0], field: p.from.fields?.[0] };
+    from = p.from.service === 'photos' ? { service: 'photos' } : { service: 'attachments', sheets: p.from.sheets, field: p.from.fields?.[0] };
   } else if ('folder' in p.from) {
     from = {
       folder: abs(p.from.folder),

@@ -61,7 +61,7 @@ async function planExport(pipeline: LoadedPipeline, client: WdsClient): Promise<
   if (!('service' in from)) throw new Error('not an export');
   const targets: ListTarget[] = from.service === 'photos'
     ? [{ id: 'photos', kind: 'photo' }]
-    : await attachmentTargets(client, { sheet: from.sheet, field: from.field });
+    : await attachmentTargets(client, { sheets: from.sheets, field: from.field });
   const files = await new UrlLister(client, targets, pipeline.steps.list.since).listAll();
   const notes: string[] = [];
   const earlier = await earlierLines(to, notes);

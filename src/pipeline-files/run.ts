@@ -163,7 +163,7 @@ async function execute(pipeline: LoadedPipeline, options: RunPipelineOptions, lo
         since: steps.list.since,
         concurrency: steps.download.concurrency,
         signal: options.signal,
-        ...(from.service === 'attachments' ? { sheet: from.sheet, field: from.field } : {}),
+        ...(from.service === 'attachments' ? { sheets: from.sheets, field: from.field } : {}),
         ...('archive' in to ? { archive: { pipeline: pipeline.name } } : {}),
       };
       const result = await runExport(exportOptions);

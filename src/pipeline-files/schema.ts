@@ -51,7 +51,7 @@ export const fromSchema = z.union([
   z.strictObject({ service: z.literal('photos') }),
   z.strictObject({
     service: z.literal('attachments'),
-    sheets: z.array(id).min(1).max(1, 'one sheet per pipeline: name one, or leave `sheets` out for every sheet').optional(),
+    sheets: z.array(id).min(1).optional().describe('Only these sheets; default: every sheet with a file part'),
     fields: z.array(id).min(1).max(1, 'one file part per pipeline: name one, or leave `fields` out for every file part of the sheet').optional(),
   }),
   z.strictObject({

@@ -64,7 +64,9 @@ async function onlineProblems(pipeline: LoadedPipeline, shown: string, options: 
         problems.push(await locate(pipeline.file, shown, path, error.message));
       }
     };
-    if ('service' in from && from.service === 'attachments') await target({ sheet: from.sheet, field: from.field }, from.field !== undefined ? ['from', 'fields', 0] : ['from', 'sheets', 0]);
+    if ('service' in from && from.service === 'attachments') {
+      for (const [at, sheet] of (from.sheets ?? []).entries()) await target({ sheet, field: from.field }, from.field !== undefined ? ['from', 'fields', 0] : ['from', 'sheets', at]);
+    }
     if ('service' in to && to.service === 'attachments') await target({ sheet: to.sheet, field: to.field }, to.field !== undefined ? ['to', 'field'] : ['to', 'sheet']);
     if (!('service' in from)) {
       const missing = await membersMissing(pipeline, client);

@@ -34,7 +34,9 @@ export interface ExportOptions {
   since?: string;
   /** Attachments: only this sheet. Default: every sheet with a file part. */
   sheet?: number;
-  /** Attachments: only this file part of `sheet`. Default: every file part of the sheet. */
+  /** Attachments: only these sheets (instead of `sheet`). Default: every sheet with a file part. */
+  sheets?: number[];
+  /** Attachments: only this file part of the one sheet named. Default: every file part of the sheets. */
   field?: number;
   /** Downloads in flight at once. Default 64 for photos, 16 for attachments (`defaultConcurrency`). */
   concurrency?: number;
@@ -118,7 +120,8 @@ export async function runExport(options: ExportOptions): Promise<ExportResult> {
   earlier?.catch(() => undefined); // awaited in SnapshotBuild.open
 
   // list
-  const listed = await listFiles(client, { what: options.what, sheet: options.sheet, field: options.field, since });
+  const sheets = options.sheets ?? (options.sheet !== undefined ? [options.sheet] : undefined);
+  const listed = await listFiles(client, { what: options.what, sheets, field: options.field, since });
   const { lister } = listed;
   report.notes.push(...listed.notes);
   if (options.signal?.aborted) {

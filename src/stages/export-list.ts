@@ -9,9 +9,9 @@ import { UrlLister, attachmentTargets, type ListTarget, type RemoteFile } from '
 /** What the list stage lists. */
 export interface ListRequest {
   what: 'photos' | 'attachments';
-  /** Attachments: only this sheet. */
-  sheet?: number;
-  /** Attachments: only this file part of `sheet`. */
+  /** Attachments: only these sheets. */
+  sheets?: number[];
+  /** Attachments: only this file part of the one sheet named. */
   field?: number;
   /** Only files updated on or after this date (`YYYY-MM-DD`). */
   since?: string;
@@ -28,7 +28,7 @@ export interface Listed {
 export async function listFiles(client: WdsClient, request: ListRequest): Promise<Listed> {
   const targets: ListTarget[] = request.what === 'photos'
     ? [{ id: 'photos', kind: 'photo' }]
-    : await attachmentTargets(client, { sheet: request.sheet, field: request.field });
+    : await attachmentTargets(client, { sheets: request.sheets, field: request.field });
   const notes = request.what === 'attachments' && targets.length === 0 ? ['no sheet has a file part'] : [];
   const lister = new UrlLister(client, targets, request.since);
   return { files: await lister.listAll(), lister, notes };

@@ -164,27 +164,42 @@ export class UnknownTargetError extends Error {
   }
 }
 
+/** Which sheets and file parts an attachment export takes. */
+export interface AttachmentScope {
+  /** Only these sheets. Default: every sheet with a file part. */
+  sheets?: number[];
+  /** One sheet (the CLI's --sheet); `sheets` when both are given. */
+  sheet?: number;
+  /** Only this file part (of the one sheet named, when one is). */
+  field?: number;
+}
+
 /**
- * The attachment targets: every file part of every sheet, or the ones named. A sheet named that
- * does not exist or has no file part, or a field named that is not a file part of it, is an
- * error naming what there is: an export of nothing is never what was asked for.
+ * The attachment targets: every file part of every sheet, or of the sheets named. A sheet named
+ * that does not exist or has no file part, or a field named that is not a file part of its sheet,
+ * is an error naming what there is: an export of nothing is never what was asked for.
  */
-export async function attachmentTargets(client: WdsClient, only: { sheet?: number; field?: number } = {}): Promise<ListTarget[]> {
+export async function attachmentTargets(client: WdsClient, only: AttachmentScope = {}): Promise<ListTarget[]> {
+  const sheets = only.sheets ?? (only.sheet !== undefined ? [only.sheet] : undefined);
+  if (only.field !== undefined && sheets !== undefined && sheets.length > 1) {
+    throw new UnknownTargetError(`field ${only.field} is a file part of one sheet, and ${sheets.length} sheets are named (${sheets.join(', ')}): name its sheet alone`);
+  }
   const layouts = await client.sheets.layouts();
   const targets: ListTarget[] = [];
   const fileParts = (layout: (typeof layouts)[number]) => layout.custom_fields.filter((field) => field.type_detail === 'attach_file');
   const list = (items: { id: number; name: string }[]): string => items.map((i) => `${i.id} (${i.name})`).join(', ') || 'none';
   for (const layout of layouts) {
-    if (only.sheet !== undefined && layout.id !== only.sheet) continue;
+    if (sheets !== undefined && !sheets.includes(layout.id)) continue;
     for (const field of fileParts(layout)) {
       if (only.field !== undefined && field.id !== only.field) continue;
       targets.push({ id: `attachments:${layout.id}:${field.id}`, kind: 'attachment', sheetId: layout.id, fieldId: field.id });
     }
   }
-  if (only.sheet !== undefined && targets.length === 0) {
-    const layout = layouts.find((l) => l.id === only.sheet);
+  for (const sheet of sheets ?? []) {
+    if (targets.some((target) => target.sheetId === sheet)) continue;
+    const layout = layouts.find((l) => l.id === sheet);
     const withFiles = layouts.filter((l) => fileParts(l).length > 0);
-    if (!layout) throw new UnknownTargetError(`there is no sheet ${only.sheet}; sheets with file parts: ${list(withFiles)}`);
+    if (!layout) throw new UnknownTargetError(`there is no sheet ${sheet}; sheets with file parts: ${list(withFiles)}`);
     if (only.field === undefined) throw new UnknownTargetError(`sheet ${layout.id} (${layout.name}) has no file part; sheets with file parts: ${list(withFiles)}`);
     throw new UnknownTargetError(`field ${only.field} is not a file part of sheet ${layout.id} (${layout.name}); its file parts: ${list(fileParts(layout))}`);
   }

@@ -145,7 +145,7 @@ describe('validate', () => {
     expect(loaded.connection.base_url).toBe('http://127.0.0.1:1');
     expect(loaded.to).toEqual({ archive: join(file, '..', 'backups', 'attachments') });
     expect(loaded.retention).toEqual({ keep_last: 4 });
-    expect(loaded.from).toEqual({ service: 'attachments', sheet: 2, field: undefined });
+    expect(loaded.from).toEqual({ service: 'attachments', sheets: [2], field: undefined });
     // A quoted substitution stays a string, which a sheet id is not.
     const quoted = readFileSync(file, 'utf8').replace('- ${SHEET:-2}', '- "${SHEET:-2}"');
     const problems = await problemsOf(quoted, { BASE: 'x', KEEP: '4' });
