@@ -2,8 +2,9 @@
  * The import journal on disk: lines appended one at a time under a short lock, and the whole file
  * replaced by its compacted form (write to a temporary file, fsync, rename, fsync the folder), so
  * that a run killed at any moment leaves either the old journal or the new one, whole. The lock
- * (`<journal>.lock`, made with exclusive create) keeps two runs against one company from appending
- * to a journal that the other is replacing: a line written to the old file then would be lost.
+ * (`.<journal>.lock` beside it, made with exclusive create) keeps two runs against one company from
+ * appending to a journal that the other is replacing: a line written to the old file then would be
+ * lost. The lock and the temporary file are dot-named, so that only journals are named `journal-*`.
  */
 import { closeSync, fstatSync, fsyncSync, linkSync, openSync, readFileSync, readdirSync, readSync, renameSync, unlinkSync, writeSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
@@ -72,13 +73,16 @@ export function readJournal(path: string): { text: string; mark: JournalMark } |
   });
 }
 
+/** The journal's lock file: `.<name>.lock` in its folder. */
+export const journalLockOf = (path: string): string => join(dirname(path), `.${basename(path)}.lock`);
+
 /**
  * Runs `fn` holding the journal's lock. A lock left by a process of this host that has ended (or,
  * from another host, not touched for 30 s) is moved aside and removed; had a live run's fresh lock
  * taken its place meanwhile, that one is put back.
  */
 export function withJournalLock<T>(path: string, fn: () => T): T {
-  const lock = `${path}.lock`;
+  const lock = journalLockOf(path);
   const me = `${process.pid} ${hostname()} ${PROCESS_TOKEN} ${randomBytes(6).toString('hex')}\n`;
   const deadline = Date.now() + LOCK_WAIT_MS;
   for (let attempt = 0; ; attempt += 1) {
@@ -181,7 +185,7 @@ function removeIfThere(file: string): void {
   }
 }
 
-const tempPrefix = (path: string): string => `${basename(path)}.compacting-`;
+const tempPrefix = (path: string): string => `.${basename(path)}.compacting-`;
 
 /** Temporary files of compactions whose run was killed. */
 function sweepTemps(path: string): void {

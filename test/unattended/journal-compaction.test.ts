@@ -9,6 +9,7 @@ import { appendFileSync, existsSync, readFileSync, readdirSync, writeFileSync } 
 import { hostname } from 'node:os';
 import { describe, expect, it } from 'vitest';
 import { ImportJournal, targetOf } from '../../src/stages/journal.js';
+import { journalLockOf } from '../../src/stages/journal-file.js';
 import { tempDir } from '../helpers/export.js';
 
 const CODES = ['A0001', 'A0002', 'A0003', 'A0004', 'A0005'];
@@ -106,10 +107,10 @@ describe('the import journal is compacted', () => {
   it('a lock left by a run that was killed does not stop the next run, which removes it', () => {
     const folder = tempDir('wds-journal-');
     const journal = ImportJournal.open('nightly-key', folder);
-    writeFileSync(`${journal.path}.lock`, `${deadPid()} ${hostname()} abc\n`);
+    writeFileSync(journalLockOf(journal.path), `${deadPid()} ${hostname()} abc\n`);
     const id = journal.sending('photo', 'register', [{ code: 'A0001', sha256: 'one', before: null }]);
     journal.settled(id, [true], 'ok');
-    expect(existsSync(`${journal.path}.lock`)).toBe(false);
+    expect(existsSync(journalLockOf(journal.path))).toBe(false);
     expect(ImportJournal.open('nightly-key', folder).applied('photo:A0001')).toMatchObject({ sha256: 'one' });
   });
 
@@ -119,13 +120,13 @@ describe('the import journal is compacted', () => {
     const send = { t: 'send', id: 'earlier-0', kind: 'photo', route: 'update', at: new Date().toISOString(), pid: process.pid, host: hostname(), proc: 'an-earlier-process',
       files: [{ code: 'A0001', sha256: 'one', before: null }] };
     appendFileSync(journal.path, `${JSON.stringify(send)}\n`);
-    writeFileSync(`${journal.path}.lock`, `${process.pid} ${hostname()} an-earlier-process abc\n`);
+    writeFileSync(journalLockOf(journal.path), `${process.pid} ${hostname()} an-earlier-process abc\n`);
     const later = ImportJournal.open('nightly-key', folder);
     expect(later.unsettled('photo').map((r) => r.id)).toEqual(['earlier-0']);
     const started = Date.now();
     later.settled('earlier-0', [true], 'task 3 ended OK, read by a later run');
     expect(Date.now() - started).toBeLessThan(1_000);
-    expect(existsSync(`${journal.path}.lock`)).toBe(false);
+    expect(existsSync(journalLockOf(journal.path))).toBe(false);
     // This run's own requests are its own business while it runs.
     later.sending('photo', 'update', [{ code: 'A0002', sha256: 'two', before: null }]);
     expect(ImportJournal.open('nightly-key', folder).unsettled('photo')).toEqual([]);

@@ -7,6 +7,7 @@ import { readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { journalLockOf } from '../../src/stages/journal-file.js';
 import { useEmulator } from '../helpers/emulator.js';
 import { connectionArgs, finished, runCli, spawnCli } from '../helpers/cli-process.js';
 import { tempDir } from '../helpers/export.js';
@@ -52,7 +53,7 @@ describe('a run killed while it compacts the import journal', () => {
 
     // This test holds the journal's lock, as a run appending a line would for a moment: the run
     // writes its compacted journal, then waits for the lock to put it in place, and is killed there.
-    const lock = `${path}.lock`;
+    const lock = journalLockOf(path);
     await writeFile(lock, `${process.pid} ${hostname()} this-test 0\n`);
     const child = spawnCli(['photos', 'import', dir, '--no-trim', ...connectionArgs(emu())], place.env);
     const ended = finished(child);
