@@ -17,6 +17,15 @@
  *   npx tsx bench/archive.ts --latency 0              storage answering at once (default 20 ms, as a
  *                                                     storage service on the network answers)
  *   npx tsx bench/archive.ts --keep                   leave the archive folder for a look
+ *   npx tsx bench/archive.ts --repeat 3               after the full run, three pairs of an
+ *                                                     unchanged run and a 1 % run (each against the
+ *                                                     full run of its round)
+ *   npx tsx bench/archive.ts --cli /tmp/b/dist/cli/main.js   another build's CLI (implies --no-build)
+ *   npx tsx bench/archive.ts --compare /tmp/b/dist/cli/main.js
+ *                                                     each incremental run also by that build, in
+ *                                                     turn, on the same archive (each 1 % run after a
+ *                                                     1 % change of its own); figures for both
+ *   npx tsx bench/archive.ts --cpu-prof DIR           node --cpu-prof of each incremental run into DIR
  *
  * Files are of the sizes the export benches use: attachments of 10 KB to 1 MB (documents and
  * scans), photos of 20 to 500 KB (bench/export's mix). The disk ratio depends on them: each
@@ -49,6 +58,12 @@ const FILES = Number(argValue('files') ?? 20_000);
 const WHAT = (argValue('what') ?? 'attachments') as 'attachments' | 'photos';
 const LATENCY_MS = Number(argValue('latency') ?? 20);
 const RUNS = Number(argValue('runs') ?? 1);
+const REPEAT = Number(argValue('repeat') ?? 1);
+const CLI_PATH = argValue('cli');
+const CPU_PROF = argValue('cpu-prof');
+/** The builds measured: this one (or --cli), and --compare's, taking turns. */
+const CLIS = [CLI_PATH ?? CLI, ...(argValue('compare') ? [argValue('compare')!] : [])];
+if (!Number.isInteger(REPEAT) || REPEAT < 1) throw new Error(`--repeat must be a whole number of 1 or more, got ${argValue('repeat')}`);
 if (!Number.isInteger(RUNS) || RUNS < 1) throw new Error(`--runs must be a whole number of 1 or more, got ${argValue('runs')}`);
 if (!(LATENCY_MS >= 0)) throw new Error(`--latency must be a number of milliseconds, got ${argValue('latency')}`);
 if (!Number.isInteger(FILES) || FILES < 2) throw new Error(`--files must be a whole number of 2 or more, got ${argValue('files')}`);
@@ -145,7 +160,7 @@ interface Row {
 
 const RUN_NAMES = ['full', 'unchanged', '1 %'] as const;
 type RunName = (typeof RUN_NAMES)[number];
-type Round = Record<RunName, Row> & { changed: number };
+type Round = Record<RunName, Row> & { changed: number; cli: string };
 
 const mb = (bytes: number): string => `${(bytes / 1e6).toFixed(1)} MB`;
 const seconds = (ms: number): string => `${(ms / 1000).toFixed(2)} s`;
@@ -163,7 +178,7 @@ function median(values: number[]): number {
 }
 
 /** One round: a fresh company and archive, archived in full, unchanged, and after 1 % changed. */
-async function round(n: number, built: string): Promise<Round> {
+async function round(n: number, built: string): Promise<Round[]> {
   const emu = await startEmulator({ port: 0, generate, clockStart: '2026-04-01 10:00:00', maintenance: false });
   emu.emulator.storageFaults.configure({ latency_ms: LATENCY_MS });
   const work = await mkdtemp(join(tmpdir(), 'wds-bench-archive-'));
@@ -185,11 +200,12 @@ async function round(n: number, built: string): Promise<Round> {
     console.log(`bench/archive: ${files.length} ${WHAT} (${mb(bytes)}, ${(bytes / files.length / 1000).toFixed(0)} KB on average); storage latency ${LATENCY_MS} ms; ${built}; ${RUNS} round${RUNS === 1 ? '' : 's'}`);
   }
 
-  const run = async (name: RunName, label: string): Promise<Row> => {
+  const run = async (name: RunName, label: string, cli = CLIS[0]!): Promise<Row> => {
     const before = await diskUse(archive);
     const duBefore = await du(archive);
     company.stats.reset();
-    const measured = await measure(process.execPath, [CLI, 'run', pipeline, '--json'], { env, cwd: work });
+    const profile = CPU_PROF && name !== 'full' ? ['--cpu-prof', '--cpu-prof-dir', CPU_PROF, '--cpu-prof-name', `${n}-${label.replace(/\W+/g, '_')}-${Date.now()}.cpuprofile`] : [];
+    const measured = await measure(process.execPath, [...profile, cli, 'run', pipeline, '--json'], { env, cwd: work });
     if (measured.code !== 0) throw new Error(`${name}: the CLI exited with ${measured.code ?? `signal ${measured.signal}`}:\n${measured.stderr}${measured.stdout}`);
     const after = await diskUse(archive, before.seen);
     const stats = company.stats.toJSON() as { requests: Record<string, number>; storage_downloads: number };
@@ -200,15 +216,23 @@ async function round(n: number, built: string): Promise<Round> {
       added: after.blocks, duAdded: (await du(archive)) - duBefore, addedFileBytes: after.fileBytes, snapshotFiles: doc.counts.files,
     };
     const { files, folders, metadata } = row.added;
-    console.log(`  ${`${n}. ${label}`.padEnd(16)} ${seconds(measured.ms).padStart(8)}  storage ${String(row.storage).padStart(6)}  api ${String(row.api).padStart(3)}  adds ${mb(sum(row.added)).padStart(9)} (files ${mb(files)}, folders ${mb(folders)}, manifest and snapshot.json ${mb(metadata)}; du ${mb(row.duAdded)})  files ${row.snapshotFiles}  peak RSS ${(measured.maxRssKb / 1024).toFixed(0)} MB`);
+    const which = CLIS.length > 1 ? `${String.fromCharCode(65 + CLIS.indexOf(cli))} ` : '';
+    console.log(`  ${`${n}. ${which}${label}`.padEnd(18)} ${seconds(measured.ms).padStart(8)}  storage ${String(row.storage).padStart(6)}  api ${String(row.api).padStart(3)}  adds ${mb(sum(row.added)).padStart(9)} (files ${mb(files)}, folders ${mb(folders)}, manifest and snapshot.json ${mb(metadata)}; du ${mb(row.duAdded)})  files ${row.snapshotFiles}  peak RSS ${(measured.maxRssKb / 1024).toFixed(0)} MB`);
     return row;
   };
 
   try {
     const full = await run('full', 'full');
-    const unchanged = await run('unchanged', 'unchanged');
-    const changed = changeShare(emu, 0.01);
-    return { full, unchanged, '1 %': await run('1 %', `1 % (${changed})`), changed };
+    const pairs: Round[] = [];
+    for (let k = 1; k <= REPEAT; k += 1) {
+      const unchanged = [];
+      for (const cli of CLIS) unchanged.push(await run('unchanged', 'unchanged', cli));
+      for (const [i, cli] of CLIS.entries()) {
+        const changed = changeShare(emu, 0.01);
+        pairs.push({ full, unchanged: unchanged[i]!, '1 %': await run('1 %', `1 % (${changed})`, cli), changed, cli });
+      }
+    }
+    return pairs;
   } finally {
     await emu.close();
     if (flag('keep')) console.log(`kept ${work}`);
@@ -217,11 +241,19 @@ async function round(n: number, built: string): Promise<Round> {
 }
 
 async function main(): Promise<void> {
-  const built = ensureBuilt(!flag('no-build'));
-  const rounds: Round[] = [];
-  for (let n = 1; n <= RUNS; n += 1) rounds.push(await round(n, built));
+  const built = [CLI_PATH ? `A: node ${CLI_PATH} (--cli)` : ensureBuilt(!flag('no-build')), ...CLIS.slice(1).map((cli) => `B: node ${cli} (--compare)`)].join('; ');
+  const all: Round[] = [];
+  for (let n = 1; n <= RUNS; n += 1) all.push(...(await round(n, built)));
+  for (const [i, cli] of CLIS.entries()) {
+    if (CLIS.length > 1) console.log(`${String.fromCharCode(65 + i)}: ${cli}`);
+    summarise(all.filter((r) => r.cli === cli));
+  }
+}
+
+/** Medians of the rounds of one build, and the targets. */
+function summarise(rounds: Round[]): void {
   const of = (name: RunName, value: (row: Row) => number): number[] => rounds.map((r) => value(r[name]));
-  console.log(RUNS === 1 ? 'runs:' : `medians of ${RUNS} rounds (fastest to slowest):`);
+  console.log(rounds.length === 1 ? 'runs:' : `medians of ${RUNS} round${RUNS === 1 ? '' : 's'}${REPEAT > 1 ? ` of ${REPEAT} incremental pairs each` : ''} (fastest to slowest):`);
   for (const name of RUN_NAMES) {
     console.log(`  ${name.padEnd(10)} ${spread(of(name, (r) => r.measured.ms), seconds)}, adds ${spread(of(name, (r) => sum(r.added)), mb)} on disk, peak RSS ${spread(of(name, (r) => r.measured.maxRssKb / 1024), (v) => `${v.toFixed(0)} MB`)}`);
   }

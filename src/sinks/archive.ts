@@ -7,8 +7,9 @@
  * earlier snapshot: links are made, never opened for writing, and a changed file is written under
  * a temporary name and renamed over its link (FolderSink).
  */
-import { copyFile, constants, link, lstat, mkdir, readFile, readdir, rename, unlink, writeFile } from 'node:fs/promises';
-import { basename, dirname, join } from 'node:path';
+import { readFile, rename, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { Linker, type LinkItem } from '../archive/linker.js';
 import {
   SNAPSHOT_FILE, listSnapshots, nextSnapshotId, partialDir, readSnapshotManifest, snapshotDir, writeLatest,
   type SnapshotCounts, type SnapshotDoc,
@@ -54,21 +55,15 @@ export interface EarlierSnapshots {
 
 /** Errors of `link` that mean the file system has no hard links: the file is copied instead. */
 const NO_HARD_LINKS = new Set(['EPERM', 'ENOTSUP', 'EOPNOTSUPP', 'EXDEV', 'EMLINK', 'ENOSYS']);
-/** Links made at once: each is a few system calls on the thread pool. */
-const LINK_CONCURRENCY = 16;
+/** Threads that make the folders and links of unchanged files. */
+const LINK_THREADS = 2;
 
 export class SnapshotBuild {
   /** The latest version of each file in the snapshots this one is compared with. */
   private earlier = new Map<string, Earlier>();
   private deleted = 0;
-  /** Unchanged files were copied, the file system having no hard links. */
-  private copying = false;
-  /** Folders of this snapshot made (or found to be real folders), each once, parents first. */
-  private readonly folders = new Map<string, Promise<void>>();
-  /** Whether a folder of an earlier snapshot is a real folder all the way down, by snapshot and path. */
-  private readonly sourceFolders = new Map<string, Promise<boolean>>();
-  /** The names of the real folders (not links) in a folder of an earlier snapshot. */
-  private readonly subfolders = new Map<string, Promise<Set<string>>>();
+  /** Takes unchanged files over on threads of its own. */
+  private readonly linker: Linker;
 
   private constructor(
     readonly archive: string,
@@ -79,7 +74,9 @@ export class SnapshotBuild {
     readonly previous: string | null,
     /** The id of the `.partial` an earlier run left and this run continues, if any. */
     readonly resumed: string | null,
-  ) {}
+  ) {
+    this.linker = new Linker(partialDir(archive, id), NO_HARD_LINKS, LINK_THREADS);
+  }
 
   /** The folder being built. */
   get dir(): string {
@@ -142,122 +139,22 @@ export class SnapshotBuild {
    */
   async linkUnchanged(lines: ManifestLine[], onPlaced: (line: ManifestLine) => Promise<void>, signal?: AbortSignal): Promise<ManifestLine[]> {
     const refused: ManifestLine[] = [];
-    let next = 0;
-    const worker = async (): Promise<void> => {
-      while (next < lines.length && !signal?.aborted) {
-        const line = lines[next]!;
-        next += 1;
-        if (await this.place(line)) await onPlaced(line);
-        else refused.push(line);
-      }
-    };
-    await Promise.all(Array.from({ length: Math.min(LINK_CONCURRENCY, lines.length) }, worker));
+    const items: (LinkItem & { line: ManifestLine })[] = [];
+    for (const line of lines) {
+      const from = this.earlier.get(manifestKey(line));
+      if (from) items.push({ root: from.dir, from: from.line.path, to: line.path, size: line.size, line });
+      else refused.push(line);
+    }
+    await this.linker.run(items, async (placed, notPlaced) => {
+      for (const item of notPlaced) refused.push(item.line);
+      await Promise.all(placed.map((item) => onPlaced(item.line)));
+    }, signal);
     return refused;
-  }
-
-  /** Whether the unchanged file of `line` is now in this snapshot. */
-  private async place(line: ManifestLine): Promise<boolean> {
-    const from = this.earlier.get(manifestKey(line));
-    if (!from) return false;
-    // The folders on the way are checked for links once each; the file itself by lstat below.
-    if (!(await this.sourceFolderIsPlain(from.dir, dirname(from.line.path)))) return false;
-    const source = join(from.dir, from.line.path);
-    try {
-      const info = await lstat(source);
-      if (!info.isFile() || info.size !== line.size) return false;
-    } catch {
-      return false;
-    }
-    const folder = dirname(line.path);
-    const target = join(this.dir, line.path);
-    if (folder !== '.') await this.folder(folder);
-    try {
-      await this.linkOrCopy(source, target);
-    } catch (error) {
-      const code = (error as NodeJS.ErrnoException).code;
-      if (code === 'ENOENT') return false;
-      if (code !== 'EEXIST') throw error;
-      // A file an interrupted run left at this path, not in its manifest: this snapshot's own.
-      await unlink(target);
-      await this.linkOrCopy(source, target);
-    }
-    return true;
-  }
-
-  /** Makes `folder` (a path inside the snapshot) and its parents, each once. */
-  private folder(folder: string): Promise<void> {
-    let made = this.folders.get(folder);
-    if (!made) {
-      made = this.makeFolder(folder);
-      this.folders.set(folder, made);
-    }
-    return made;
-  }
-
-  /**
-   * A folder that mkdir makes is a new, real folder, so only one that is there already (left by an
-   * interrupted run) needs checking for a link. A snapshot of 20,000 attachments makes a folder
-   * for nearly every member: one call each instead of a failing lstat and then a mkdir.
-   */
-  private async makeFolder(folder: string): Promise<void> {
-    const parent = dirname(folder);
-    if (parent !== '.') await this.folder(parent);
-    const path = join(this.dir, folder);
-    try {
-      await mkdir(path);
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-      const info = await lstat(path);
-      if (info.isSymbolicLink()) throw new Error(`${path} is a link; a snapshot does not write through links`);
-      if (!info.isDirectory()) throw new Error(`${path} is a file where the snapshot needs a folder`);
-    }
-  }
-
-  /**
-   * Whether `folder` of the earlier snapshot `dir` is a real folder, and each folder above it: one
-   * that is a link could lead outside the archive, and nothing is linked through it. Each folder's
-   * entries are read once (their types come with them), instead of an lstat of every member's
-   * folder.
-   */
-  private sourceFolderIsPlain(dir: string, folder: string): Promise<boolean> {
-    if (folder === '.') return Promise.resolve(true);
-    const key = `${dir}\0${folder}`;
-    let known = this.sourceFolders.get(key);
-    if (!known) {
-      const parent = dirname(folder);
-      known = this.sourceFolderIsPlain(dir, parent).then(async (plain) => plain && (await this.subfoldersOf(join(dir, parent))).has(basename(folder)));
-      this.sourceFolders.set(key, known);
-    }
-    return known;
-  }
-
-  private subfoldersOf(path: string): Promise<Set<string>> {
-    let known = this.subfolders.get(path);
-    if (!known) {
-      known = readdir(path, { withFileTypes: true })
-        .then((entries) => new Set(entries.filter((e) => e.isDirectory()).map((e) => e.name)))
-        .catch(() => new Set<string>());
-      this.subfolders.set(path, known);
-    }
-    return known;
-  }
-
-  private async linkOrCopy(source: string, target: string): Promise<void> {
-    if (!this.copying) {
-      try {
-        await link(source, target);
-        return;
-      } catch (error) {
-        if (!NO_HARD_LINKS.has((error as NodeJS.ErrnoException).code ?? '')) throw error;
-        this.copying = true;
-      }
-    }
-    await copyFile(source, target, constants.COPYFILE_EXCL);
   }
 
   /** Whether unchanged files had to be copied (the report says so). */
   get copied(): boolean {
-    return this.copying;
+    return this.linker.copying;
   }
 
   /**
@@ -276,7 +173,7 @@ export class SnapshotBuild {
       counts,
       bytes,
       previous: this.previous,
-      unchanged_files: this.copying ? 'copies' : 'hard links',
+      unchanged_files: this.copied ? 'copies' : 'hard links',
     };
     await writeFile(join(this.dir, SNAPSHOT_FILE), `${JSON.stringify(doc, null, 2)}\n`);
     const final = snapshotDir(this.archive, this.id);
@@ -300,7 +197,7 @@ export class SnapshotBuild {
       const before = this.earlier.get(key)?.line;
       if (before && before.updated_at === line.updated_at && before.sha256 === line.sha256) {
         counts.unchanged += 1;
-        if (this.copying) bytes.new += line.size;
+        if (this.copied) bytes.new += line.size;
         continue;
       }
       counts[before ? 'changed' : 'new'] += 1;

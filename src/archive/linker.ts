@@ -1,0 +1,238 @@
+/**
+ * Takes unchanged files over from an earlier snapshot into the one being built, on worker threads
+ * of their own that make the folders and links with synchronous calls in batches. A snapshot of
+ * 20,000 attachments makes some 20,000 folders and 20,000 links: as promises each was a trip
+ * through the thread pool that the downloads of the changed files also wait on, and JavaScript on
+ * the main thread that their connections need.
+ *
+ * The checks are those of a link made one by one: a folder of the earlier snapshot is used only
+ * when it and every folder above it are real folders (not links), a file only when it is a plain
+ * file of the listed size, and a folder of the new snapshot is made by mkdir (new, so no link) or,
+ * when an interrupted run left it, checked to be a real folder.
+ */
+import { Worker } from 'node:worker_threads';
+import { keepMemoryTuning } from '../util/runtime.js';
+
+const WORKER_CODE = `
+const { parentPort, workerData } = require('node:worker_threads');
+const fs = require('node:fs');
+const { basename, dirname, join } = require('node:path');
+const NO_HARD_LINKS = new Set(workerData.noHardLinks);
+const target = workerData.target;
+let copying = false;
+const made = new Set();
+const plainFolders = new Map();
+const subfolders = new Map();
+
+function subfoldersOf(path) {
+  let names = subfolders.get(path);
+  if (!names) {
+    try {
+      names = new Set(fs.readdirSync(path, { withFileTypes: true }).filter((e) => e.isDirectory()).map((e) => e.name));
+    } catch {
+      names = new Set();
+    }
+    subfolders.set(path, names);
+  }
+  return names;
+}
+
+function sourceFolderIsPlain(root, folder) {
+  if (folder === '.') return true;
+  const key = root + '\\0' + folder;
+  let plain = plainFolders.get(key);
+  if (plain === undefined) {
+    const parent = dirname(folder);
+    plain = sourceFolderIsPlain(root, parent) && subfoldersOf(join(root, parent)).has(basename(folder));
+    plainFolders.set(key, plain);
+  }
+  return plain;
+}
+
+function makeFolder(folder) {
+  if (folder === '.' || made.has(folder)) return;
+  makeFolder(dirname(folder));
+  const path = join(target, folder);
+  try {
+    fs.mkdirSync(path);
+  } catch (error) {
+    if (error.code !== 'EEXIST') throw error;
+    const info = fs.lstatSync(path);
+    if (info.isSymbolicLink()) throw Object.assign(new Error(path + ' is a link; a snapshot does not write through links'), { path });
+    if (!info.isDirectory()) throw Object.assign(new Error(path + ' is a file where the snapshot needs a folder'), { path });
+  }
+  made.add(folder);
+}
+
+function linkOrCopy(source, to) {
+  if (!copying) {
+    try {
+      fs.linkSync(source, to);
+      return;
+    } catch (error) {
+      if (!NO_HARD_LINKS.has(error.code)) throw error;
+      copying = true;
+    }
+  }
+  fs.copyFileSync(source, to, fs.constants.COPYFILE_EXCL);
+}
+
+function place(root, from, to, size) {
+  if (!sourceFolderIsPlain(root, dirname(from))) return false;
+  const source = join(root, from);
+  try {
+    const info = fs.lstatSync(source);
+    if (!info.isFile() || info.size !== size) return false;
+  } catch {
+    return false;
+  }
+  makeFolder(dirname(to));
+  const path = join(target, to);
+  try {
+    linkOrCopy(source, path);
+  } catch (error) {
+    if (error.code === 'ENOENT') return false;
+    if (error.code !== 'EEXIST') throw error;
+    fs.unlinkSync(path);
+    linkOrCopy(source, path);
+  }
+  return true;
+}
+
+// placed[i]: 1 placed, 0 refused, 2 not reached (a file error stopped the batch before it).
+parentPort.on('message', ({ id, roots, items }) => {
+  const placed = new Uint8Array(items.length / 4).fill(2);
+  try {
+    for (let i = 0; i < placed.length; i += 1) {
+      placed[i] = place(roots[items[4 * i]], items[4 * i + 1], items[4 * i + 2], items[4 * i + 3]) ? 1 : 0;
+    }
+    parentPort.postMessage({ id, placed, copying });
+  } catch (error) {
+    parentPort.postMessage({ id, placed, copying, error: { message: error.message, code: error.code, syscall: error.syscall, path: error.path } });
+  }
+});
+`;
+
+/** A file to take over: `from` inside the earlier snapshot `root`, `to` inside the new one. */
+export interface LinkItem {
+  root: string;
+  from: string;
+  to: string;
+  size: number;
+}
+
+interface Reply {
+  id: number;
+  placed: Uint8Array;
+  copying: boolean;
+  error?: { message: string; code?: string; syscall?: string; path?: string };
+}
+
+/** Files a worker is given at once: big enough that messages cost little, small enough that a stop is prompt. */
+const BATCH = 256;
+/** Batches given to a worker before it answers the first: it never waits for the main thread. */
+const AHEAD = 2;
+
+/** An error of the worker's file calls, as the same calls on this thread would have thrown it. */
+function errorOf(reply: NonNullable<Reply['error']>): Error {
+  return Object.assign(new Error(reply.message), Object.fromEntries(Object.entries({ code: reply.code, syscall: reply.syscall, path: reply.path }).filter(([, v]) => v !== undefined)));
+}
+
+/** Links (or copies) files into the snapshot at `target`, on `threads` worker threads. */
+export class Linker {
+  /** Unchanged files were copied, the file system having no hard links. */
+  copying = false;
+
+  constructor(
+    private readonly target: string,
+    private readonly noHardLinks: ReadonlySet<string>,
+    private readonly threads: number,
+  ) {}
+
+  /**
+   * Takes each item over, calling `onBatch` with those placed and those refused (their file could
+   * not be taken over) as each batch is done; the next batch is made meanwhile. Items of one
+   * folder go to the same thread. Stops starting batches when `signal` is aborted; items not
+   * reached are in neither list. Rejects with the first file error, once the batches under way
+   * are done.
+   */
+  async run<T extends LinkItem>(items: T[], onBatch: (placed: T[], refused: T[]) => Promise<void>, signal?: AbortSignal): Promise<void> {
+    if (items.length === 0) return;
+    const lanes: T[][] = Array.from({ length: Math.min(this.threads, Math.ceil(items.length / BATCH)) }, () => []);
+    for (const item of items) lanes[laneOf(folderOf(item.to), lanes.length)]!.push(item);
+    let failure: Error | null = null;
+    const fail = (error: Error): void => {
+      failure ??= error;
+    };
+    await Promise.all(lanes.map((lane) => this.runLane(lane, onBatch, () => failure !== null || signal?.aborted === true, fail)));
+    if (failure) throw failure;
+  }
+
+  private async runLane<T extends LinkItem>(items: T[], onBatch: (placed: T[], refused: T[]) => Promise<void>, stopped: () => boolean, fail: (error: Error) => void): Promise<void> {
+    if (items.length === 0) return;
+    const worker = new Worker(WORKER_CODE, {
+      eval: true,
+      workerData: { target: this.target, noHardLinks: [...this.noHardLinks] },
+      resourceLimits: { maxOldGenerationSizeMb: 32, maxYoungGenerationSizeMb: 4 },
+    });
+    worker.once('online', keepMemoryTuning);
+    const waiting = new Map<number, { resolve: (reply: Reply) => void; reject: (error: Error) => void }>();
+    const broken = (error: Error): void => {
+      for (const w of waiting.values()) w.reject(error);
+      waiting.clear();
+    };
+    worker.on('message', (reply: Reply) => {
+      const w = waiting.get(reply.id);
+      waiting.delete(reply.id);
+      w?.resolve(reply);
+    });
+    worker.on('error', (error) => broken(new Error(`the linking thread failed: ${error.message}`)));
+    worker.on('exit', (code) => broken(new Error(`the linking thread exited with ${code}`)));
+    const send = (id: number): Promise<Reply> => {
+      const batch = items.slice(id * BATCH, (id + 1) * BATCH);
+      const roots = [...new Set(batch.map((item) => item.root))];
+      const flat: (string | number)[] = [];
+      for (const item of batch) flat.push(roots.indexOf(item.root), item.from, item.to, item.size);
+      return new Promise<Reply>((resolve, reject) => {
+        waiting.set(id, { resolve, reject });
+        worker.postMessage({ id, roots, items: flat });
+      });
+    };
+    const batches = Math.ceil(items.length / BATCH);
+    const sent: Promise<Reply>[] = [];
+    const sendNext = (): void => {
+      if (sent.length < batches && !stopped()) sent.push(send(sent.length));
+    };
+    try {
+      for (let i = 0; i < AHEAD; i += 1) sendNext();
+      for (let id = 0; id < sent.length; id += 1) {
+        const reply = await sent[id]!;
+        this.copying ||= reply.copying;
+        if (reply.error) fail(errorOf(reply.error));
+        sendNext();
+        // Files placed before an error are in the snapshot too, and recorded like the others.
+        const batch = items.slice(id * BATCH, (id + 1) * BATCH);
+        await onBatch(batch.filter((_, i) => reply.placed![i] === 1), batch.filter((_, i) => reply.placed![i] === 0));
+      }
+    } catch (error) {
+      fail(error as Error);
+      // Batches under way still land on disk: wait for them, so none is left unrecorded unnoticed.
+      await Promise.allSettled(sent);
+    } finally {
+      worker.removeAllListeners('exit');
+      await worker.terminate();
+    }
+  }
+}
+
+function folderOf(path: string): string {
+  const at = path.lastIndexOf('/');
+  return at < 0 ? '.' : path.slice(0, at);
+}
+
+/** The same lane for every file of one folder, so that one thread makes it and no two race for it. */
+function laneOf(folder: string, lanes: number): number {
+  let hash = 0;
+  for (let i = 0; i < folder.length; i += 1) hash = (hash * 31 + folder.charCodeAt(i)) | 0;
+  return Math.abs(hash) % lanes;
+}
