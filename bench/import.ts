@@ -346,7 +346,9 @@ async function importRun(emulator: Emulator, args: string[], work: string): Prom
     WDS_CLIENT_LIMITS: `update=5/${UPDATE_WINDOW_MS}ms,request=3000/${3_600_000 / CLOCK_SPEED}ms,token=1000/${3_600_000 / CLOCK_SPEED}ms`,
     XDG_CACHE_HOME: join(work, 'cache'), XDG_STATE_HOME: join(work, 'state'),
   };
+  // pino appends: each run reads its own lines only.
   const logFile = join(work, 'cli.log');
+  await rm(logFile, { force: true });
   const startedAt = Date.now();
   const exit = await measure(process.execPath, [cliPath ?? CLI, ...args, '--json', '--report', report, '--log-file', logFile], { cwd: work, env });
   // 3: finished with some files not taken, which the output shows.

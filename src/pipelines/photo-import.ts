@@ -6,10 +6,9 @@
  * Names come first (no bytes): two files for one member and unknown members are found before any
  * file is read, and each photo is routed to register (a member without a photo) or partial update
  * (a member with one) from one listing. Then the photos are checked (and converted where needed)
- * route by route, the route whose last request is the smallest last, and a request leaves as soon
- * as its batch is checked: the next batch is checked while this one waits for the limit and is
- * sent. Batches are greedy in order, at most 100 photos and 250 MB, so the requests are the fewest
- * for that order.
+ * route by route, and a request leaves as soon as its batch is checked: the next batch is checked
+ * while this one waits for the limit and is sent. Batches hold at most 100 photos and 250 MB, as
+ * few as greedy batching gives each route; the run's first and last requests are its smallest.
  *
  * Safe to leave alone (section 8): with a journal, requests an earlier run left open are settled
  * first and photos whose bytes were already applied are skipped; a lost answer is resolved from
@@ -25,7 +24,7 @@ import { stageOptions } from '../stages/options.js';
 import { closingOnError, readNames, refuse } from '../stages/read.js';
 import { PhotoRouting, dedupePhotos, listPhotos, type PhotoImportMode, type PhotoRoute, type RoutedPhoto } from '../stages/photo-route.js';
 import { PhotoCheckStage, normalizePhoto, type CheckedPhoto, type PhotoVerdict } from '../stages/photo-check-stage.js';
-import { batchInLanes, smallestLastBatchLast, type Batch } from '../stages/batch.js';
+import { batchInLanes, shortEnds, type Batch } from '../stages/batch.js';
 import { BATCHES_AHEAD, prefetch, drain } from '../stages/flow.js';
 import { mentionsCode, submitBatches, type BatchOutcome, type SubmitOptions, type SubmitStats } from '../stages/submit.js';
 import { PHOTO_BODY_OVERHEAD, photoBody, photoItemBytes } from '../stages/request-bodies.js';
@@ -156,19 +155,18 @@ export async function runPhotoImport(options: PhotoImportOptions): Promise<Photo
     // route
     const { routing, notes } = await listed;
     report.notes.push(...notes);
-    const routed = shortTail(routing.route(single, report).filter((photo) => {
+    const order = sendOrder(routing.route(single, report).filter((photo) => {
       if (routing.worthChecking(photo)) return true;
       refuse(report, photo.file, photo.code, 'conflict', photo.refusal!);
       return false;
     }));
+    const routed = order.items;
     tracker.toCheck(routed.length);
     for (const photo of routed) if (photo.route) tracker.planned(photo.route, plannedBytes(photo), photoItemBytes(photo.code, plannedBytes(photo)));
 
     // check → normalize → batch: greedy in route order, each batch on its way as soon as it is checked.
     const ready = sendable(checks.check(routed), routing, report, tracker);
-    batches = prefetch(batchInLanes(ready, (photo) => photo.route!, (photo) => photoItemBytes(photo.code, photo.size), {
-      maxItems: MAX_PHOTOS_PER_REQUEST, overheadBytes: PHOTO_BODY_OVERHEAD,
-    }), BATCHES_AHEAD);
+    batches = prefetch(batchInLanes(ready, (photo) => photo.route!, (photo) => photoItemBytes(photo.code, photo.size), PHOTO_LIMITS, order.first), BATCHES_AHEAD);
 
     // submit: one request per batch, its task followed to the end.
     const applied: CheckedPhoto[] = [];
@@ -232,15 +230,17 @@ async function listForRouting(client: WdsClient, mode: PhotoImportMode, journal:
   return { routing: await PhotoRouting.list(client, mode, journal), notes };
 }
 
+const PHOTO_LIMITS = { maxItems: MAX_PHOTOS_PER_REQUEST, overheadBytes: PHOTO_BODY_OVERHEAD };
+
 /**
- * The routes in the order that ends the run soonest: the route whose last request is the smallest
- * goes last (members may go in any order). Photos the mode refuses stay at the end.
+ * The routes in the order that starts and ends the run soonest (members may go in any order): the
+ * run's first and last requests are its smallest ({@link shortEnds}). Photos the mode refuses
+ * stay at the end.
  */
-function shortTail(routed: RoutedPhoto[]): RoutedPhoto[] {
+function sendOrder(routed: RoutedPhoto[]): { items: RoutedPhoto[]; first?: { lane: PhotoRoute; items: number } } {
   const sendable = routed.filter((photo) => photo.route);
-  const limits = { maxItems: MAX_PHOTOS_PER_REQUEST, overheadBytes: PHOTO_BODY_OVERHEAD };
-  const ordered = smallestLastBatchLast(sendable, (photo) => photo.route!, (photo) => photoItemBytes(photo.code, plannedBytes(photo)), limits);
-  return [...ordered, ...routed.filter((photo) => !photo.route)];
+  const order = shortEnds(sendable, (photo) => photo.route!, (photo) => photoItemBytes(photo.code, plannedBytes(photo)), PHOTO_LIMITS);
+  return { items: [...order.items, ...routed.filter((photo) => !photo.route)], first: order.first as { lane: PhotoRoute; items: number } | undefined };
 }
 
 /**

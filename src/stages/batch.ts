@@ -37,13 +37,22 @@ export function planBatches<T>(items: T[], itemBytes: (item: T) => number, limit
   return batches;
 }
 
+/** Items in the order to send them, and how many go in the first request (see {@link shortEnds}). */
+export interface LaneOrder<T, L> {
+  items: T[];
+  /** The first lane, whose first batch holds only `items` items (its partial one). */
+  first?: { lane: L; items: number };
+}
+
 /**
- * The items lane by lane, the lane whose last batch has the fewest bytes last; source order is
- * kept within each lane, and lanes tie in the order of their first item. Each lane is batched as
- * it would be anyway, so the requests are as few, but the run's last request, which nothing
- * overlaps (its check before it, its upload and task after), is the smallest.
+ * The items lane by lane (source order kept within each), so that the run starts and ends with
+ * its smallest requests, which nothing overlaps: the first waits for its own check, and the
+ * limit's window runs from its answer; the last one's upload and task end the run. The lane with
+ * the smallest partial batch goes first, that batch first (its other batches full); the rest
+ * follow with the smallest partial batch last. Each lane has as many batches as greedy batching
+ * gives it, so the requests are as few.
  */
-export function smallestLastBatchLast<T, L>(items: T[], laneOf: (item: T) => L, itemBytes: (item: T) => number, limits: BatchLimits): T[] {
+export function shortEnds<T, L>(items: T[], laneOf: (item: T) => L, itemBytes: (item: T) => number, limits: BatchLimits): LaneOrder<T, L> {
   const lanes = new Map<L, T[]>();
   for (const item of items) {
     const lane = laneOf(item);
@@ -51,11 +60,20 @@ export function smallestLastBatchLast<T, L>(items: T[], laneOf: (item: T) => L, 
     if (list) list.push(item);
     else lanes.set(lane, [item]);
   }
-  const lastBytes = (list: T[]): number => planBatches(list, itemBytes, limits).at(-1)!.reduce((n, item) => n + itemBytes(item), 0);
-  return [...lanes.values()]
-    .map((list, order) => ({ list, order, last: lastBytes(list) }))
-    .sort((a, b) => b.last - a.last || a.order - b.order)
-    .flatMap((lane) => lane.list);
+  const bytes = (batch: T[]): number => batch.reduce((n, item) => n + itemBytes(item), 0);
+  const planned = [...lanes].map(([lane, list], order) => {
+    // Greedy from the end: full batches at the back, the partial one at the front.
+    const partial = planBatches([...list].reverse(), itemBytes, limits).at(-1)!;
+    return { lane, list, order, partialItems: partial.length, partialBytes: bytes(partial) };
+  });
+  const bySize = [...planned].sort((a, b) => a.partialBytes - b.partialBytes || a.order - b.order);
+  const [first, ...rest] = bySize;
+  if (!first) return { items: [] };
+  rest.sort((a, b) => b.partialBytes - a.partialBytes || a.order - b.order);
+  return {
+    items: [first, ...rest].flatMap((lane) => lane.list),
+    first: first.partialItems < first.list.length ? { lane: first.lane, items: first.partialItems } : undefined,
+  };
 }
 
 /** Bytes of a JSON string literal of `text` (quotes included). */
@@ -136,13 +154,23 @@ export interface Batch<T, L> {
 /**
  * The batch stage: {@link planBatches} over a stream. Each batch takes the checked items of its
  * lane until the next would pass a limit, and leaves as soon as it is full, or when its lane ends
- * (items come lane after lane). A file refused by the check never reaches it, so the requests
+ * (items come lane after lane); `first` cuts the first lane's first batch short (see
+ * {@link shortEnds}). A file refused by the check never reaches it, so the requests
  * are the fewest for the order the items come in.
  */
-export async function* batchInLanes<T, L>(items: AsyncIterable<T>, laneOf: (item: T) => L, itemBytes: (item: T) => number, limits: BatchLimits): AsyncGenerator<Batch<T, L>> {
+export async function* batchInLanes<T, L>(
+  items: AsyncIterable<T>,
+  laneOf: (item: T) => L,
+  itemBytes: (item: T) => number,
+  limits: BatchLimits,
+  first?: LaneOrder<T, L>['first'],
+): AsyncGenerator<Batch<T, L>> {
   const maxBody = limits.maxBodyBytes ?? MAX_REQUEST_BYTES;
   let current: Batch<T, L> | null = null;
   let bytes = limits.overheadBytes;
+  // The first batch of `first.lane` ends after `first.items` items (the one cut short on purpose).
+  let pending = first;
+  let short: { batch: Batch<T, L>; items: number } | undefined;
   for await (const item of items) {
     const lane = laneOf(item);
     const size = itemBytes(item) + 1;
@@ -157,8 +185,13 @@ export async function* batchInLanes<T, L>(items: AsyncIterable<T>, laneOf: (item
     }
     current.items.push(item);
     bytes += size;
-    // Full by count: it need not wait for the next item to know.
-    if (current.items.length >= limits.maxItems) {
+    if (pending && pending.lane === lane) {
+      short = { batch: current, items: pending.items };
+      pending = undefined;
+    }
+    const cutShort = short?.batch === current && current.items.length >= short.items;
+    // Full by count (or as short as planned): it need not wait for the next item to know.
+    if (cutShort || current.items.length >= limits.maxItems) {
       yield current;
       current = null;
     }
