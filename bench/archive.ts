@@ -5,7 +5,9 @@
  * its wall time, the storage downloads and API requests the emulator counted, what the new
  * snapshot adds on disk (du-style: blocks of inodes the archive did not hold before, folders
  * included; and the bytes of its new files alone), and the CLI's peak RSS from wait4
- * (bench/max-rss.ts). Then the targets: the unchanged run makes no storage request and takes at
+ * (bench/max-rss.ts); an incremental run also prints its phases, from its request lines (-vv):
+ * start-up, token and listing, and the rest (links, downloads of the changed files, manifest and
+ * snapshot.json). Then the targets: the unchanged run makes no storage request and takes at
  * most 5 s; the 1 % run takes at most 0.05 x the full run's wall time and adds at most 0.02 x its
  * bytes.
  *
@@ -149,6 +151,8 @@ async function du(dir: string): Promise<number> {
 
 interface Row {
   measured: Measured;
+  /** What an incremental run's time was spent on, from its request lines (-vv). */
+  phases?: string;
   storage: number;
   api: number;
   added: Blocks;
@@ -175,6 +179,21 @@ function median(values: number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
   const mid = sorted.length / 2;
   return sorted.length % 2 ? sorted[Math.floor(mid)]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
+
+/**
+ * An incremental run's time, cut at its request lines (`-vv` stamps each with the time its answer
+ * came): start-up until the token request left, the token and the listing, then the rest (links,
+ * the changed files' downloads, the manifest and snapshot.json) with when the downloads ran.
+ */
+function phasesOf(stderr: string, started: number, ms: number): string {
+  const lines = [...stderr.matchAll(/^(\S+Z) (?:\S+ )?(GET|POST) (\S+) \d+ (\d+) ms$/gm)].map((m) => ({ at: Date.parse(m[1]!) - started, ms: Number(m[4]), storage: m[3]!.startsWith('/storage/') }));
+  const api = lines.filter((l) => !l.storage);
+  if (api.length === 0) return 'phases: no request lines on stderr';
+  const storage = lines.filter((l) => l.storage);
+  const listed = api.at(-1)!.at;
+  const downloads = storage.length ? `; downloads from ${seconds(Math.min(...storage.map((l) => l.at - l.ms)))} to ${seconds(Math.max(...storage.map((l) => l.at)))}` : '';
+  return `phases: start-up ${seconds(api[0]!.at - api[0]!.ms)}, token and listing to ${seconds(listed)}, links, downloads and snapshot ${seconds(ms - listed)}${downloads}`;
 }
 
 /** One round: a fresh company and archive, archived in full, unchanged, and after 1 % changed. */
@@ -205,7 +224,10 @@ async function round(n: number, built: string): Promise<Round[]> {
     const duBefore = await du(archive);
     company.stats.reset();
     const profile = CPU_PROF && name !== 'full' ? ['--cpu-prof', '--cpu-prof-dir', CPU_PROF, '--cpu-prof-name', `${n}-${label.replace(/\W+/g, '_')}-${Date.now()}.cpuprofile`] : [];
-    const measured = await measure(process.execPath, [...profile, cli, 'run', pipeline, '--json'], { env, cwd: work });
+    const verbose = name === 'full' ? [] : ['-vv'];
+    const measured = await measure(process.execPath, [...profile, cli, 'run', pipeline, '--json', ...verbose], { env, cwd: work });
+    // The CLI's start, as the measuring parent forked it: python3's own start is not the CLI's.
+    const ended = Date.now();
     if (measured.code !== 0) throw new Error(`${name}: the CLI exited with ${measured.code ?? `signal ${measured.signal}`}:\n${measured.stderr}${measured.stdout}`);
     const after = await diskUse(archive, before.seen);
     const stats = company.stats.toJSON() as { requests: Record<string, number>; storage_downloads: number };
@@ -214,10 +236,11 @@ async function round(n: number, built: string): Promise<Round[]> {
     const row: Row = {
       measured, storage: stats.storage_downloads, api: Object.values(stats.requests).reduce((a, b) => a + b, 0),
       added: after.blocks, duAdded: (await du(archive)) - duBefore, addedFileBytes: after.fileBytes, snapshotFiles: doc.counts.files,
+      ...(name === 'full' ? {} : { phases: phasesOf(measured.stderr, ended - measured.ms, measured.ms) }),
     };
     const { files, folders, metadata } = row.added;
     const which = CLIS.length > 1 ? `${String.fromCharCode(65 + CLIS.indexOf(cli))} ` : '';
-    console.log(`  ${`${n}. ${which}${label}`.padEnd(18)} ${seconds(measured.ms).padStart(8)}  storage ${String(row.storage).padStart(6)}  api ${String(row.api).padStart(3)}  adds ${mb(sum(row.added)).padStart(9)} (files ${mb(files)}, folders ${mb(folders)}, manifest and snapshot.json ${mb(metadata)}; du ${mb(row.duAdded)})  files ${row.snapshotFiles}  peak RSS ${(measured.maxRssKb / 1024).toFixed(0)} MB`);
+    console.log(`  ${`${n}. ${which}${label}`.padEnd(18)} ${seconds(measured.ms).padStart(8)}  storage ${String(row.storage).padStart(6)}  api ${String(row.api).padStart(3)}  adds ${mb(sum(row.added)).padStart(9)} (files ${mb(files)}, folders ${mb(folders)}, manifest and snapshot.json ${mb(metadata)}; du ${mb(row.duAdded)})  files ${row.snapshotFiles}  peak RSS ${(measured.maxRssKb / 1024).toFixed(0)} MB${row.phases ? `\n     ${row.phases}` : ''}`);
     return row;
   };
 
