@@ -7,6 +7,7 @@ import type { Logger } from '../client/options.js';
 import type { RetryPolicy } from '../client/retry.js';
 import type { ExportSink } from '../sinks/sink.js';
 import type { UrlLister } from './list-urls.js';
+import { tuneForExport } from '../util/runtime.js';
 import { ConnectionLanes, LargeFilePace, LatencyWindow, Slots, allOf, downloadFile, pool, type DownloadJob, type DownloadResult, type StartGate } from './download.js';
 
 /**
@@ -67,6 +68,7 @@ export class DownloadStage {
 
   /** Downloads `jobs` (emptied as they start), handing each result to `onResult`; a fatal error stops the starts and is thrown once the rest ended. */
   run(jobs: DownloadJob[], onResult: (result: DownloadResult) => Promise<void>): Promise<void> {
+    if (jobs.length > 0) tuneForExport();
     return pool(jobs, this.options.concurrency, this.download, onResult, this.gate, this.options.signal);
   }
 

@@ -8,6 +8,7 @@ import { lineOf } from './export-plan.js';
 import { FolderSink } from '../sinks/folder.js';
 import { TargetError, type ExportSink } from '../sinks/sink.js';
 import { MANIFEST_NAME, manifestKey, type ManifestLine } from '../sinks/manifest.js';
+import { fileLanded } from '../util/runtime.js';
 
 /** How far an export is, as `onProgress` sees it. */
 export interface ExportProgress {
@@ -104,6 +105,7 @@ export class ExportRecorder {
   /** A download's end: a file landed goes in the manifest; a stopped one is not reported. */
   async downloaded(result: DownloadResult, relists: number): Promise<void> {
     const { file, job } = result;
+    fileLanded();
     if (result.outcome === 'stopped') return;
     this.unreached -= 1;
     if (result.outcome === 'ok') {

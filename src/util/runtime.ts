@@ -2,7 +2,7 @@
  * Process-wide tuning shared by the CLI and the benchmark children, so that a benchmark measures
  * the process a user runs.
  */
-import { setFlagsFromString } from 'node:v8';
+import { getHeapSpaceStatistics, setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 
 /**
@@ -10,8 +10,9 @@ import { runInNewContext } from 'node:vm';
  * it grows to 16 MB semi-spaces, and a file run's short-lived objects and read buffers kept it
  * there. The CLI calls this once its modules are loaded; the young generation is not shrunk, and
  * one held smaller from the process's start moved more read buffers to the old generation
- * (bench/notes.md). Full collections asked for more often (`--heap-growing-percent`, or `gc()`
- * as the old generation grew) lowered the peak at a large cost in CPU, and are left out.
+ * (bench/notes.md). Full collections forced as the old generation grew (`gc()`) or asked for at
+ * a quarter of its size past the live one lowered the peak at a large cost in CPU; an export
+ * lets it grow to twice the live size (tuneForExport).
  */
 export function tuneMemory(): void {
   tuned = true;
@@ -33,11 +34,62 @@ const WASM_BASELINE_ONLY = '--liftoff-only';
  * it stayed at 8. To be called from each worker's 'online' event.
  */
 export function keepMemoryTuning(): void {
-  if (tuned) setFlagsFromString(FLAGS);
+  if (tuned && !growing) setFlagsFromString(FLAGS);
 }
 
 const FLAGS = '--semi-space-growth-factor=1';
 let tuned = false;
+
+/**
+ * The size of the young generation's semi-space an export lets it grow to (from the 4 MB or so
+ * tuneMemory leaves it at). A download's read buffers that live through two young collections
+ * move to the old generation, and V8 frees them only at a full collection, after some 64 MB of
+ * them gathered: with collections half as frequent, most files land before their second one.
+ */
+export const EXPORT_YOUNG_BYTES = 8 * 2 ** 20;
+
+/** Files landed between two looks at the young generation's size while it grows. */
+const CHECK_EVERY_FILES = 16;
+let growing = false;
+let sinceCheck = 0;
+
+const youngBytes = (): number => getHeapSpaceStatistics().find((space) => space.space_name === 'new_space')?.space_size ?? 0;
+
+/**
+ * How far the old generation may grow past what lived after a full collection before the next
+ * one, in an export (V8 picks up to 4 times by itself). With fewer read buffers moving there, V8
+ * no longer collected for their memory, and the old generation's garbage grew to 60 MB and more
+ * in a 20,000-file export before it did; at twice the live size, full collections stay few.
+ */
+const EXPORT_OLD_GROWTH = '--heap-growing-percent=100';
+
+/**
+ * Prepares a tuned process for an export's downloads: lets the young generation grow to
+ * EXPORT_YOUNG_BYTES, as V8 decides from what survives its collections (`fileLanded` stops it
+ * there), and bounds the old generation's growth (EXPORT_OLD_GROWTH). Does nothing in a process
+ * that did not call tuneMemory.
+ */
+export function tuneForExport(): void {
+  if (!tuned) return;
+  setFlagsFromString(EXPORT_OLD_GROWTH);
+  if (growing || youngBytes() >= EXPORT_YOUNG_BYTES) return;
+  growing = true;
+  sinceCheck = 0;
+  setFlagsFromString('--semi-space-growth-factor=2');
+}
+
+/**
+ * To be called as each file of an export lands: every CHECK_EVERY_FILES files, stops the young
+ * generation's growth once it reached EXPORT_YOUNG_BYTES. V8 grows it by doubling, after some
+ * collections each, so it is looked at well before it could double again.
+ */
+export function fileLanded(): void {
+  if (!growing || ++sinceCheck < CHECK_EVERY_FILES) return;
+  sinceCheck = 0;
+  if (youngBytes() < EXPORT_YOUNG_BYTES) return;
+  growing = false;
+  setFlagsFromString(FLAGS);
+}
 
 /**
  * Bytes of large bodies after which a tuned process asks V8 for a young-generation collection.

@@ -7,7 +7,7 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
-import { COLLECT_EVERY_BYTES } from '../../src/util/runtime.js';
+import { COLLECT_EVERY_BYTES, EXPORT_YOUNG_BYTES } from '../../src/util/runtime.js';
 import { ROOT } from '../helpers/cli-process.js';
 
 const run = promisify(execFile);
@@ -23,6 +23,15 @@ describe('memory tuning', () => {
     // Untuned, or with the worker's start left to undo the tuning, it grows to 32 MB.
     expect(after).toBe(before);
     expect(after).toBeLessThanOrEqual(8 * 2 ** 20);
+  });
+
+  it('lets an export\'s young generation grow to EXPORT_YOUNG_BYTES and no further, only when tuned', async () => {
+    const tuned = await child<{ before: number; after: number }>('export');
+    expect(tuned.before).toBeLessThan(EXPORT_YOUNG_BYTES);
+    expect(tuned.after).toBe(EXPORT_YOUNG_BYTES);
+    // A program using the library keeps V8's own sizes: it grows past that.
+    const untuned = await child<{ before: number; after: number }>('export-untuned');
+    expect(untuned.after).toBeGreaterThan(EXPORT_YOUNG_BYTES);
   });
 
   it('collects young garbage for every COLLECT_EVERY_BYTES of large bodies read, only when tuned', async () => {

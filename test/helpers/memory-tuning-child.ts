@@ -5,6 +5,8 @@
  *   worker:   young generation committed before and after churn, with the hashing thread started
  *   collect:  young-generation collections while 40 MB of large bodies are counted (tuned)
  *   untuned:  the same without tuneMemory
+ *   export / export-untuned: young generation committed before tuneForExport and after churn
+ *             with a file landing every 100 objects, tuned or not
  */
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -12,7 +14,7 @@ import { join } from 'node:path';
 import { PerformanceObserver, type PerformanceEntry } from 'node:perf_hooks';
 import { getHeapSpaceStatistics } from 'node:v8';
 import { hashFile } from '../../src/util/hash-file.js';
-import { largeBodyBytesRead, tuneMemory } from '../../src/util/runtime.js';
+import { fileLanded, largeBodyBytesRead, tuneForExport, tuneMemory } from '../../src/util/runtime.js';
 
 const mode = process.argv[2];
 const youngCommitted = (): number => getHeapSpaceStatistics().find((s) => s.space_name === 'new_space')!.space_size;
@@ -30,6 +32,17 @@ if (mode === 'worker') {
   for (let i = 0; i < 3_000_000; i += 1) {
     kept.push({ i, s: `x${i}` });
     if (kept.length > 50_000) kept = [];
+  }
+  console.log(JSON.stringify({ before, after: youngCommitted(), kept: kept.length }));
+} else if (mode === 'export' || mode === 'export-untuned') {
+  if (mode === 'export') tuneMemory();
+  const before = youngCommitted();
+  tuneForExport();
+  let kept: { i: number; s: string }[] = [];
+  for (let i = 0; i < 3_000_000; i += 1) {
+    kept.push({ i, s: `x${i}` });
+    if (kept.length > 50_000) kept = [];
+    if (i % 100 === 0) fileLanded();
   }
   console.log(JSON.stringify({ before, after: youngCommitted(), kept: kept.length }));
 } else {
