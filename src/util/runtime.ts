@@ -28,17 +28,21 @@ export function tuneMemory(): void {
 const WASM_BASELINE_ONLY = '--liftoff-only';
 
 /**
- * Applies tuneMemory again if the process asked for it, for a worker thread's start undoes it: with
- * the hashing thread running, an export of 5 MB files saw the young generation grow from 8 to 16
- * MB committed (`v8.getHeapSpaceStatistics()` at each GC); set again once the worker was online,
- * it stayed at 8. To be called from each worker's 'online' event.
+ * Applies tuneMemory (and tuneForExport) again if the process asked for it, for a worker thread's
+ * start undoes it: with the hashing thread running, an export of 5 MB files saw the young
+ * generation grow from 8 to 16 MB committed (`v8.getHeapSpaceStatistics()` at each GC); set again
+ * once the worker was online, it stayed at 8. To be called from each worker's 'online' event.
  */
 export function keepMemoryTuning(): void {
-  if (tuned && !growing) setFlagsFromString(FLAGS);
+  if (!tuned) return;
+  setFlagsFromString(growing ? GROW : FLAGS);
+  if (forExport) setFlagsFromString(EXPORT_OLD_GROWTH);
 }
 
 const FLAGS = '--semi-space-growth-factor=1';
+const GROW = '--semi-space-growth-factor=2';
 let tuned = false;
+let forExport = false;
 
 /**
  * The size of the young generation's semi-space an export lets it grow to (from the 4 MB or so
@@ -71,11 +75,12 @@ const EXPORT_OLD_GROWTH = '--heap-growing-percent=100';
  */
 export function tuneForExport(): void {
   if (!tuned) return;
+  forExport = true;
   setFlagsFromString(EXPORT_OLD_GROWTH);
   if (growing || youngBytes() >= EXPORT_YOUNG_BYTES) return;
   growing = true;
   sinceCheck = 0;
-  setFlagsFromString('--semi-space-growth-factor=2');
+  setFlagsFromString(GROW);
 }
 
 /**
