@@ -24,14 +24,15 @@ import { stageOptions } from '../stages/options.js';
 import { closingOnError, readNames, refuse } from '../stages/read.js';
 import { PhotoRouting, dedupePhotos, listPhotos, type PhotoImportMode, type PhotoRoute, type RoutedPhoto } from '../stages/photo-route.js';
 import { PhotoCheckStage, normalizePhoto, type CheckedPhoto, type PhotoVerdict } from '../stages/photo-check-stage.js';
-import { batchInLanes, shortEnds, type Batch } from '../stages/batch.js';
+import { batchInLanes, type Batch } from '../stages/batch.js';
+import { shortEnds } from '../stages/batch-order.js';
 import { BATCHES_AHEAD, prefetch, drain } from '../stages/flow.js';
 import { mentionsCode, submitBatches, type BatchOutcome, type SubmitOptions, type SubmitStats } from '../stages/submit.js';
 import { PHOTO_BODY_OVERHEAD, photoBody, photoItemBytes } from '../stages/request-bodies.js';
 import { RunReport, type ItemReport, interruptedBy } from '../stages/report.js';
 import type { ImportJournal } from '../stages/journal.js';
 import { appliedSince, noteApplied, settleEarlierRequests } from '../stages/journal-settle.js';
-import { MAX_FILE_BYTES, MAX_PHOTOS_PER_REQUEST } from '../spec/limits.js';
+import { MAX_FILE_BYTES, MAX_PHOTOS_PER_REQUEST, UPDATE_REQUESTS_PER_MINUTE } from '../spec/limits.js';
 import { ImportTracker, type ImportProgress } from './import-progress.js';
 
 export type { PhotoImportMode } from '../stages/photo-route.js';
@@ -159,7 +160,7 @@ export async function runPhotoImport(options: PhotoImportOptions): Promise<Photo
       if (routing.worthChecking(photo)) return true;
       refuse(report, photo.file, photo.code, 'conflict', photo.refusal!);
       return false;
-    }));
+    }), updateWindow(client));
     const routed = order.items;
     tracker.toCheck(routed.length);
     for (const photo of routed) if (photo.route) tracker.planned(photo.route, plannedBytes(photo), photoItemBytes(photo.code, plannedBytes(photo)));
@@ -232,14 +233,20 @@ async function listForRouting(client: WdsClient, mode: PhotoImportMode, journal:
 
 const PHOTO_LIMITS = { maxItems: MAX_PHOTOS_PER_REQUEST, overheadBytes: PHOTO_BODY_OVERHEAD };
 
+/** Update requests in one window of the client's limit (the service's 5 when its limits are off). */
+function updateWindow(client: WdsClient): number {
+  const limits = client.options.limits;
+  return limits ? limits.update.limit : UPDATE_REQUESTS_PER_MINUTE;
+}
+
 /**
- * The routes in the order that starts and ends the run soonest (members may go in any order): the
- * run's first and last requests are its smallest ({@link shortEnds}). Photos the mode refuses
- * stay at the end.
+ * The photos in the order that starts and ends the run soonest (members may go in any order):
+ * the run's first and last requests, and those whose answers open a window of the update limit,
+ * are its smallest and lightest ({@link shortEnds}). Photos the mode refuses stay at the end.
  */
-function sendOrder(routed: RoutedPhoto[]): { items: RoutedPhoto[]; first?: { lane: PhotoRoute; items: number } } {
+function sendOrder(routed: RoutedPhoto[], window: number): { items: RoutedPhoto[]; first?: { lane: PhotoRoute; items: number } } {
   const sendable = routed.filter((photo) => photo.route);
-  const order = shortEnds(sendable, (photo) => photo.route!, (photo) => photoItemBytes(photo.code, plannedBytes(photo)), PHOTO_LIMITS);
+  const order = shortEnds(sendable, (photo) => photo.route!, (photo) => photoItemBytes(photo.code, plannedBytes(photo)), PHOTO_LIMITS, window);
   return { items: [...order.items, ...routed.filter((photo) => !photo.route)], first: order.first as { lane: PhotoRoute; items: number } | undefined };
 }
 

@@ -37,45 +37,6 @@ export function planBatches<T>(items: T[], itemBytes: (item: T) => number, limit
   return batches;
 }
 
-/** Items in the order to send them, and how many go in the first request (see {@link shortEnds}). */
-export interface LaneOrder<T, L> {
-  items: T[];
-  /** The first lane, whose first batch holds only `items` items (its partial one). */
-  first?: { lane: L; items: number };
-}
-
-/**
- * The items lane by lane (source order kept within each), so that the run starts and ends with
- * its smallest requests, which nothing overlaps: the first waits for its own check, and the
- * limit's window runs from its answer; the last one's upload and task end the run. The lane with
- * the smallest partial batch goes first, that batch first (its other batches full); the rest
- * follow with the smallest partial batch last. Each lane has as many batches as greedy batching
- * gives it, so the requests are as few.
- */
-export function shortEnds<T, L>(items: T[], laneOf: (item: T) => L, itemBytes: (item: T) => number, limits: BatchLimits): LaneOrder<T, L> {
-  const lanes = new Map<L, T[]>();
-  for (const item of items) {
-    const lane = laneOf(item);
-    const list = lanes.get(lane);
-    if (list) list.push(item);
-    else lanes.set(lane, [item]);
-  }
-  const bytes = (batch: T[]): number => batch.reduce((n, item) => n + itemBytes(item), 0);
-  const planned = [...lanes].map(([lane, list], order) => {
-    // Greedy from the end: full batches at the back, the partial one at the front.
-    const partial = planBatches([...list].reverse(), itemBytes, limits).at(-1)!;
-    return { lane, list, order, partialItems: partial.length, partialBytes: bytes(partial) };
-  });
-  const bySize = [...planned].sort((a, b) => a.partialBytes - b.partialBytes || a.order - b.order);
-  const [first, ...rest] = bySize;
-  if (!first) return { items: [] };
-  rest.sort((a, b) => b.partialBytes - a.partialBytes || a.order - b.order);
-  return {
-    items: [first, ...rest].flatMap((lane) => lane.list),
-    first: first.partialItems < first.list.length ? { lane: first.lane, items: first.partialItems } : undefined,
-  };
-}
-
 /** Bytes of a JSON string literal of `text` (quotes included). */
 export function jsonStringBytes(text: string): number {
   return Buffer.byteLength(JSON.stringify(text));
@@ -155,7 +116,7 @@ export interface Batch<T, L> {
  * The batch stage: {@link planBatches} over a stream. Each batch takes the checked items of its
  * lane until the next would pass a limit, and leaves as soon as it is full, or when its lane ends
  * (items come lane after lane); `first` cuts the first lane's first batch short (see
- * {@link shortEnds}). A file refused by the check never reaches it, so the requests
+ * batch-order.ts). A file refused by the check never reaches it, so the requests
  * are the fewest for the order the items come in.
  */
 export async function* batchInLanes<T, L>(
@@ -163,7 +124,7 @@ export async function* batchInLanes<T, L>(
   laneOf: (item: T) => L,
   itemBytes: (item: T) => number,
   limits: BatchLimits,
-  first?: LaneOrder<T, L>['first'],
+  first?: { lane: L; items: number },
 ): AsyncGenerator<Batch<T, L>> {
   const maxBody = limits.maxBodyBytes ?? MAX_REQUEST_BYTES;
   let current: Batch<T, L> | null = null;
