@@ -55,8 +55,12 @@ export interface EarlierSnapshots {
 
 /** Errors of `link` that mean the file system has no hard links: the file is copied instead. */
 const NO_HARD_LINKS = new Set(['EPERM', 'ENOTSUP', 'EOPNOTSUPP', 'EXDEV', 'EMLINK', 'ENOSYS']);
-/** Threads that make the folders and links of unchanged files. */
-const LINK_THREADS = 2;
+/**
+ * Threads that make the folders and links of unchanged files. One: the kernel makes the folders of
+ * one parent one at a time anyway, and on a machine of two cores a second thread took CPU from the
+ * downloads of the changed files.
+ */
+const LINK_THREADS = 1;
 
 export class SnapshotBuild {
   /** The latest version of each file in the snapshots this one is compared with. */
