@@ -13,6 +13,9 @@
 import { Worker } from 'node:worker_threads';
 import { keepMemoryTuning } from '../util/runtime.js';
 
+/** Errors of `link` that mean the file system has no hard links: the file is copied instead. */
+const NO_HARD_LINKS = ['EPERM', 'ENOTSUP', 'EOPNOTSUPP', 'EXDEV', 'EMLINK', 'ENOSYS'];
+
 const WORKER_CODE = `
 const { parentPort, workerData } = require('node:worker_threads');
 const fs = require('node:fs');
@@ -145,7 +148,6 @@ export class Linker {
 
   constructor(
     private readonly target: string,
-    private readonly noHardLinks: ReadonlySet<string>,
     private readonly threads: number,
   ) {}
 
@@ -172,7 +174,7 @@ export class Linker {
     if (items.length === 0) return;
     const worker = new Worker(WORKER_CODE, {
       eval: true,
-      workerData: { target: this.target, noHardLinks: [...this.noHardLinks] },
+      workerData: { target: this.target, noHardLinks: NO_HARD_LINKS },
       resourceLimits: { maxOldGenerationSizeMb: 32, maxYoungGenerationSizeMb: 4 },
     });
     worker.once('online', keepMemoryTuning);

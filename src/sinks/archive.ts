@@ -53,8 +53,6 @@ export interface EarlierSnapshots {
   lines: Map<string, Earlier>;
 }
 
-/** Errors of `link` that mean the file system has no hard links: the file is copied instead. */
-const NO_HARD_LINKS = new Set(['EPERM', 'ENOTSUP', 'EOPNOTSUPP', 'EXDEV', 'EMLINK', 'ENOSYS']);
 /**
  * Threads that make the folders and links of unchanged files. One: the kernel makes the folders of
  * one parent one at a time anyway, and on a machine of two cores a second thread took CPU from the
@@ -79,7 +77,7 @@ export class SnapshotBuild {
     /** The id of the `.partial` an earlier run left and this run continues, if any. */
     readonly resumed: string | null,
   ) {
-    this.linker = new Linker(partialDir(archive, id), NO_HARD_LINKS, LINK_THREADS);
+    this.linker = new Linker(partialDir(archive, id), LINK_THREADS);
   }
 
   /** The folder being built. */
