@@ -175,7 +175,9 @@ export class Linker {
     const worker = new Worker(WORKER_CODE, {
       eval: true,
       workerData: { target: this.target, noHardLinks: NO_HARD_LINKS },
-      resourceLimits: { maxOldGenerationSizeMb: 32, maxYoungGenerationSizeMb: 4 },
+      // Its old generation holds a name for each folder it made or checked: no cap that an archive
+      // of many members could reach.
+      resourceLimits: { maxYoungGenerationSizeMb: 4 },
     });
     worker.once('online', keepMemoryTuning);
     const waiting = new Map<number, { resolve: (reply: Reply) => void; reject: (error: Error) => void }>();
