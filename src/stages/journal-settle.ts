@@ -88,9 +88,11 @@ export function alreadyApplied(journal: ImportJournal, kind: JournalKind, file: 
 
 /** Notes what the listing shows for files applied in this run, so that a rerun can tell a later change by someone else. */
 export function noteApplied(journal: ImportJournal, kind: JournalKind, files: Omit<JournalFile, 'before'>[], now: Map<string, string>): void {
+  const seen: { target: string; sha256: string; updatedAt: string }[] = [];
   for (const file of files) {
     const target = targetOf(kind, file);
     const current = now.get(target);
-    if (current !== undefined && journal.applied(target)?.sha256 === file.sha256) journal.seen(target, file.sha256, current);
+    if (current !== undefined && journal.applied(target)?.sha256 === file.sha256) seen.push({ target, sha256: file.sha256, updatedAt: current });
   }
+  journal.seenAll(seen);
 }

@@ -16,7 +16,7 @@ import { mkdirSync } from 'node:fs';
 import { createHash, randomUUID } from 'node:crypto';
 import { homedir, hostname } from 'node:os';
 import { dirname, join } from 'node:path';
-import { alive, appendLine, PROCESS_TOKEN, readJournal, replaceJournal, type JournalMark } from './journal-file.js';
+import { alive, appendLines, PROCESS_TOKEN, readJournal, replaceJournal, type JournalMark } from './journal-file.js';
 
 export type JournalKind = 'photo' | 'attachment';
 export type JournalRoute = 'register' | 'update';
@@ -186,13 +186,14 @@ export class ImportJournal {
    * Opened for each line (a run writes a few per request), so no handle outlives a run. A line
    * that cannot be written stops the run: no request is sent that the journal does not hold.
    */
-  #write(line: Line): void {
+  #write(...lines: Line[]): void {
+    if (!lines.length) return;
     if (!this.#considered) {
       this.#considered = true;
       this.#compact();
     }
-    appendLine(this.path, JSON.stringify(line));
-    this.#take(line);
+    appendLines(this.path, lines.map((line) => JSON.stringify(line)));
+    for (const line of lines) this.#take(line);
   }
 
   /** @internal Written before the request is sent; answers the request's id in the journal. */
@@ -214,9 +215,15 @@ export class ImportJournal {
 
   /** @internal The `updated_at` a listing showed for a file this journal knows as applied. */
   seen(target: string, sha256: string, updatedAt: string): void {
-    const known = this.#applied.get(target);
-    if (!known || known.sha256 !== sha256 || known.updated_at === updatedAt) return;
-    this.#write({ t: 'seen', target, sha256, updated_at: updatedAt });
+    this.seenAll([{ target, sha256, updatedAt }]);
+  }
+
+  /** @internal {@link seen} for many files, written at once. */
+  seenAll(files: { target: string; sha256: string; updatedAt: string }[]): void {
+    this.#write(...files.filter(({ target, sha256, updatedAt }) => {
+      const known = this.#applied.get(target);
+      return known && known.sha256 === sha256 && known.updated_at !== updatedAt;
+    }).map(({ target, sha256, updatedAt }): Line => ({ t: 'seen', target, sha256, updated_at: updatedAt })));
   }
 
   /**
