@@ -380,7 +380,9 @@ function limitBound(run: ImportRun, requests: number): string[] {
 /**
  * Where the whole command's time goes around the limit-bound minimum: before the first update
  * request left, the spans between update requests beyond the minimum (the limit's own waits are
- * the minimum), and after the last one left.
+ * the minimum), and after the last one left. The times are from before the measuring wrapper
+ * started the command (its own start-up, a few hundred ms on a loaded machine, is in them and not
+ * in the total), so the last part can come out short or below zero.
  */
 function breakdown(run: ImportRun, minimumS: number): string[] {
   const first = run.updates[0];
