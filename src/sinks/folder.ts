@@ -235,7 +235,7 @@ export class FolderSink implements ExportSink {
     const manifest = join(this.target, MANIFEST_NAME);
     const temp = join(this.target, TMP, 'manifest.jsonl');
     // The lines are read back from the manifest appended to, rather than kept in memory while
-    // the files download: at 20,000 files they were much of what a run's memory grew by.
+    // the files download, where they grew with the run's files.
     await writeSortedManifest(manifest, temp);
     await rename(temp, manifest);
     await rm(join(this.target, TMP), { recursive: true, force: true });

@@ -1,8 +1,8 @@
 /**
  * The final manifest of a folder: the lines appended during the run, in the order of `sortLines`,
- * a later line of a file over an earlier one. The lines stay as bytes of the file read; only what
- * the order needs is kept per line: at the end of a 20,000-file run, whole parsed lines and their
- * text were the run's highest memory.
+ * a later line of a file over an earlier one. The lines stay as bytes of the file read, and only
+ * what the order needs is kept per line, for whole parsed lines made the end of a large run its
+ * highest memory.
  */
 import { open, readFile } from 'node:fs/promises';
 import type { ManifestLine } from './manifest.js';

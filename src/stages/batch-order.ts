@@ -65,8 +65,9 @@ export function shortEnds<T, L>(items: T[], laneOf: (item: T) => L, itemBytes: (
 
 /**
  * The lane's items batch by batch, its smallest items in the gated batches (the smallest of all in
- * the earliest), each batch in source order. The source order instead when the batch stage would cut that order into more batches
- * (the byte limit binding): the first lane's first batch is cut short, the rest greedily.
+ * the earliest), each batch in source order. The source order instead when the batch stage would
+ * cut that order into more batches (the byte limit binding): the first lane's first batch is cut
+ * short, the rest greedily.
  */
 function lightWhereGated<T, L>(lane: Lane<T, L>, gated: boolean[], cutFirst: boolean, itemBytes: (item: T) => number, limits: BatchLimits): T[] {
   const { list, sizes } = lane;

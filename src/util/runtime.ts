@@ -21,17 +21,16 @@ export function tuneMemory(): void {
 }
 
 /**
- * undici parses HTTP with a WebAssembly build of llhttp, and V8's optimising compiler took some
- * 35 MB for a moment to compile it at the first request: most of a short run's peak memory. Code
- * from the baseline compiler parses our answers at the same CPU cost (bench/startup.ts, bench/export).
+ * undici parses HTTP with a WebAssembly build of llhttp, and V8's optimising compiler took a large
+ * part of a short run's peak memory to compile it at the first request; the baseline compiler's
+ * code parses our answers at the same CPU cost (bench/notes.md).
  */
 const WASM_BASELINE_ONLY = '--liftoff-only';
 
 /**
  * Applies tuneMemory (and tuneForExport) again if the process asked for it, for a worker thread's
- * start undoes it: with the hashing thread running, an export of 5 MB files saw the young
- * generation grow from 8 to 16 MB committed (`v8.getHeapSpaceStatistics()` at each GC); set again
- * once the worker was online, it stayed at 8. To be called from each worker's 'online' event.
+ * start undoes it and the young generation then grows past the tuned size (bench/notes.md). To be
+ * called from each worker's 'online' event.
  */
 export function keepMemoryTuning(): void {
   if (!tuned) return;
@@ -45,10 +44,10 @@ let tuned = false;
 let forExport = false;
 
 /**
- * The size of the young generation's semi-space an export lets it grow to (from the 4 MB or so
- * tuneMemory leaves it at). A download's read buffers that live through two young collections
- * move to the old generation, and V8 frees them only at a full collection, after some 64 MB of
- * them gathered: with collections half as frequent, most files land before their second one.
+ * The size of the young generation's semi-space an export lets it grow to (from what tuneMemory
+ * leaves it at). A download's read buffers that live through two young collections move to the
+ * old generation, which V8 frees only at a full collection: with young collections less frequent,
+ * most files land before their second one.
  */
 export const EXPORT_YOUNG_BYTES = 8 * 2 ** 20;
 
@@ -61,9 +60,9 @@ const youngBytes = (): number => getHeapSpaceStatistics().find((space) => space.
 
 /**
  * How far the old generation may grow past what lived after a full collection before the next
- * one, in an export (V8 picks up to 4 times by itself). With fewer read buffers moving there, V8
- * no longer collected for their memory, and the old generation's garbage grew to 60 MB and more
- * in a 20,000-file export before it did; at twice the live size, full collections stay few.
+ * one, in an export (V8 picks a larger factor by itself). With fewer read buffers moving there,
+ * V8 collected it too rarely and its garbage grew large (bench/notes.md); at twice the live size,
+ * full collections stay few.
  */
 const EXPORT_OLD_GROWTH = '--heap-growing-percent=100';
 
