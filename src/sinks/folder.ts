@@ -10,7 +10,7 @@ import { removeEmptyDirs, type EntryWriter, type ExportSink } from './sink.js';
 import { rest } from './zip-output.js';
 import { digestOf, hashFile } from '../util/hash-file.js';
 import { LinkCheck, MANIFEST_NAME, formatLine, manifestChunks, parseManifest, sortLines, type ManifestLine } from './manifest.js';
-import { writeSortedManifest } from './manifest-sort.js';
+import { syncFolder, writeSortedManifest } from './manifest-sort.js';
 
 const TMP = '.wds-tmp';
 /** A file's bytes are written in batches of this size (the last one smaller). */
@@ -238,6 +238,7 @@ export class FolderSink implements ExportSink {
     // the files download, where they grew with the run's files.
     await writeSortedManifest(manifest, temp);
     await rename(temp, manifest);
+    await syncFolder(this.target);
     await rm(join(this.target, TMP), { recursive: true, force: true });
   }
 

@@ -42,13 +42,21 @@ export async function writeSortedManifest(from: string, to: string): Promise<voi
     data = Buffer.alloc(0);
   }
   const lines: LineOrder[] = [];
+  let number = 0;
   for (let start = 0; start < data.length; ) {
     const newline = data.indexOf(0x0a, start);
     // Only whole lines are appended; a tail without its newline would be a cut line.
     if (newline < 0) break;
     const end = newline + 1;
+    number += 1;
     if (end - start > 1) {
-      const line = JSON.parse(data.toString('utf8', start, end)) as ManifestLine;
+      let line: ManifestLine;
+      try {
+        line = JSON.parse(data.toString('utf8', start, end)) as ManifestLine;
+      } catch (error) {
+        // A whole line that does not parse is damage the run cannot mend: say where it is.
+        throw new Error(`${from}, line ${number}: not a manifest line (${(error as Error).message})`);
+      }
       const photo = line.kind === 'photo';
       lines.push({
         photo, sheet: line.sheet_id ?? 0, field: line.custom_field_id ?? 0, code: line.code,
@@ -80,7 +88,17 @@ export async function writeSortedManifest(from: string, to: string): Promise<voi
       if (part.length >= LINES_PER_WRITE) await flush();
     }
     await flush();
+    // On disk before it is renamed over the manifest, so that a power cut leaves one or the other whole.
+    await handle.sync();
   } finally {
     await handle.close();
   }
+}
+
+/** Makes a rename in `dir` survive a power cut; a file system that refuses to sync a folder loses nothing by it. */
+export async function syncFolder(dir: string): Promise<void> {
+  const handle = await open(dir, 'r').catch(() => null);
+  if (!handle) return;
+  await handle.sync().catch(() => undefined);
+  await handle.close();
 }

@@ -73,4 +73,15 @@ describe('the final manifest of a folder, sorted from the lines appended', () =>
       await rm(dir, { recursive: true, force: true });
     }
   });
+
+  it('names the manifest and the line when a whole line in it does not parse', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'manifest-sort-'));
+    try {
+      const from = join(dir, 'appended.jsonl');
+      await writeFile(from, `${formatLine(line('photo', 'a'))}\n{"kind":"photo",garbage\n${formatLine(line('photo', 'b'))}`);
+      await expect(writeSortedManifest(from, join(dir, 'sorted.jsonl'))).rejects.toThrow(`${from}, line 3: not a manifest line`);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
 });
