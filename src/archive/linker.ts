@@ -1,15 +1,16 @@
 /**
  * Takes unchanged files over from an earlier snapshot into the one being built, on worker threads
- * of their own that make the folders and links with synchronous calls in batches. A snapshot of
- * 20,000 attachments makes some 20,000 folders and 20,000 links: as promises each was a trip
- * through the thread pool that the downloads of the changed files also wait on, and JavaScript on
- * the main thread that their connections need.
+ * of their own that make the folders and links with synchronous calls in batches. Made as promises,
+ * each folder and link would queue in the thread pool that the downloads of the changed files also
+ * wait on, and take main-thread time that their connections need.
  *
  * The checks are those of a link made one by one: a folder of the earlier snapshot is used only
  * when it and every folder above it are real folders (not links), a file only when it is a plain
  * file of the listed size, and a folder of the new snapshot is made by mkdir (new, so no link) or,
  * when an interrupted run left it, checked to be a real folder.
  */
+import { rm } from 'node:fs/promises';
+import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { keepMemoryTuning } from '../util/runtime.js';
 
@@ -145,6 +146,8 @@ function errorOf(reply: NonNullable<Reply['error']>): Error {
 export class Linker {
   /** Unchanged files were copied, the file system having no hard links. */
   copying = false;
+  /** The threads of the runs under way (a test ends one to see that the run fails rather than hangs). */
+  readonly workers = new Set<Worker>();
 
   constructor(
     private readonly target: string,
@@ -156,7 +159,9 @@ export class Linker {
    * not be taken over) as each batch is done; the next batch is made meanwhile. Items of one
    * folder go to the same thread. Stops starting batches when `signal` is aborted; items not
    * reached are in neither list. Rejects with the first file error, once the batches under way
-   * are done.
+   * are done. When `onBatch` throws or a thread dies, the files of batches not handed to `onBatch`
+   * are removed, so the snapshot holds no file its manifest does not list; the files of the batch
+   * whose `onBatch` threw are that callback's to clean up.
    */
   async run<T extends LinkItem>(items: T[], onBatch: (placed: T[], refused: T[]) => Promise<void>, signal?: AbortSignal): Promise<void> {
     if (items.length === 0) return;
@@ -180,9 +185,16 @@ export class Linker {
       resourceLimits: { maxYoungGenerationSizeMb: 4 },
     });
     worker.once('online', keepMemoryTuning);
+    this.workers.add(worker);
     const waiting = new Map<number, { resolve: (reply: Reply) => void; reject: (error: Error) => void }>();
+    // Once the thread is gone nothing posted to it is answered: every batch waiting, and every one
+    // sent later, fails at once instead of waiting forever.
+    let dead: Error | null = null;
+    /** Batches the thread was given (a batch refused at once touched nothing). */
+    const posted = new Set<number>();
     const broken = (error: Error): void => {
-      for (const w of waiting.values()) w.reject(error);
+      dead ??= error;
+      for (const w of waiting.values()) w.reject(dead);
       waiting.clear();
     };
     worker.on('message', (reply: Reply) => {
@@ -193,10 +205,12 @@ export class Linker {
     worker.on('error', (error) => broken(new Error(`the linking thread failed: ${error.message}`)));
     worker.on('exit', (code) => broken(new Error(`the linking thread exited with ${code}`)));
     const send = (id: number): Promise<Reply> => {
+      if (dead) return Promise.reject(dead);
       const batch = items.slice(id * BATCH, (id + 1) * BATCH);
       const roots = [...new Set(batch.map((item) => item.root))];
       const flat: (string | number)[] = [];
       for (const item of batch) flat.push(roots.indexOf(item.root), item.from, item.to, item.size);
+      posted.add(id);
       return new Promise<Reply>((resolve, reject) => {
         waiting.set(id, { resolve, reject });
         worker.postMessage({ id, roots, items: flat });
@@ -205,8 +219,15 @@ export class Linker {
     const batches = Math.ceil(items.length / BATCH);
     const sent: Promise<Reply>[] = [];
     const sendNext = (): void => {
-      if (sent.length < batches && !stopped()) sent.push(send(sent.length));
+      if (sent.length < batches && !stopped()) {
+        const reply = send(sent.length);
+        // A batch sent ahead may fail while an earlier one is awaited; it is awaited in its turn.
+        reply.catch(() => undefined);
+        sent.push(reply);
+      }
     };
+    /** Batches given to `onBatch`, which records their files. */
+    let handed = 0;
     try {
       for (let i = 0; i < AHEAD; i += 1) sendNext();
       for (let id = 0; id < sent.length; id += 1) {
@@ -216,13 +237,26 @@ export class Linker {
         sendNext();
         // Files placed before an error are in the snapshot too, and recorded like the others.
         const batch = items.slice(id * BATCH, (id + 1) * BATCH);
+        handed = id + 1;
         await onBatch(batch.filter((_, i) => reply.placed![i] === 1), batch.filter((_, i) => reply.placed![i] === 0));
       }
     } catch (error) {
       fail(error as Error);
-      // Batches under way still land on disk: wait for them, so none is left unrecorded unnoticed.
-      await Promise.allSettled(sent);
+      // Batches under way still land on disk but are not recorded now: once each is answered (or
+      // its thread is gone), their files are removed, so the folder holds only files its manifest
+      // lists. Of a batch whose thread died it is not known which were placed, so all are removed.
+      const rest = await Promise.allSettled(sent.slice(handed));
+      const unrecorded: string[] = [];
+      rest.forEach((settled, k) => {
+        const id = handed + k;
+        if (settled.status === 'rejected' && !posted.has(id)) return;
+        items.slice(id * BATCH, (id + 1) * BATCH).forEach((item, i) => {
+          if (settled.status === 'rejected' || settled.value.placed[i] === 1) unrecorded.push(item.to);
+        });
+      });
+      await Promise.all(unrecorded.map((to) => rm(join(this.target, to), { force: true }).catch(() => undefined)));
     } finally {
+      this.workers.delete(worker);
       worker.removeAllListeners('exit');
       await worker.terminate();
     }

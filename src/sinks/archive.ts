@@ -55,8 +55,8 @@ export interface EarlierSnapshots {
 
 /**
  * Threads that make the folders and links of unchanged files. One: the kernel makes the folders of
- * one parent one at a time anyway, and on a machine of two cores a second thread took CPU from the
- * downloads of the changed files.
+ * one parent one at a time anyway, so more threads would take CPU from the downloads of the changed
+ * files without making the links sooner.
  */
 const LINK_THREADS = 1;
 

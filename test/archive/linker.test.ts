@@ -3,7 +3,9 @@
  * file lands as a hard link of the earlier one, on one thread or several; a file that is gone, of
  * another size, a link, or behind a folder that is a link is refused (and downloaded by the run);
  * a place in the new snapshot taken by a file stops the run naming it, with the files placed
- * before it handed back to be recorded; a stopped run starts nothing.
+ * before it handed back to be recorded; a stopped run starts nothing; a run whose thread dies
+ * fails instead of hanging; when recording a batch fails, files linked but never recorded are
+ * removed.
  */
 import { lstat, mkdir, readdir, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
@@ -96,6 +98,55 @@ describe('the linking threads of an archive run', () => {
     }
     expect(present.size).toBeGreaterThan(0);
     expect(new Set(placed.map((i) => i.to))).toEqual(present);
+  });
+
+  it('fail within seconds, rather than hang, when its thread dies with batches already answered', async () => {
+    const { items } = await earlierSnapshot(700);
+    const target = join(tempDir('wds-linker-'), 'snap.partial');
+    await mkdir(target);
+    const linker = new Linker(target, 1);
+    let calls = 0;
+    const run = linker.run(items, async () => {
+      calls += 1;
+      if (calls > 1) return;
+      // The batches sent ahead are answered meanwhile; then the thread is ended while idle.
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect(linker.workers.size).toBe(1);
+      await Promise.all([...linker.workers].map((worker) => worker.terminate()));
+    });
+    const outcome = await Promise.race([
+      run.then(() => 'finished', (error: Error) => error.message),
+      new Promise((resolve) => setTimeout(() => resolve('still waiting'), 5000)),
+    ]);
+    expect(outcome).toMatch(/^the linking thread exited with/);
+  });
+
+  it('remove the files of batches linked but never recorded when recording one fails', async () => {
+    const { items } = await earlierSnapshot(700);
+    const target = join(tempDir('wds-linker-'), 'snap.partial');
+    await mkdir(target);
+    const linker = new Linker(target, 1);
+    const recorded = new Set<string>();
+    let calls = 0;
+    const run = linker.run(items, async (placed) => {
+      calls += 1;
+      if (calls === 1) {
+        for (const item of placed) recorded.add(item.to);
+        return;
+      }
+      // Like the folder sink whose manifest append failed: this batch's files are removed by it,
+      // after the batches sent ahead have landed.
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      await Promise.all(placed.map((item) => rm(join(target, item.to), { force: true })));
+      throw new Error('the manifest append failed');
+    });
+    await expect(run).rejects.toThrow('the manifest append failed');
+    const present = new Set<string>();
+    for (const item of items) {
+      if (await lstat(join(target, item.to)).then(() => true, () => false)) present.add(item.to);
+    }
+    expect(recorded.size).toBeGreaterThan(0);
+    expect(present).toEqual(recorded);
   });
 
   it('start nothing once stopped', async () => {
