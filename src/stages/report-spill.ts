@@ -1,9 +1,9 @@
 /**
  * A report's items kept in a temporary file instead of memory: an export holds one item per file,
- * and 20,000 of them kept to the end of a run were a large part of what its memory grew by. The
- * file is made in the OS's temporary folder and its name removed at once, so that nothing is left
- * behind however the process ends; the open handle is all that reaches it, closed when the report
- * is collected.
+ * and kept to the end of a run they grew its memory with its files. The file is made in the OS's
+ * temporary folder and its name removed at once, so that nothing is left behind however the
+ * process ends; the open handle is all that reaches it, closed by `close()` (or, failing that,
+ * when the report is collected).
  */
 import { closeSync, mkdtempSync, openSync, readSync, rmSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -35,24 +35,45 @@ const collected = new FinalizationRegistry<number>((fd) => {
 export class ItemSpill {
   /** Bytes of whole lines written: the next part goes there, over what a failed write left. */
   private size = 0;
+  private closed = false;
 
   private constructor(private readonly fd: number) {}
 
-  /** A new, empty spill, whose handle is closed once `owner` is collected; throws when the temporary folder cannot be written. */
+  /**
+   * A new, empty spill, whose handle is closed by `close()` or else once `owner` is collected;
+   * throws when the temporary folder cannot be written.
+   */
   static create(owner: object): ItemSpill {
     const dir = mkdtempSync(join(tmpdir(), 'wds-files-report-'));
-    const fd = openSync(join(dir, 'items.jsonl'), 'w+', 0o600);
+    let fd: number;
+    try {
+      fd = openSync(join(dir, 'items.jsonl'), 'w+', 0o600);
+    } catch (error) {
+      // The folder made for the file would otherwise stay behind, empty.
+      rmSync(dir, { recursive: true, force: true });
+      throw error;
+    }
     try {
       rmSync(dir, { recursive: true });
     } catch {
       removeAtExit(dir);
     }
-    collected.register(owner, fd);
-    return new ItemSpill(fd);
+    const spill = new ItemSpill(fd);
+    collected.register(owner, fd, spill);
+    return spill;
+  }
+
+  /** Closes the file, which frees its disk space; reading or appending after it throws. */
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    collected.unregister(this);
+    closeSync(this.fd);
   }
 
   /** Appends `items`, all or none: after a failed write (the disk full) they are not part of the file, and it throws. */
   append(items: readonly ItemReport[]): void {
+    this.checkOpen();
     const data = Buffer.from(items.map((item) => `${JSON.stringify(item)}\n`).join(''));
     for (let at = 0; at < data.length; ) {
       const bytes = writeSync(this.fd, data, at, data.length - at, this.size + at);
@@ -64,6 +85,7 @@ export class ItemSpill {
 
   /** The items appended, in order, read a part at a time. */
   *read(): Generator<ItemReport> {
+    this.checkOpen();
     let carry = Buffer.alloc(0);
     for (let at = 0; at < this.size; ) {
       const buffer = Buffer.alloc(Math.min(READ_BYTES, this.size - at));
@@ -77,5 +99,9 @@ export class ItemSpill {
       if (end < 0) continue;
       for (const line of data.toString('utf8', 0, end).split('\n')) if (line) yield JSON.parse(line) as ItemReport;
     }
+  }
+
+  private checkOpen(): void {
+    if (this.closed) throw new Error('the report was closed: its items kept on disk are gone');
   }
 }

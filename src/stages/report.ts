@@ -48,6 +48,9 @@ export class RunReport {
   /** Where items went once `keepItemsOnDisk` was called and a part of them had gathered. */
   private spill: ItemSpill | null = null;
   private spilling = false;
+  /** The spill's items once `items` read them, until the next `add`. */
+  private readBack: ItemReport[] | null = null;
+  private closed = false;
   private count = 0;
   private readonly problemItems: ItemReport[] = [];
   /** How many files had each outcome. */
@@ -87,6 +90,8 @@ export class RunReport {
 
   /** Records one file's outcome. */
   add(item: ItemReport): void {
+    this.checkOpen();
+    this.readBack = null;
     this.held.push(item);
     this.count += 1;
     this.counts[item.outcome] += 1;
@@ -111,15 +116,41 @@ export class RunReport {
     return this.count;
   }
 
-  /** Each file's outcome, in the order they were settled (read back from disk when kept there). */
+  /**
+   * Each file's outcome, in the order they were settled. Items kept on disk are read back at the
+   * first access and then held in memory (until the next `add`), so that indexing it in a loop
+   * reads the file once; `eachItem` goes through them without holding them all. Throws after `close`.
+   */
   get items(): ItemReport[] {
-    return this.spill ? [...this.eachItem()] : this.held;
+    this.checkOpen();
+    if (!this.spill) return this.held;
+    this.readBack ??= [...this.eachItem()];
+    return this.readBack;
   }
 
-  /** The items one at a time, in the order they were settled, without holding them all at once. */
+  /** The items one at a time, in the order they were settled, without holding them all at once. Throws after `close`. */
   *eachItem(): Generator<ItemReport> {
+    this.checkOpen();
     if (this.spill) yield* this.spill.read();
     yield* this.held;
+  }
+
+  /**
+   * Lets go of the items: the temporary file that keeps them (`keepItemsOnDisk`) is closed and
+   * its disk space freed. To be called once the items were written out; `items`, `eachItem`,
+   * `toJSON` and `jsonParts` throw after it, while the counts and the summary stay.
+   */
+  close(): void {
+    this.closed = true;
+    this.spill?.close();
+    this.spill = null;
+    this.spilling = false;
+    this.held = [];
+    this.readBack = null;
+  }
+
+  private checkOpen(): void {
+    if (this.closed) throw new Error(`the report of ${this.command} was closed: its items are no longer readable`);
   }
 
   /** The first FIRST_PROBLEMS items that did not go through, for a run's closing lines. */
@@ -161,6 +192,7 @@ export class RunReport {
    * tens of MB at the end of a run. `transform` (the CLI's redaction) must work value by value.
    */
   *jsonParts(extra: Record<string, unknown> = {}, transform: <T>(value: T) => T = (value) => value): Generator<string> {
+    this.checkOpen();
     const head = JSON.stringify(transform(this.summary(extra)), null, 2);
     // The summary's closing brace makes way for the items, the last of its keys.
     const open = `${head.slice(0, head.lastIndexOf('\n}'))},\n  "items": [`;

@@ -47,7 +47,41 @@ describe('report file', () => {
   }
 });
 
+const spillFiles = (): number => readdirSync('/proc/self/fd').filter((fd) => {
+  try {
+    return readlinkSync(`/proc/self/fd/${fd}`).includes('wds-files-report-');
+  } catch {
+    return false;
+  }
+}).length;
+
 describe('report items kept on disk', () => {
+  it('holds no file once each report is closed, however many ran in the process', () => {
+    const open = spillFiles();
+    for (let i = 0; i < 20; i += 1) {
+      const report = reportOf(600, true);
+      expect(spillFiles()).toBe(open + 1);
+      expect([...report.jsonParts()].join('')).toContain('"E599"');
+      report.close();
+      expect(spillFiles()).toBe(open);
+      expect(report.counts.ok).toBe(200);
+      expect(() => report.items).toThrow('was closed');
+      expect(() => [...report.eachItem()]).toThrow('was closed');
+    }
+  });
+
+  it('reads the file once for its items, however often they are looked at', () => {
+    const report = reportOf(600, true);
+    const items = report.items;
+    expect(report.items).toBe(items);
+    expect(items).toHaveLength(600);
+    // A later item makes them read again, with it.
+    report.add({ key: 'photo:late', code: 'late', file_name: 'late.jpg', outcome: 'ok', size: 1 });
+    expect(report.items).toHaveLength(601);
+    expect(report.items[600]!.code).toBe('late');
+    report.close();
+  });
+
   it('reads back every item in order, with counts and the first problems at hand, and leaves no file behind', () => {
     const before = readdirSync(tmpdir()).filter((name) => name.startsWith('wds-files-report-'));
     const spills = (): number => readdirSync('/proc/self/fd').filter((fd) => {
