@@ -192,13 +192,35 @@ function removeIfThere(file: string): void {
 
 const tempPrefix = (path: string): string => `.${basename(path)}.compacting-`;
 
+/**
+ * This process's temporary file for compacting the journal at `path`. It carries the process token
+ * as well as the pid: runs in containers may all be pid 1, and two of them compacting one shared
+ * journal must not write the same file.
+ */
+export const compactionTempOf = (path: string): string => join(dirname(path), `${tempPrefix(path)}${process.pid}-${PROCESS_TOKEN}`);
+
+/**
+ * A temporary file of another process with this pid is not touched while this young: its run may be
+ * live in another container, waiting for the lock before its rename (it writes the file again then).
+ */
+const SAME_PID_TEMP_STALE_MS = 2 * LOCK_WAIT_MS;
+
 /** Temporary files of compactions whose run was killed. */
 function sweepTemps(path: string): void {
   const prefix = tempPrefix(path);
   for (const name of readdirSync(dirname(path))) {
     if (!name.startsWith(prefix)) continue;
-    const pid = Number(name.slice(prefix.length));
-    if (Number.isInteger(pid) && !alive(pid)) removeIfThere(join(dirname(path), name));
+    // `<pid>-<token>`, or `<pid>` alone as earlier versions named it.
+    const [pidText, token] = name.slice(prefix.length).split('-');
+    const pid = Number(pidText);
+    if (!Number.isInteger(pid)) continue;
+    const file = join(dirname(path), name);
+    if (pid !== process.pid) {
+      if (!alive(pid)) removeIfThere(file);
+    } else if (token !== PROCESS_TOKEN) {
+      const age = ifPresent(file, (fd) => Date.now() - fstatSync(fd).mtimeMs);
+      if (age !== null && age > SAME_PID_TEMP_STALE_MS) removeIfThere(file);
+    }
   }
 }
 
@@ -208,7 +230,7 @@ function sweepTemps(path: string): void {
  * the new file cannot be written (the journal stays whole; the next run tries again).
  */
 export function replaceJournal(path: string, lines: string[], mark: JournalMark): boolean {
-  const temp = join(dirname(path), `${tempPrefix(path)}${process.pid}`);
+  const temp = compactionTempOf(path);
   try {
     sweepTemps(path);
     return withFile(temp, 'w', (fd) => {
