@@ -185,8 +185,9 @@ export class ImportJournal {
   /**
    * Opened for each line (a run writes a few per request), so no handle outlives a run. A line
    * that cannot be written stops the run: no request is sent that the journal does not hold.
+   * An array, not rest arguments: a large run's `seen` lines spread as arguments overflow V8's limit.
    */
-  #write(...lines: Line[]): void {
+  #write(lines: Line[]): void {
     if (!lines.length) return;
     if (!this.#considered) {
       this.#considered = true;
@@ -199,18 +200,18 @@ export class ImportJournal {
   /** @internal Written before the request is sent; answers the request's id in the journal. */
   sending(kind: JournalKind, route: JournalRoute, files: JournalFile[]): string {
     const id = `${this.#run}-${this.#next++}`;
-    this.#write({ t: 'send', id, kind, route, at: new Date().toISOString(), pid: process.pid, host: hostname(), proc: PROCESS_TOKEN, files });
+    this.#write([{ t: 'send', id, kind, route, at: new Date().toISOString(), pid: process.pid, host: hostname(), proc: PROCESS_TOKEN, files }]);
     return id;
   }
 
   /** @internal The task the service answered for a request. */
   task(id: string, taskId: number): void {
-    this.#write({ t: 'task', id, task_id: taskId });
+    this.#write([{ t: 'task', id, task_id: taskId }]);
   }
 
   /** @internal Which of the request's files the service applied (in the order they were sent); `how` says how it is known. */
   settled(id: string, applied: boolean[], how: string): void {
-    this.#write({ t: 'end', id, applied, how });
+    this.#write([{ t: 'end', id, applied, how }]);
   }
 
   /** @internal The `updated_at` a listing showed for a file this journal knows as applied. */
@@ -220,7 +221,7 @@ export class ImportJournal {
 
   /** @internal {@link seen} for many files, written at once. */
   seenAll(files: { target: string; sha256: string; updatedAt: string }[]): void {
-    this.#write(...files.filter(({ target, sha256, updatedAt }) => {
+    this.#write(files.filter(({ target, sha256, updatedAt }) => {
       const known = this.#applied.get(target);
       return known && known.sha256 === sha256 && known.updated_at !== updatedAt;
     }).map(({ target, sha256, updatedAt }): Line => ({ t: 'seen', target, sha256, updated_at: updatedAt })));

@@ -131,4 +131,16 @@ describe('the import journal is compacted', () => {
     later.sending('photo', 'update', [{ code: 'A0002', sha256: 'two', before: null }]);
     expect(ImportJournal.open('nightly-key', folder).unsettled('photo')).toEqual([]);
   });
+
+  it('a run that saw 200,000 files applied notes them in one append', () => {
+    const folder = tempDir('wds-journal-');
+    const path = ImportJournal.open('nightly-key', folder).path;
+    const targets = Array.from({ length: 200_000 }, (_, i) => `photo:M${i}`);
+    writeFileSync(path, targets.map((target) => `${JSON.stringify({ t: 'applied', target, sha256: `sha-${target}`, at: 'then' })}\n`).join(''));
+    ImportJournal.open('nightly-key', folder).seenAll(targets.map((target) => ({ target, sha256: `sha-${target}`, updatedAt: 'tonight' })));
+    expect(lineCount(path)).toBe(400_000);
+    const later = ImportJournal.open('nightly-key', folder);
+    expect(later.applied('photo:M0')).toEqual({ sha256: 'sha-photo:M0', at: 'then', updated_at: 'tonight' });
+    expect(later.applied('photo:M199999')).toEqual({ sha256: 'sha-photo:M199999', at: 'then', updated_at: 'tonight' });
+  });
 });
