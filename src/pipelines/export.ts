@@ -16,6 +16,7 @@ import { ExportRecorder, asTargetError, onDisk, openSink, type ExportProgress } 
 import { SnapshotBuild, type SnapshotInfo } from '../sinks/archive.js';
 import { manifestKey } from '../sinks/manifest.js';
 import { DEFAULT_RETRY, type RetryPolicy } from '../client/retry.js';
+import { exportEnded, exportStarted } from '../util/runtime.js';
 import { DEFAULT_EXPORT_CONCURRENCY, PHOTO_EXPORT_CONCURRENCY, isZipTarget } from './export-defaults.js';
 
 export { DEFAULT_EXPORT_CONCURRENCY, PHOTO_EXPORT_CONCURRENCY, isZipTarget };
@@ -140,6 +141,7 @@ export async function runExport(options: ExportOptions): Promise<ExportResult> {
   const retry = { ...DEFAULT_RETRY, maxAttempts: 8, baseDelayMs: 100, maxDelayMs: 4_000, ...options.retry };
   const downloads = new DownloadStage({ concurrency, lister, sink, retry, signal, logger: client.options.logger, onRetry: () => recorder.retried() });
   let snapshot: SnapshotInfo | undefined;
+  exportStarted();
   try {
     // plan
     const { jobs, kept: planned, link } = planExport(listed.files, intact, build?.reference());
@@ -197,6 +199,8 @@ export async function runExport(options: ExportOptions): Promise<ExportResult> {
     await sink.abort().catch(() => undefined);
     throw asTargetError(options.out, error);
   } finally {
+    // The process's memory tuning for downloads ends with them (src/util/runtime.ts).
+    exportEnded();
     dispose();
     await downloads.close();
   }

@@ -82,6 +82,32 @@ export function tuneForExport(): void {
   setFlagsFromString(GROW);
 }
 
+/** Exports under way in the process: the tuning ends with the last of them. */
+let exportsRunning = 0;
+
+/** V8's own bound on the old generation's growth, which tuneMemory leaves in place. */
+const DEFAULT_OLD_GROWTH = '--heap-growing-percent=0';
+
+/** Marks an export's start; to be paired with exportEnded, which undoes tuneForExport. */
+export function exportStarted(): void {
+  exportsRunning += 1;
+}
+
+/**
+ * Marks an export's end: once no other export runs, puts back the tuning tuneMemory set (the
+ * young generation no longer grows, the old one grows as V8 decides), so that what the process
+ * does next is not tuned for downloads. The young generation keeps the size it grew to.
+ */
+export function exportEnded(): void {
+  exportsRunning = Math.max(0, exportsRunning - 1);
+  if (exportsRunning > 0 || !forExport) return;
+  forExport = false;
+  growing = false;
+  sinceCheck = 0;
+  setFlagsFromString(FLAGS);
+  setFlagsFromString(DEFAULT_OLD_GROWTH);
+}
+
 /**
  * To be called as each file of an export lands: every CHECK_EVERY_FILES files, stops the young
  * generation's growth once it reached EXPORT_YOUNG_BYTES. V8 grows it by doubling, after some

@@ -34,6 +34,32 @@ describe('memory tuning', () => {
     expect(untuned.after).toBeGreaterThan(EXPORT_YOUNG_BYTES);
   });
 
+  it('puts back the tuning once an export ends, even one that ended before its young generation reached EXPORT_YOUNG_BYTES', async () => {
+    // A child of its own: a few files land, the export ends, and the process allocates on.
+    const script = `
+      import { getHeapSpaceStatistics } from 'node:v8';
+      import { exportEnded, exportStarted, fileLanded, tuneForExport, tuneMemory } from './src/util/runtime.ts';
+      const young = () => getHeapSpaceStatistics().find((s) => s.space_name === 'new_space').space_size;
+      tuneMemory();
+      exportStarted();
+      tuneForExport();
+      for (let i = 0; i < 5; i += 1) fileLanded();
+      exportEnded();
+      const atEnd = young();
+      let kept = [];
+      for (let i = 0; i < 3_000_000; i += 1) {
+        kept.push({ i, s: 'x' + i });
+        if (kept.length > 50_000) kept = [];
+      }
+      console.log(JSON.stringify({ atEnd, after: young(), kept: kept.length }));
+    `;
+    const { stdout } = await run(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: ROOT });
+    const { atEnd, after } = JSON.parse(stdout.trim().split('\n').pop()!) as { atEnd: number; after: number };
+    // With the export's growth left on, the later allocation grows it past EXPORT_YOUNG_BYTES.
+    expect(atEnd).toBeLessThan(EXPORT_YOUNG_BYTES);
+    expect(after).toBe(atEnd);
+  });
+
   it('collects young garbage for every COLLECT_EVERY_BYTES of large bodies read, only when tuned', async () => {
     const tuned = await child<{ minor: number }>('collect');
     const untuned = await child<{ minor: number }>('untuned');
