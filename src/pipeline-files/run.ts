@@ -71,7 +71,11 @@ const EXIT_CODES = { ok: 0, failed: 1, partial: 3 } as const;
 
 /** Runs a pipeline once; see {@link runPipelineOnce} for the report as well. */
 export async function runPipelineFile(pipeline: LoadedPipeline, options: RunPipelineOptions = {}): Promise<PipelineRunSummary> {
-  return (await runPipelineOnce(pipeline, options)).summary;
+  const { summary, report } = await runPipelineOnce(pipeline, options);
+  // The scheduler runs pipelines for months in one process: the report's temporary file is let go
+  // now rather than whenever the garbage collector comes round.
+  report?.close();
+  return summary;
 }
 
 /** The file the run locks: its target folder, zip or archive; for an import, the drop folder or the pipeline's name. */
