@@ -8,7 +8,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { readFileSync, unlinkSync } from 'node:fs';
-import { link, open, readFile, readdir, rename, rm, stat, unlink, utimes } from 'node:fs/promises';
+import { link, open, readdir, rename, rm, stat, unlink, utimes } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -138,13 +138,22 @@ async function tryCreate(file: string, holder: LockHolder): Promise<boolean> {
 
 /** The lock file as it is now; null when there is none. */
 async function look(file: string): Promise<Seen | null> {
+  // The holder and the heartbeat are read through one open file: a read by path and a stat by path
+  // could see two files when another run replaces a stale lock in between, and take the old
+  // holder for live under the new lock's fresh heartbeat.
+  let handle;
   try {
-    const [text, info] = await Promise.all([readFile(file, 'utf8'), stat(file)]);
-    const holder = parseHolder(text);
-    return { holder, heartbeatMs: info.mtimeMs, identity: holder?.token ?? `${info.ino}-${info.mtimeMs}` };
+    handle = await open(file, 'r');
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
     throw error;
+  }
+  try {
+    const info = await handle.stat();
+    const holder = parseHolder(await handle.readFile('utf8'));
+    return { holder, heartbeatMs: info.mtimeMs, identity: holder?.token ?? `${info.ino}-${info.mtimeMs}` };
+  } finally {
+    await handle.close();
   }
 }
 
