@@ -11,8 +11,8 @@ import { describe, expect, it } from 'vitest';
 import { ImportJournal, targetOf } from '../../src/stages/journal.js';
 import { journalLockOf } from '../../src/stages/journal-file.js';
 import { tempDir } from '../helpers/export.js';
+import { CODES, history } from '../helpers/journal-history.js';
 
-const CODES = ['A0001', 'A0002', 'A0003', 'A0004', 'A0005'];
 const lineCount = (path: string): number => readFileSync(path, 'utf8').split('\n').filter(Boolean).length;
 const deadPid = (): number => spawnSync(process.execPath, ['-e', '0']).pid!;
 
@@ -26,17 +26,6 @@ function night(folder: string, n: number): void {
   for (const file of files) journal.seen(targetOf('photo', file), file.sha256, `night ${n}`);
 }
 
-/** Nights of history written as they were before journals were compacted: 8 lines a night. */
-function history(path: string, nights: number): void {
-  const lines: unknown[] = [];
-  for (let n = 0; n < nights; n += 1) {
-    const files = CODES.map((code) => ({ code, sha256: `sha-${code}-${n}`, before: null }));
-    lines.push({ t: 'send', id: `old-${n}`, kind: 'photo', route: 'update', at: new Date().toISOString(), pid: 1, host: hostname(), files },
-      { t: 'task', id: `old-${n}`, task_id: n }, { t: 'end', id: `old-${n}`, applied: files.map(() => true), how: 'ok' },
-      ...files.map((f) => ({ t: 'seen', target: `photo:${f.code}`, sha256: f.sha256, updated_at: `night ${n}` })));
-  }
-  appendFileSync(path, lines.map((l) => `${JSON.stringify(l)}\n`).join(''));
-}
 
 /** A request an earlier run sent and never learned the end of. */
 function leftOpen(path: string): void {

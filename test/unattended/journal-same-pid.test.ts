@@ -3,29 +3,18 @@
  * write their own temporary file, so neither truncates the other's and the journal stays whole.
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { appendFileSync, readdirSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
 import { ImportJournal } from '../../src/stages/journal.js';
 import { journalLockOf } from '../../src/stages/journal-file.js';
 import { tempDir } from '../helpers/export.js';
+import { CODES, history } from '../helpers/journal-history.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
-const CODES = ['A0001', 'A0002', 'A0003', 'A0004', 'A0005'];
 const pause = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
-/** Nights of history as runs wrote them before compaction: 8 lines a night, all but 5 no longer needed. */
-function history(path: string, nights: number): void {
-  const lines: unknown[] = [];
-  for (let n = 0; n < nights; n += 1) {
-    const files = CODES.map((code) => ({ code, sha256: `sha-${code}-${n}`, before: null }));
-    lines.push({ t: 'send', id: `old-${n}`, kind: 'photo', route: 'update', at: new Date().toISOString(), pid: 1, host: hostname(), files },
-      { t: 'task', id: `old-${n}`, task_id: n }, { t: 'end', id: `old-${n}`, applied: files.map(() => true), how: 'ok' },
-      ...files.map((f) => ({ t: 'seen', target: `photo:${f.code}`, sha256: f.sha256, updated_at: `night ${n}` })));
-  }
-  appendFileSync(path, lines.map((l) => `${JSON.stringify(l)}\n`).join(''));
-}
 
 /**
  * A run as pid 1 on a host of its own (as in a container): it reads the journal, notes a line as
