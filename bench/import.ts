@@ -297,28 +297,34 @@ interface ImportRun {
   /** When the last task poll and the last request of any kind were answered, in seconds from the start. */
   lastTaskPoll: number | null;
   lastRequest: number | null;
+  /** The requests answered before the first update request left: what the run waited on before it. */
+  before: { what: string; answered: number; ms: number }[];
 }
 
 /**
  * The update requests in the CLI's log file: each request line is written when the answer came,
  * with the time it took, so the request went out that many ms before.
  */
-async function requestTimes(logFile: string, startedAt: number): Promise<Pick<ImportRun, 'updates' | 'lastTaskPoll' | 'lastRequest'>> {
+async function requestTimes(logFile: string, startedAt: number): Promise<Pick<ImportRun, 'updates' | 'lastTaskPoll' | 'lastRequest' | 'before'>> {
   const text = await readFile(logFile, 'utf8').catch(() => '');
   const updates: ImportRun['updates'] = [];
   let lastTaskPoll: number | null = null;
   let lastRequest: number | null = null;
+  const requests: ImportRun['before'] = [];
   for (const raw of text.split('\n')) {
     if (!raw) continue;
     const { time, msg } = JSON.parse(raw) as { time: string; msg: string };
     if (!/^(?:GET|POST|PATCH|PUT|DELETE) \S+ \d+ \d+ ms/.test(msg)) continue;
     const answered = (Date.parse(time) - startedAt) / 1000;
     lastRequest = answered;
+    const [method, path, , ms] = msg.split(' ');
+    requests.push({ what: `${method} ${path!.replace(/^https?:\/\/[^/]+/, '').replace(/\?.*$/, '')}`, answered, ms: Number(ms) });
     if (/^GET \S+\/tasks\/\d+ /.test(msg)) lastTaskPoll = answered;
     const m = /^(?:POST|PATCH) \S+\/(?:face_image|file) \d+ (\d+) ms/.exec(msg);
     if (m) updates.push({ sent: answered - Number(m[1]) / 1000, answered });
   }
-  return { updates, lastTaskPoll, lastRequest };
+  const firstSent = updates[0]?.sent ?? Infinity;
+  return { updates, lastTaskPoll, lastRequest, before: requests.filter((r) => r.answered < firstSent) };
 }
 
 interface Stats {
@@ -339,12 +345,15 @@ const outcomes = (counts: Record<string, number>): string => Object.entries(coun
 async function importRun(emulator: Emulator, args: string[], work: string): Promise<{ run: ImportRun; stats: Stats }> {
   await fetch(`${emulator.baseUrl}/_emulator/stats/reset`, { method: 'POST' });
   const report = join(work, 'report.json');
+  const state = await mkdtemp(join(work, 'run-'));
   const env = {
     ...process.env,
     WDS_BASE_URL: emulator.baseUrl, WDS_CONSUMER_KEY: emulator.consumerKey, WDS_CONSUMER_SECRET: emulator.consumerSecret,
     // The service's windows at the emulator's clock speed.
     WDS_CLIENT_LIMITS: `update=5/${UPDATE_WINDOW_MS}ms,request=3000/${3_600_000 / CLOCK_SPEED}ms,token=1000/${3_600_000 / CLOCK_SPEED}ms`,
-    XDG_CACHE_HOME: join(work, 'cache'), XDG_STATE_HOME: join(work, 'state'),
+    // Each run is against a fresh emulator, so it starts with no journal and no shared limit
+    // window of its own: the windows a previous run filled would hold its first requests back.
+    XDG_CACHE_HOME: join(state, 'cache'), XDG_STATE_HOME: join(state, 'state'),
   };
   // pino appends: each run reads its own lines only.
   const logFile = join(work, 'cli.log');
@@ -397,6 +406,7 @@ function breakdown(run: ImportRun, minimumS: number): string[] {
       `(${(between - minimumS).toFixed(1)} s over the limit's ${minimumS.toFixed(1)} s); ${(totalS - last.sent).toFixed(1)} s after the last left: ` +
       `${(answered - last.sent).toFixed(1)} s to its answer, ${(taskEnd - answered).toFixed(1)} s to its task's end, ${(totalS - taskEnd).toFixed(1)} s to the end ` +
       `(last request answered at ${run.lastRequest?.toFixed(1) ?? '-'} s)`,
+    `  before the first:    ${run.before.map((r) => `${r.what} answered at ${r.answered.toFixed(2)} s (${r.ms} ms)`).join('; ') || 'no request'}`,
   ];
 }
 
