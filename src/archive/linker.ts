@@ -9,7 +9,7 @@
  * file of the listed size, and a folder of the new snapshot is made by mkdir (new, so no link) or,
  * when an interrupted run left it, checked to be a real folder.
  */
-import { rm } from 'node:fs/promises';
+import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { keepMemoryTuning } from '../util/runtime.js';
@@ -24,7 +24,8 @@ const { basename, dirname, join } = require('node:path');
 const NO_HARD_LINKS = new Set(workerData.noHardLinks);
 const target = workerData.target;
 let copying = false;
-const made = new Set();
+// Folders made (or checked) before: by this thread, or by the one that made them ahead of the run.
+const made = new Set(workerData.made);
 const plainFolders = new Map();
 const subfolders = new Map();
 
@@ -104,7 +105,17 @@ function place(root, from, to, size) {
 }
 
 // placed[i]: 1 placed, 0 refused, 2 not reached (a file error stopped the batch before it).
-parentPort.on('message', ({ id, roots, items }) => {
+parentPort.on('message', ({ id, roots, items, folders }) => {
+  if (folders) {
+    // Folders made ahead: one that cannot be made is left for the run, which stops naming it.
+    for (const folder of folders) {
+      try {
+        makeFolder(folder);
+      } catch {}
+    }
+    parentPort.postMessage({ id, made: [...made] });
+    return;
+  }
   const placed = new Uint8Array(items.length / 4).fill(2);
   try {
     for (let i = 0; i < placed.length; i += 1) {
@@ -127,6 +138,8 @@ export interface LinkItem {
 
 interface Reply {
   id: number;
+  /** Of a batch of folders to make ahead: every folder made or checked. */
+  made?: string[];
   placed: Uint8Array;
   copying: boolean;
   error?: { message: string; code?: string; syscall?: string; path?: string };
@@ -148,11 +161,51 @@ export class Linker {
   copying = false;
   /** The threads of the runs under way (a test ends one to see that the run fails rather than hangs). */
   readonly workers = new Set<Worker>();
+  /** The folders `prepare` made (or found made, as real folders), once it is done. */
+  #premade: Promise<string[]> = Promise.resolve([]);
 
   constructor(
     private readonly target: string,
     private readonly threads: number,
   ) {}
+
+  /**
+   * Starts making `folders` (paths inside the target, which is made first), on threads of their
+   * own, so that a run can make them while the service lists the files: making a folder is the
+   * slowest part of taking a file over. The next `run` waits for them and makes no folder twice.
+   * A folder that cannot be made is left for `run`, which then stops naming it.
+   */
+  prepare(folders: Iterable<string>): void {
+    const list = [...new Set(folders)];
+    if (list.length === 0) return;
+    this.#premade = this.#makeAhead(list).catch(() => []);
+  }
+
+  /** The folders `prepare` made or found made: those no file went into are the caller's to remove. */
+  premade(): Promise<string[]> {
+    return this.#premade;
+  }
+
+  async #makeAhead(folders: string[]): Promise<string[]> {
+    await mkdir(this.target, { recursive: true });
+    const groups = lanesOf(folders, this.threads, (folder) => folderOf(folder));
+    const made = await Promise.all(groups.map(async (group) => {
+      const worker = new Worker(WORKER_CODE, { eval: true, workerData: { target: this.target, noHardLinks: NO_HARD_LINKS, made: [] }, resourceLimits: { maxYoungGenerationSizeMb: 4 } });
+      worker.once('online', keepMemoryTuning);
+      try {
+        return await new Promise<string[]>((resolve, reject) => {
+          worker.once('message', (reply: Reply) => resolve(reply.made ?? []));
+          worker.once('error', reject);
+          worker.once('exit', (code) => reject(new Error(`the folder thread exited with ${code}`)));
+          worker.postMessage({ id: 0, folders: group });
+        });
+      } finally {
+        worker.removeAllListeners('exit');
+        await worker.terminate();
+      }
+    }));
+    return made.flat();
+  }
 
   /**
    * Takes each item over, calling `onBatch` with those placed and those refused (their file could
@@ -165,21 +218,22 @@ export class Linker {
    */
   async run<T extends LinkItem>(items: T[], onBatch: (placed: T[], refused: T[]) => Promise<void>, signal?: AbortSignal): Promise<void> {
     if (items.length === 0) return;
-    const lanes: T[][] = Array.from({ length: Math.min(this.threads, Math.ceil(items.length / BATCH)) }, () => []);
-    for (const item of items) lanes[laneOf(folderOf(item.to), lanes.length)]!.push(item);
+    const made = await this.#premade;
+    if (signal?.aborted) return;
+    const lanes = lanesOf(items, Math.min(this.threads, Math.ceil(items.length / BATCH)), (item) => folderOf(folderOf(item.to)));
     let failure: Error | null = null;
     const fail = (error: Error): void => {
       failure ??= error;
     };
-    await Promise.all(lanes.map((lane) => this.runLane(lane, onBatch, () => failure !== null || signal?.aborted === true, fail)));
+    await Promise.all(lanes.map((lane) => this.runLane(lane, made, onBatch, () => failure !== null || signal?.aborted === true, fail)));
     if (failure) throw failure;
   }
 
-  private async runLane<T extends LinkItem>(items: T[], onBatch: (placed: T[], refused: T[]) => Promise<void>, stopped: () => boolean, fail: (error: Error) => void): Promise<void> {
+  private async runLane<T extends LinkItem>(items: T[], made: string[], onBatch: (placed: T[], refused: T[]) => Promise<void>, stopped: () => boolean, fail: (error: Error) => void): Promise<void> {
     if (items.length === 0) return;
     const worker = new Worker(WORKER_CODE, {
       eval: true,
-      workerData: { target: this.target, noHardLinks: NO_HARD_LINKS },
+      workerData: { target: this.target, noHardLinks: NO_HARD_LINKS, made },
       // Its old generation holds a name for each folder it made or checked: no cap that an archive
       // of many members could reach.
       resourceLimits: { maxYoungGenerationSizeMb: 4 },
@@ -268,9 +322,25 @@ function folderOf(path: string): string {
   return at < 0 ? '.' : path.slice(0, at);
 }
 
-/** The same lane for every file of one folder, so that one thread makes it and no two race for it. */
-function laneOf(folder: string, lanes: number): number {
-  let hash = 0;
-  for (let i = 0; i < folder.length; i += 1) hash = (hash * 31 + folder.charCodeAt(i)) | 0;
-  return Math.abs(hash) % lanes;
+/**
+ * The items in at most `count` lanes, all those of one parent folder (the folder that holds their
+ * folders, such as a file part's `attachments/<sheet>/<field>`) in one lane, the largest groups
+ * first to the lane with fewest items. The kernel makes the entries of one folder one at a time,
+ * so threads gain only on folders of different parents, and one thread per parent means no two
+ * race to make the same folder.
+ */
+function lanesOf<T>(items: T[], count: number, parentOf: (item: T) => string): T[][] {
+  const groups = new Map<string, T[]>();
+  for (const item of items) {
+    const parent = parentOf(item);
+    const group = groups.get(parent);
+    if (group) group.push(item);
+    else groups.set(parent, [item]);
+  }
+  const lanes: T[][] = Array.from({ length: Math.min(count, groups.size) }, () => []);
+  for (const group of [...groups.values()].sort((a, b) => b.length - a.length)) {
+    const lane = lanes.reduce((least, lane) => (lane.length < least.length ? lane : least));
+    for (const item of group) lane.push(item);
+  }
+  return lanes;
 }

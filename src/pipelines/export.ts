@@ -116,24 +116,32 @@ export async function runExport(options: ExportOptions): Promise<ExportResult> {
   // does without), and while the service lists the files.
   const zipModule = isZipTarget(options.out) && !options.archive ? import('../sinks/zip.js') : null;
   zipModule?.catch(() => undefined); // awaited in openSink; not an unhandled rejection meanwhile
-  // An archive's earlier snapshots are read (only read) while the service lists the files.
-  const earlier = options.archive ? SnapshotBuild.readEarlier(options.out) : undefined;
-  earlier?.catch(() => undefined); // awaited in SnapshotBuild.open
+  // An archive's snapshot is opened, and the folders of its earlier files made, while the service
+  // lists the files; a run that lists nothing leaves no new snapshot.
+  const opening = options.archive ? onDisk(options.out, () => SnapshotBuild.open(options.out, options.archive!.pipeline)) : null;
+  opening?.then((build) => build.prepareFolders(), () => undefined);
 
   // list
   const sheets = options.sheets ?? (options.sheet !== undefined ? [options.sheet] : undefined);
-  const listed = await listFiles(client, { what: options.what, sheets, field: options.field, since });
+  let listed: Awaited<ReturnType<typeof listFiles>>;
+  try {
+    listed = await listFiles(client, { what: options.what, sheets, field: options.field, since });
+  } catch (error) {
+    await opening?.then((build) => build.discard(), () => undefined);
+    throw error;
+  }
   const { lister } = listed;
   report.notes.push(...listed.notes);
   if (options.signal?.aborted) {
-    // Stopped while the service listed the files: nothing on disk is touched.
+    // Stopped while the service listed the files: no snapshot or file is written.
+    await opening?.then((build) => build.discard(), () => undefined);
     report.interrupted = { signal: interruptedBy(options.signal), total: listed.files.length };
     report.finish();
     return { report, relists: lister.relists, changed: 0, out: options.out };
   }
 
   // sink: opened once the listing is in, with what an earlier run left there.
-  const build = options.archive ? await onDisk(options.out, () => SnapshotBuild.open(options.out, options.archive!.pipeline, new Date(), earlier)) : null;
+  const build = opening ? await opening : null;
   const { sink, intact } = await openSink(build ? build.dir : options.out, zipModule);
   const recorder = new ExportRecorder(sink, report, listed.files.length, options.onProgress);
   // Downloads under way (twice the concurrency, see `pool`) and the sink's copying listen to it.
@@ -197,6 +205,7 @@ export async function runExport(options: ExportOptions): Promise<ExportResult> {
     if (build?.resumed) report.notes.push(`continued the snapshot an interrupted run left (${build.resumed}.partial)`);
   } catch (error) {
     await sink.abort().catch(() => undefined);
+    await build?.discard().catch(() => undefined);
     throw asTargetError(options.out, error);
   } finally {
     // The process's memory tuning for downloads ends with them (src/util/runtime.ts).

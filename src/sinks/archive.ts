@@ -7,7 +7,7 @@
  * earlier snapshot: links are made, never opened for writing, and a changed file is written under
  * a temporary name and renamed over its link (FolderSink).
  */
-import { readFile, rename, writeFile } from 'node:fs/promises';
+import { readFile, rename, rmdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Linker, type LinkItem } from '../archive/linker.js';
 import {
@@ -54,11 +54,12 @@ export interface EarlierSnapshots {
 }
 
 /**
- * Threads that make the folders and links of unchanged files. One: the kernel makes the folders of
- * one parent one at a time anyway, so more threads would take CPU from the downloads of the changed
- * files without making the links sooner.
+ * Threads that make the folders and links of unchanged files. The kernel makes the folders of one
+ * parent one at a time, so a second thread helps only an archive of two file parts or more (the
+ * linker gives each parent folder to one thread), and more than two would take the cores the
+ * downloads of the changed files need.
  */
-const LINK_THREADS = 1;
+const LINK_THREADS = 2;
 
 export class SnapshotBuild {
   /** The latest version of each file in the snapshots this one is compared with. */
@@ -122,6 +123,28 @@ export class SnapshotBuild {
     return build;
   }
 
+  /**
+   * Starts making, in a new snapshot (not one continued from a `.partial`), the folders that held
+   * the earlier snapshots' files, while the service lists the files: most will hold the same files
+   * again, and making them is most of what taking an unchanged file over costs. Those no file goes
+   * into are removed when the snapshot is finished or paused.
+   */
+  prepareFolders(): void {
+    if (this.resumed !== null) return;
+    this.linker.prepare([...this.earlier.values()].map(({ line }) => folderOf(line.path)));
+  }
+
+  /**
+   * The run ends without finishing or pausing its snapshot (the listing failed, it was stopped
+   * while the service listed, or a fatal error came): the folders made ahead that hold nothing go,
+   * and so does a new snapshot's folder if that leaves it empty. Files and a `.partial` continued
+   * from an earlier run stay for the next run.
+   */
+  async discard(): Promise<void> {
+    await this.removeUnusedFolders();
+    if (this.resumed === null) await rmdir(this.dir).catch(() => undefined);
+  }
+
   /** The lines of the earlier snapshots, by key, for planning paths and what to link. */
   reference(): Map<string, ManifestLine> {
     return new Map([...this.earlier].map(([key, e]) => [key, e.line]));
@@ -166,6 +189,7 @@ export class SnapshotBuild {
    */
   async finish(failed: number): Promise<SnapshotInfo> {
     const { counts, bytes } = await this.tally(failed);
+    await this.removeUnusedFolders();
     const complete = failed === 0;
     const doc: SnapshotDoc = {
       pipeline: this.pipeline,
@@ -187,13 +211,29 @@ export class SnapshotBuild {
   /** A stopped run: the `.partial` stays for the next run, which continues it. */
   async pause(failed: number): Promise<SnapshotInfo> {
     const { counts, bytes } = await this.tally(failed);
+    await this.removeUnusedFolders();
     return { id: this.id, path: this.dir, complete: false, counts, bytes };
+  }
+
+  /** Folders the manifest's files are in, with the folders above them, from the last tally. */
+  private usedFolders = new Set<string>();
+
+  /**
+   * Removes the folders made ahead that no file of the manifest went into (the files of members
+   * since deleted), deepest first. rmdir removes only an empty folder, so nothing else can go.
+   */
+  private async removeUnusedFolders(): Promise<void> {
+    const unused = (await this.linker.premade()).filter((folder) => !this.usedFolders.has(folder));
+    unused.sort((a, b) => b.length - a.length);
+    for (const folder of unused) await rmdir(join(this.dir, folder)).catch(() => undefined);
   }
 
   private async tally(failed: number): Promise<{ counts: SnapshotCounts; bytes: { total: number; new: number } }> {
     const counts: SnapshotCounts = { files: 0, new: 0, changed: 0, unchanged: 0, deleted: this.deleted, failed };
     const bytes = { total: 0, new: 0 };
+    const used = new Set<string>();
     for (const [key, line] of await this.ownLines()) {
+      for (let folder = folderOf(line.path); folder !== '.' && !used.has(folder); folder = folderOf(folder)) used.add(folder);
       counts.files += 1;
       bytes.total += line.size;
       const before = this.earlier.get(key)?.line;
@@ -205,6 +245,7 @@ export class SnapshotBuild {
       counts[before ? 'changed' : 'new'] += 1;
       bytes.new += line.size;
     }
+    this.usedFolders = used;
     return { counts, bytes };
   }
 
@@ -213,7 +254,7 @@ export class SnapshotBuild {
    * run left were checked when it started): read for counting only, without checking each line
    * again as an untrusted manifest is checked, which cost a snapshot of 20,000 files a second pass.
    */
-  private async ownLines(): Promise<Map<string, Pick<ManifestLine, 'size' | 'sha256' | 'updated_at'>>> {
+  private async ownLines(): Promise<Map<string, Pick<ManifestLine, 'path' | 'size' | 'sha256' | 'updated_at'>>> {
     const lines = new Map<string, ManifestLine>();
     for (const text of (await readFile(join(this.dir, MANIFEST_NAME), 'utf8')).split('\n')) {
       if (!text) continue;
@@ -222,4 +263,10 @@ export class SnapshotBuild {
     }
     return lines;
   }
+}
+
+/** The folder a path inside the snapshot is in ('.' for the top). */
+function folderOf(path: string): string {
+  const at = path.lastIndexOf('/');
+  return at < 0 ? '.' : path.slice(0, at);
 }

@@ -8,7 +8,7 @@
  */
 import { existsSync } from 'node:fs';
 import { readFile, readdir } from 'node:fs/promises';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { useEmulator } from '../helpers/emulator.js';
 import { useClient } from '../helpers/client.js';
@@ -81,6 +81,8 @@ describe('three archive runs', () => {
       files: before.size - goneFiles.length, new: 0, changed: changed.length, unchanged: before.size - goneFiles.length - changed.length, deleted: goneFiles.length, failed: 0,
     });
     expect([...after.values()].filter((l) => l.code === GONE)).toEqual([]);
+    // Nor is a folder of the deleted member's, though the run made the earlier folders ahead.
+    for (const line of goneFiles) expect(existsSync(dirname(join(third.path, line.path))), line.path).toBe(false);
     const changedSet = new Set(changed);
     const [b, c] = [await inodesOf(second.path), await inodesOf(third.path)];
     for (const [key, line] of after) {

@@ -7,7 +7,7 @@
  * fails instead of hanging; when recording a batch fails, files linked but never recorded are
  * removed.
  */
-import { lstat, mkdir, readdir, rm, stat, symlink, writeFile } from 'node:fs/promises';
+import { lstat, mkdir, readFile, readdir, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { tempDir } from '../helpers/export.js';
@@ -98,6 +98,26 @@ describe('the linking threads of an archive run', () => {
     }
     expect(present.size).toBeGreaterThan(0);
     expect(new Set(placed.map((i) => i.to))).toEqual(present);
+  });
+
+  it('make the folders ahead when asked, link into them, and still stop at a file where a folder is needed', async () => {
+    const { root, items } = await earlierSnapshot(50);
+    const target = join(tempDir('wds-linker-'), 'snap.partial');
+    const blocked = join(target, 'attachments/1/12/M20');
+    await mkdir(dirname(blocked), { recursive: true });
+    await writeFile(blocked, 'a file an interrupted run left');
+    const linker = new Linker(target, 2);
+    linker.prepare(items.map((i) => dirname(i.to)));
+    const premade = await linker.premade();
+    expect(premade).toContain('attachments/1/11/M49');
+    expect(premade).not.toContain('attachments/1/12/M20');
+    expect(await readFile(blocked, 'utf8')).toBe('a file an interrupted run left');
+    const placed: LinkItem[] = [];
+    await expect(linker.run(items, async (p) => {
+      placed.push(...p);
+    })).rejects.toThrow(`${blocked} is a file where the snapshot needs a folder`);
+    for (const item of placed) expect((await stat(join(target, item.to))).ino).toBe((await stat(join(root, item.from))).ino);
+    expect(placed.some((i) => i.to.includes('/11/'))).toBe(true);
   });
 
   it('fail within seconds, rather than hang, when its thread dies with batches already answered', async () => {

@@ -9,7 +9,7 @@ import { appendFile, mkdir, readdir, readFile, truncate, writeFile } from 'node:
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { useEmulator } from '../helpers/emulator.js';
-import { useClient } from '../helpers/client.js';
+import { clientFor, useClient } from '../helpers/client.js';
 import { state, tempDir } from '../helpers/export.js';
 import { verifyExport } from '../../src/pipelines/verify.js';
 import { archiveRun, changeAttachments, fileId, inodesOf, manifestOf, resetStats, snapshotJson, storageDownloads } from './helpers.js';
@@ -34,6 +34,25 @@ async function stoppedRun(archive: string, after: number) {
 }
 
 describe('an interrupted archive run', () => {
+  it('that could not list the files leaves the archive as it was: no new snapshot, none of the folders it began making', async () => {
+    const archive = join(tempDir('wds-archive-'), 'a');
+    const first = await archiveRun(api(), archive);
+    const refused = clientFor(emu(), { consumerSecret: 'not-the-secret' });
+    try {
+      await expect(archiveRun(refused, archive)).rejects.toThrow();
+    } finally {
+      await refused.close();
+    }
+    expect(await readdir(join(archive, 'snapshots'))).toEqual([first.snapshot!.id]);
+    // A stop while the service lists leaves nothing either.
+    const stop = new AbortController();
+    stop.abort('SIGINT');
+    const stopped = await archiveRun(api(), archive, { signal: stop.signal });
+    expect(stopped.report.interrupted?.signal).toBe('SIGINT');
+    expect(await readdir(join(archive, 'snapshots'))).toEqual([first.snapshot!.id]);
+    expect((await verifyExport(first.snapshot!.path)).problems).toEqual([]);
+  });
+
   it('leaves a .partial that the next run continues, downloading only what is missing', async () => {
     const archive = join(tempDir('wds-archive-'), 'a');
     const stopped = await stoppedRun(archive, 10);
