@@ -67,8 +67,24 @@ export class Company {
     return this.settings.name;
   }
 
+  /** The service time held while a task applies its changes. */
+  #heldNow: string | null = null;
+
   now(): string {
-    return this.clock.format();
+    return this.#heldNow ?? this.clock.format();
+  }
+
+  /**
+   * Applies a task's changes at one service time: they are one write, so every file and record it
+   * touches carries the same `updated_at`, however long the loop over them takes.
+   */
+  atOneTime(apply: () => void): void {
+    this.#heldNow = this.clock.format();
+    try {
+      apply();
+    } finally {
+      this.#heldNow = null;
+    }
   }
 
   isEnabled(id: OperationId): boolean {

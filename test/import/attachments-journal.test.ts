@@ -91,7 +91,11 @@ describe('attachments import with the journal', () => {
     const dir = await writeFiles(tempDir('wds-journal-export-'), files);
     const place = runPlace();
     const report = join(tempDir(), 'report.json');
-    await emu().control('POST', '/faults', { api: { latency_ms: 1500, path_contains: '/file', method: 'POST' } });
+    // The service counts a request just before it answers; each poll of its task then takes 1.5 s,
+    // so the signal lands while the first request's outcome is still awaited, however slow the
+    // machine (a delay on the request itself left only the moment between its answer and the
+    // second request to hit).
+    await emu().control('POST', '/faults', { api: { latency_ms: 1500, path_contains: '/tasks/', method: 'GET' } });
     const child = spawnCli(['attachments', 'import', dir, '--report', report, ...connectionArgs(emu())], place.env);
     const done = finished(child);
     while ((await attachmentRequests(emu())).register < 1) await pause(10);

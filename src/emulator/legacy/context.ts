@@ -82,7 +82,7 @@ export function updateAnswer(ctx: LegacyContext, items: number, plan: () => Lega
     failingWhen(ctx.taskFails?.() ?? false, () => {
       const decided = plan();
       if (decided.errors.length) return decided.errors;
-      decided.apply();
+      company.atOneTime(() => decided.apply());
       company.changed();
       return [];
     }),

@@ -71,7 +71,7 @@ export function createTask(ctx: RouteContext, items: number, plan: () => TaskPla
       const decided = await plan();
       if (decided.errors.length) return decided.errors;
       if (!dryRun) {
-        decided.apply();
+        company.atOneTime(() => decided.apply());
         company.changed();
       }
       return [];
