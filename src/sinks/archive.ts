@@ -220,10 +220,15 @@ export class SnapshotBuild {
 
   /**
    * Removes the folders made ahead that no file of the manifest went into (the files of members
-   * since deleted), deepest first. rmdir removes only an empty folder, so nothing else can go.
+   * since deleted), deepest first. A continued `.partial` may hold such folders from the run that
+   * was killed while making them: there the earlier snapshots' folders are the candidates. rmdir
+   * removes only an empty folder, so nothing else can go.
    */
   private async removeUnusedFolders(): Promise<void> {
-    const unused = (await this.linker.premade()).filter((folder) => !this.usedFolders.has(folder));
+    const candidates = this.resumed === null
+      ? await this.linker.premade()
+      : [...foldersAbove([...this.earlier.values()].map(({ line }) => line.path))];
+    const unused = candidates.filter((folder) => !this.usedFolders.has(folder));
     unused.sort((a, b) => b.length - a.length);
     for (const folder of unused) await rmdir(join(this.dir, folder)).catch(() => undefined);
   }
@@ -231,9 +236,8 @@ export class SnapshotBuild {
   private async tally(failed: number): Promise<{ counts: SnapshotCounts; bytes: { total: number; new: number } }> {
     const counts: SnapshotCounts = { files: 0, new: 0, changed: 0, unchanged: 0, deleted: this.deleted, failed };
     const bytes = { total: 0, new: 0 };
-    const used = new Set<string>();
-    for (const [key, line] of await this.ownLines()) {
-      for (let folder = folderOf(line.path); folder !== '.' && !used.has(folder); folder = folderOf(folder)) used.add(folder);
+    const lines = await this.ownLines();
+    for (const [key, line] of lines) {
       counts.files += 1;
       bytes.total += line.size;
       const before = this.earlier.get(key)?.line;
@@ -245,7 +249,7 @@ export class SnapshotBuild {
       counts[before ? 'changed' : 'new'] += 1;
       bytes.new += line.size;
     }
-    this.usedFolders = used;
+    this.usedFolders = foldersAbove([...lines.values()].map((line) => line.path));
     return { counts, bytes };
   }
 
@@ -263,6 +267,15 @@ export class SnapshotBuild {
     }
     return lines;
   }
+}
+
+/** The folders the paths are in, and every folder above them (not the top). */
+function foldersAbove(paths: Iterable<string>): Set<string> {
+  const folders = new Set<string>();
+  for (const path of paths) {
+    for (let folder = folderOf(path); folder !== '.' && !folders.has(folder); folder = folderOf(folder)) folders.add(folder);
+  }
+  return folders;
 }
 
 /** The folder a path inside the snapshot is in ('.' for the top). */

@@ -6,13 +6,14 @@
  * false, latest unmoved, and the next run fetches only the missing files.
  */
 import { appendFile, mkdir, readdir, readFile, truncate, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import { existsSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { useEmulator } from '../helpers/emulator.js';
 import { clientFor, useClient } from '../helpers/client.js';
 import { state, tempDir } from '../helpers/export.js';
 import { verifyExport } from '../../src/pipelines/verify.js';
-import { archiveRun, changeAttachments, fileId, inodesOf, manifestOf, resetStats, snapshotJson, storageDownloads } from './helpers.js';
+import { archiveRun, changeAttachments, deleteMember, fileId, inodesOf, manifestOf, resetStats, snapshotJson, storageDownloads } from './helpers.js';
 
 const emu = useEmulator({ generate: { members: 80, photo_ratio: 0, attachments_per_member: [1, 2], attachment_bytes: [3000, 20_000] } });
 const api = useClient(emu);
@@ -133,5 +134,27 @@ describe('an archive run whose downloads fail', () => {
     expect(next.snapshot!.complete).toBe(true);
     expect(await snapshotJson(next.snapshot!.path)).toMatchObject({ previous: broken.id, counts: { changed: changed.length, failed: 0 } });
     expect((await readFile(join(archive, 'latest'), 'utf8')).trim()).toBe(next.snapshot!.id);
+  });
+});
+
+describe('a member deleted while a .partial waits', () => {
+  it('leaves no empty folder in the snapshot that continues it', async () => {
+    const archive = join(tempDir('wds-archive-'), 'a');
+    const first = await archiveRun(api(), archive);
+    // What a run SIGKILLed while the service listed leaves: its .partial, holding the folders it
+    // was making ahead and no file yet. Here the last member's.
+    const partial = join(archive, 'snapshots', `${first.snapshot!.id}-2.partial`);
+    const lines = [...(await manifestOf(first.snapshot!.path)).values()];
+    const victim = lines.map((l) => l.code).sort().at(-1)!;
+    const folders = [...new Set(lines.filter((l) => l.code === victim).map((l) => dirname(l.path)))];
+    for (const folder of folders) await mkdir(join(partial, folder), { recursive: true });
+    await deleteMember(emu(), victim);
+
+    const rerun = await archiveRun(api(), archive);
+    expect(rerun.snapshot!.complete).toBe(true);
+    expect(rerun.report.notes.join('\n')).toContain('continued the snapshot an interrupted run left');
+    expect([...(await manifestOf(rerun.snapshot!.path)).values()].filter((l) => l.code === victim)).toEqual([]);
+    for (const folder of folders) expect(existsSync(join(rerun.snapshot!.path, folder)), folder).toBe(false);
+    expect((await verifyExport(rerun.snapshot!.path)).problems).toEqual([]);
   });
 });
