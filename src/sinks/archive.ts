@@ -41,7 +41,7 @@ export interface Earlier {
   dir: string;
 }
 
-/** What `SnapshotBuild.readEarlier` found in an archive. */
+/** What an archive holds that a new snapshot builds on. */
 export interface EarlierSnapshots {
   /** Ids of the finished snapshots, oldest first. */
   ids: string[];
@@ -88,10 +88,9 @@ export class SnapshotBuild {
 
   /**
    * Reads what a run of `archive` builds on: its snapshots and the manifests of those a new
-   * snapshot is compared with. Changes nothing, so it can run while the service lists the files
-   * (parsing 20,000 manifest lines is a few hundred milliseconds).
+   * snapshot is compared with. Changes nothing.
    */
-  static async readEarlier(archive: string): Promise<EarlierSnapshots> {
+  private static async readEarlier(archive: string): Promise<EarlierSnapshots> {
     const { snapshots, partial } = await listSnapshots(archive);
     const finished = snapshots.filter((s) => s.doc !== null);
     const from = Math.max(0, finished.findLastIndex((s) => s.doc!.complete));
@@ -108,11 +107,11 @@ export class SnapshotBuild {
    * Starts a snapshot of `archive` (whose lock the caller holds). A `.partial` an interrupted run
    * left is continued, renamed to this run's id: its files whose size and sha256 match its
    * manifest are kept by the folder sink. Unchanged files come from the newest complete snapshot,
-   * or from a newer incomplete one that holds them. `earlier` is what `readEarlier` answered, if
-   * the caller started it already.
+   * or from a newer incomplete one that holds them. Called as the run starts, so that the
+   * earlier manifests are read, and the folders made, while the service lists the files.
    */
-  static async open(archive: string, pipeline: string, now = new Date(), earlier?: Promise<EarlierSnapshots>): Promise<SnapshotBuild> {
-    const { ids, partial, previous, lines } = await (earlier ?? SnapshotBuild.readEarlier(archive));
+  static async open(archive: string, pipeline: string, now = new Date()): Promise<SnapshotBuild> {
+    const { ids, partial, previous, lines } = await SnapshotBuild.readEarlier(archive);
     const id = nextSnapshotId(now, [...ids, ...partial]);
     const resumed = partial.at(-1) ?? null;
     if (resumed !== null) {
