@@ -2,7 +2,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/', 'coverage/', 'out/', 'node_modules/', 'docs/api/'] },
+  { ignores: ['dist/', '.test-build/', '.test-build.*/', 'coverage/', 'out/', 'node_modules/', 'docs/api/'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

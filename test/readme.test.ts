@@ -14,15 +14,13 @@ import { createInterface } from 'node:readline';
 import sharp from 'sharp';
 import { afterAll, describe, expect, it } from 'vitest';
 import { KEY, SECRET, useEmulator } from './helpers/emulator.js';
-import { ROOT, finished, type CliRun } from './helpers/cli-process.js';
+import { CLI_MAIN, ROOT, finished, type CliRun } from './helpers/cli-process.js';
 import { pdf } from './import/attachment-files.js';
 import { SAMPLE_COMPANY_DIR } from '../src/cli/paths.js';
 import { parseCsv } from '../src/sources/csv.js';
 
 const README = readFileSync(join(ROOT, 'README.md'), 'utf8');
 const WDS = 'npm run --silent wds -- ';
-const TSX = import.meta.resolve('tsx');
-const MAIN = join(ROOT, 'src/cli/main.ts');
 
 interface ReadmeLine {
   number: number;
@@ -87,13 +85,14 @@ const throughNpm = (command: string, extra: NodeJS.ProcessEnv = {}): Promise<Cli
   finished(track(spawn('sh', ['-c', command], { cwd: ROOT, env: { ...env(), ...extra } })));
 
 /**
- * The line's CLI arguments, read by the shell as the user's would be, given to the same command
- * the `wds` script runs, from the scratch folder (npm would run it from the checkout, where the
- * files the line writes do not belong).
+ * The line's CLI arguments, read by the shell as the user's would be, given to the CLI that the
+ * `wds` script runs (its sources, here compiled once for the whole test run: `npm start` above goes
+ * through npm and tsx itself), from the scratch folder (npm would run it from the checkout, where
+ * the files the line writes do not belong).
  */
 const inWork = (command: string): ChildProcessWithoutNullStreams => {
   const args = command.slice(WDS.length);
-  return track(spawn('sh', ['-c', `exec "$0" --import "${TSX}" "${MAIN}" ${args}`, process.execPath], { cwd: work, env: env() }));
+  return track(spawn('sh', ['-c', `exec "$0" "${CLI_MAIN}" ${args}`, process.execPath], { cwd: work, env: env() }));
 };
 
 const state = async (): Promise<{ members: { code: string; photo: { sha256: string } | null }[]; attachments: { sheet_id: number; custom_field_id: number; code: string; file_name: string }[] }> =>

@@ -9,7 +9,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect, it } from 'vitest';
 import { tempDir } from '../helpers/export.js';
-import { ROOT } from '../helpers/cli-process.js';
+import { CLI_MAIN, ROOT } from '../helpers/cli-process.js';
 
 function shell(script: string, args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const child = spawn('sh', ['-c', script, 'sh', ...args], { cwd: ROOT });
@@ -30,7 +30,7 @@ it('verify DIR | head -1: no stack trace, and verify exits with its own code', a
   // Some 250 KB of problem lines, far more than a pipe holds, so that most are written after head has gone.
   for (let i = 0; i < 3000; i += 1) writeFileSync(join(dir, 'photos', `left-over-by-someone-else-${String(i).padStart(5, '0')}.jpg`), 'x');
   const run = await shell(
-    `{ "${process.execPath}" --import tsx src/cli/main.ts verify "$1"; echo "verify-exit=$?" >&2; } | head -1`,
+    `{ "${process.execPath}" "${CLI_MAIN}" verify "$1"; echo "verify-exit=$?" >&2; } | head -1`,
     [dir],
   );
   expect(run.stdout).toMatch(/^verify .*: 0 of 0 files match the manifest/);

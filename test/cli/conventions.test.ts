@@ -9,7 +9,7 @@ import { chmodSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useEmulator, SECRET, KEY } from '../helpers/emulator.js';
-import { ROOT, runCli } from '../helpers/cli-process.js';
+import { CLI_MAIN, ROOT, runCli } from '../helpers/cli-process.js';
 import { tempDir } from '../helpers/export.js';
 import { startRecordingProxy, type RecordingProxy } from '../helpers/recording-proxy.js';
 
@@ -72,7 +72,7 @@ describe('completion', () => {
     expect(run.stdout).toContain('complete -o bashdefault -o default -F _wds-files_yargs_completions wds-files');
     // The script calls `wds-files`: a wrapper on PATH runs this checkout's CLI.
     const bin = tempDir('wds-bin-');
-    writeFileSync(join(bin, 'wds-files'), `#!/bin/sh\ncd "${ROOT}" && exec "${process.execPath}" --import tsx src/cli/main.ts "$@"\n`);
+    writeFileSync(join(bin, 'wds-files'), `#!/bin/sh\ncd "${ROOT}" && exec "${process.execPath}" "${CLI_MAIN}" "$@"\n`);
     chmodSync(join(bin, 'wds-files'), 0o755);
     writeFileSync(join(bin, 'completion.sh'), run.stdout);
     const complete = (words: string): string => execFileSync('bash', ['-c', `source completion.sh; COMP_WORDS=(${words}); COMP_CWORD=$((\${#COMP_WORDS[@]}-1)); _wds-files_yargs_completions; echo "\${COMPREPLY[*]}"`], {

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { useEmulator, KEY, SECRET, type TestEmulator } from '../helpers/emulator.js';
-import { ROOT } from '../helpers/cli-process.js';
+import { CLI_MAIN, ROOT } from '../helpers/cli-process.js';
 import { tempDir, type EmulatorState } from '../helpers/export.js';
 import { noisyJpeg, writeFiles } from '../import/photo-helpers.js';
 
@@ -28,7 +28,7 @@ function runInPane(args: string[], env: Record<string, string>): string {
   const name = `s${++sessions}`;
   const vars = Object.entries({ XDG_CACHE_HOME: mkdtempSync(join(tmpdir(), 'wds-cli-')), XDG_STATE_HOME: mkdtempSync(join(tmpdir(), 'wds-state-')), ...env })
     .map(([k, v]) => `${k}=${quote(v)}`).join(' ');
-  const command = `cd ${quote(ROOT)} && env -u NO_COLOR ${vars} ${quote(process.execPath)} --import tsx src/cli/main.ts ${args.map(quote).join(' ')}; echo "EXIT=$?"; sleep 120`;
+  const command = `cd ${quote(ROOT)} && env -u NO_COLOR ${vars} ${quote(process.execPath)} ${quote(CLI_MAIN)} ${args.map(quote).join(' ')}; echo "EXIT=$?"; sleep 120`;
   tmux('new-session', '-d', '-s', name, '-x', '160', '-y', '30', command);
   return name;
 }

@@ -6,17 +6,17 @@
 import { spawn } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { afterAll, beforeEach, describe, expect, it } from 'vitest';
 import { useEmulator } from '../helpers/emulator.js';
 import { addMember, companyOf, jpeg, setPhoto } from '../helpers/fixtures.js';
+import { CLI_MAIN, ROOT } from '../helpers/cli-process.js';
 
 const KEY = 'cli-key';
 const SECRET = 'cli-secret-4f9a7c2e';
 const emu = useEmulator({
   consumerKey: KEY, consumerSecret: SECRET, limits: { updatesPerMinute: 10_000 }, taskTiming: { waitMs: 5, runMs: 5, perItemMs: 0 },
 });
-const ROOT = resolve(import.meta.dirname, '../..');
 const outputs: string[] = [];
 
 interface Run {
@@ -33,7 +33,7 @@ function cli(args: string[], connection: string[] = ['--base-url', emu().url, '-
   const env: NodeJS.ProcessEnv = { ...process.env, XDG_CACHE_HOME: mkdtempSync(join(tmpdir(), 'wds-cli-')) };
   for (const name of ['WDS_BASE_URL', 'WDS_CONSUMER_KEY', 'WDS_CONSUMER_SECRET']) delete env[name];
   return new Promise((done, fail) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'api', ...args, ...connection], { cwd: ROOT, env });
+    const child = spawn(process.execPath, [CLI_MAIN, 'api', ...args, ...connection], { cwd: ROOT, env });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));

@@ -56,7 +56,7 @@ describe('export pace', () => {
   it('an export starts slowly: 16 downloads until small files are answered slowly, then more, up to the concurrency', async () => {
     const { proxy, client } = proxied();
     // Slow enough that, on a loaded machine too, the downloads this process starts overlap at the storage.
-    await emu().control('POST', '/faults', { storage: { latency_ms: 50 } });
+    await emu().control('POST', '/faults', { storage: { latency_ms: 150 } });
     let from = proxy.requests.length;
     const attachments = join(tempDir(), 'attachments');
     await runExport({ client, what: 'attachments', out: attachments, concurrency: 64 });

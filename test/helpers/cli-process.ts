@@ -1,5 +1,6 @@
 /**
- * The CLI as a child process (`node --import tsx src/cli/main.ts`), run without blocking this
+ * The CLI as a child process (`node .test-build/cli/main.js`, src/ compiled by test/global-setup.ts
+ * as `npm run build` compiles it into dist/), run without blocking this
  * process, which may be serving the emulator meanwhile. Each run gets its own limiter state
  * folder (XDG_CACHE_HOME) and import journal folder (XDG_STATE_HOME) unless `env` names them, so
  * the CLI's windows never make a test wait; connection variables are cleared.
@@ -11,6 +12,10 @@ import { join, resolve } from 'node:path';
 import { KEY, SECRET, type TestEmulator } from './emulator.js';
 
 export const ROOT = resolve(import.meta.dirname, '../..');
+/** Where test/global-setup.ts compiles src/ for the tests' child processes. */
+export const CLI_BUILD = join(ROOT, '.test-build');
+/** The compiled CLI's entry point: run it with `process.execPath`. */
+export const CLI_MAIN = join(CLI_BUILD, 'cli', 'main.js');
 
 export interface CliRun {
   code: number | null;
@@ -37,7 +42,7 @@ export function spawnCli(args: string[], extraEnv: NodeJS.ProcessEnv = {}): Chil
   };
   for (const name of ['WDS_BASE_URL', 'WDS_CONSUMER_KEY', 'WDS_CONSUMER_SECRET']) delete env[name];
   Object.assign(env, extraEnv);
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args], { cwd: ROOT, env });
+  const child = spawn(process.execPath, [CLI_MAIN, ...args], { cwd: ROOT, env });
   child.once('close', () => {
     for (const dir of made) rmSync(dir, { recursive: true, force: true });
   });

@@ -7,7 +7,7 @@ import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ROOT } from '../helpers/cli-process.js';
+import { CLI_MAIN, ROOT } from '../helpers/cli-process.js';
 import { tempDir } from '../helpers/export.js';
 import { noisyJpeg, writeFiles } from './photo-helpers.js';
 
@@ -55,7 +55,7 @@ export function spawnCliGroup(args: string[], extraEnv: NodeJS.ProcessEnv): Chil
   const env: NodeJS.ProcessEnv = { ...process.env, XDG_CACHE_HOME: mkdtempSync(join(tmpdir(), 'wds-cli-')) };
   for (const name of ['WDS_BASE_URL', 'WDS_CONSUMER_KEY', 'WDS_CONSUMER_SECRET']) delete env[name];
   Object.assign(env, extraEnv);
-  return spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args], { cwd: ROOT, env, detached: true });
+  return spawn(process.execPath, [CLI_MAIN, ...args], { cwd: ROOT, env, detached: true });
 }
 
 export const pause = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
