@@ -10,11 +10,11 @@ import { limitSeconds, planLines, planPipeline } from '../../src/pipeline-files/
 import { connectPipeline } from '../../src/pipeline-files/connection.js';
 import { useEmulator } from '../helpers/emulator.js';
 import { tempDir } from '../helpers/export.js';
+import { useEnv } from '../helpers/env.js';
 import { plain, writeFiles } from '../import/photo-helpers.js';
 
 // The import journal and the limit windows of this file's runs, not the user's.
-process.env.XDG_STATE_HOME = tempDir('wds-pipeline-state-');
-process.env.XDG_CACHE_HOME = tempDir('wds-pipeline-cache-');
+useEnv({ XDG_STATE_HOME: tempDir('wds-pipeline-state-'), XDG_CACHE_HOME: tempDir('wds-pipeline-cache-') });
 const emu = useEmulator({ seed: 'samples/company' });
 
 describe('plan', () => {

@@ -15,11 +15,11 @@ import { validatePipelineFiles } from '../../src/pipeline-files/validate.js';
 import { verifyExport } from '../../src/pipelines/verify.js';
 import { useEmulator } from '../helpers/emulator.js';
 import { tempDir } from '../helpers/export.js';
+import { useEnv } from '../helpers/env.js';
 import { photoHashes, plain, sha256, stats, writeFiles } from '../import/photo-helpers.js';
 
 // The import journal and the limit windows of this file's runs, not the user's.
-process.env.XDG_STATE_HOME = tempDir('wds-pipeline-state-');
-process.env.XDG_CACHE_HOME = tempDir('wds-pipeline-cache-');
+useEnv({ XDG_STATE_HOME: tempDir('wds-pipeline-state-'), XDG_CACHE_HOME: tempDir('wds-pipeline-cache-') });
 const KEY = 'pipeline-run-key';
 const SECRET = 'pipeline-run-secret-5c1d';
 const emu = useEmulator({ seed: 'samples/company', consumerKey: KEY, consumerSecret: SECRET, limits: { updatesPerMinute: 10000 } });
