@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { readFile, readdir, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { z } from 'zod';
-import { MANIFEST_NAME, parseManifest, type ParsedManifest } from '../sinks/manifest.js';
+import { MANIFEST_NAME, parseManifestInTurns, type ParsedManifest } from '../sinks/manifest.js';
 
 export const SNAPSHOTS_DIR = 'snapshots';
 export const LATEST_FILE = 'latest';
@@ -177,5 +177,5 @@ export async function findSnapshot(archive: string, ref?: string): Promise<Snaps
 
 /** A snapshot's manifest, parsed (lines whose path is refused are among its problems). */
 export async function readSnapshotManifest(dir: string): Promise<ParsedManifest> {
-  return parseManifest(await readFile(join(dir, MANIFEST_NAME), 'utf8'));
+  return parseManifestInTurns(await readFile(join(dir, MANIFEST_NAME), 'utf8'));
 }

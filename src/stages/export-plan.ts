@@ -32,11 +32,11 @@ export function lineOf(file: RemoteFile, path: string, size: number, sha256: str
  * there (`link`), a changed one keeps its path.
  */
 export function planExport(listing: RemoteFile[], intact: Map<string, ManifestLine>, previous?: Map<string, ManifestLine>): ExportPlan {
-  const paths = new PathAllocator();
-  for (const line of intact.values()) paths.reserve(line.path);
-  const taken = previous ? new Set([...intact.values()].map((line) => line.path)) : undefined;
-  for (const line of previous?.values() ?? []) if (!taken!.has(line.path)) paths.reserve(line.path);
+  const intactPaths = previous ? new Set([...intact.values()].map((line) => line.path)) : undefined;
+  const taken = intactPaths ? new Set(intactPaths) : undefined;
   const jobs: DownloadJob[] = [];
+  // Files new to the target, whose paths are given out once every path in use is known.
+  const fresh: DownloadJob[] = [];
   const kept: ManifestLine[] = [];
   const link: { file: RemoteFile; line: ManifestLine }[] = [];
   for (const file of listing) {
@@ -56,9 +56,20 @@ export function planExport(listing: RemoteFile[], intact: Map<string, ManifestLi
       else jobs.push({ file, path: before.path });
       continue;
     }
-    const dir = exportDir(file, safeName);
-    const name = file.kind === 'photo' ? `${file.code}.${extensionOf(file.file_name) || 'jpg'}` : file.file_name;
-    jobs.push({ file, path: paths.allocate(dir, name) });
+    const job = { file, path: '' };
+    jobs.push(job);
+    fresh.push(job);
+  }
+  // An archive run with no new file (most nightly runs) skips reserving its 20,000 paths.
+  if (fresh.length > 0) {
+    const paths = new PathAllocator();
+    for (const line of intact.values()) paths.reserve(line.path);
+    for (const line of previous?.values() ?? []) if (!intactPaths!.has(line.path)) paths.reserve(line.path);
+    for (const job of fresh) {
+      const { file } = job;
+      const name = file.kind === 'photo' ? `${file.code}.${extensionOf(file.file_name) || 'jpg'}` : file.file_name;
+      job.path = paths.allocate(exportDir(file, safeName), name);
+    }
   }
   return { jobs, kept, link };
 }
