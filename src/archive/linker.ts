@@ -9,7 +9,7 @@
  * file of the listed size, and a folder of the new snapshot is made by mkdir (new, so no link) or,
  * when an interrupted run left it, checked to be a real folder.
  */
-import { mkdir, rm } from 'node:fs/promises';
+import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { keepMemoryTuning } from '../util/runtime.js';
@@ -105,15 +105,21 @@ function place(root, from, to, size) {
 }
 
 // placed[i]: 1 placed, 0 refused, 2 not reached (a file error stopped the batch before it).
-parentPort.on('message', ({ id, roots, items, folders }) => {
+let targetMade = false;
+parentPort.on('message', ({ id, roots, items, folders, more }) => {
   if (folders) {
+    if (!targetMade) {
+      fs.mkdirSync(target, { recursive: true });
+      targetMade = true;
+    }
     // Folders made ahead: one that cannot be made is left for the run, which stops naming it.
+    // Parts marked "more" are answered together, by the last part.
     for (const folder of folders) {
       try {
         makeFolder(folder);
       } catch {}
     }
-    parentPort.postMessage({ id, made: [...made] });
+    if (!more) parentPort.postMessage({ id, made: [...made] });
     return;
   }
   const placed = new Uint8Array(items.length / 4).fill(2);
@@ -127,6 +133,13 @@ parentPort.on('message', ({ id, roots, items, folders }) => {
   }
 });
 `;
+
+/** A thread making folders ahead (Linker.prepareInParts), and how many it was given. */
+interface FolderLane {
+  worker: Worker;
+  count: number;
+  made: Promise<string[]>;
+}
 
 /** A file to take over: `from` inside the earlier snapshot `root`, `to` inside the new one. */
 export interface LinkItem {
@@ -176,35 +189,70 @@ export class Linker {
    * A folder that cannot be made is left for `run`, which then stops naming it.
    */
   prepare(folders: Iterable<string>): void {
-    const list = [...new Set(folders)];
-    if (list.length === 0) return;
-    this.#premade = this.#makeAhead(list).catch(() => []);
+    const feed = this.prepareInParts();
+    feed.add(folders);
+    feed.end();
+  }
+
+  /**
+   * `prepare`, fed in parts: the threads start on the first folders while the caller reads the
+   * rest (an earlier snapshot's manifest, a thousand lines at a time). Each parent folder goes to
+   * one thread, the first free one or the one given fewest folders. `end` once all are given.
+   */
+  prepareInParts(): { add: (folders: Iterable<string>) => void; end: () => void } {
+    const sent = new Set<string>();
+    const laneOf = new Map<string, FolderLane>();
+    const lanes: FolderLane[] = [];
+    let ended: (() => void) | undefined;
+    const allGiven = new Promise<void>((resolve) => (ended = resolve));
+    this.#premade = allGiven.then(() => Promise.all(lanes.map((lane) => lane.made))).then((made) => made.flat(), () => []);
+    return {
+      add: (folders) => {
+        const parts = new Map<FolderLane, string[]>();
+        for (const folder of folders) {
+          if (sent.has(folder)) continue;
+          sent.add(folder);
+          const parent = folderOf(folder);
+          let lane = laneOf.get(parent);
+          if (!lane) {
+            lane = lanes.length < this.threads ? this.#folderLane(lanes) : lanes.reduce((least, l) => (l.count < least.count ? l : least));
+            laneOf.set(parent, lane);
+          }
+          lane.count += 1;
+          const part = parts.get(lane);
+          if (part) part.push(folder);
+          else parts.set(lane, [folder]);
+        }
+        for (const [lane, part] of parts) lane.worker.postMessage({ id: -1, folders: part, more: true });
+      },
+      end: () => {
+        for (const lane of lanes) lane.worker.postMessage({ id: 0, folders: [] });
+        ended!();
+      },
+    };
+  }
+
+  /** A thread that makes folders ahead, added to `lanes`; its `made` settles with its answer to the last part. */
+  #folderLane(lanes: FolderLane[]): FolderLane {
+    const worker = new Worker(WORKER_CODE, { eval: true, workerData: { target: this.target, noHardLinks: NO_HARD_LINKS, made: [] }, resourceLimits: { maxYoungGenerationSizeMb: 4 } });
+    worker.once('online', keepMemoryTuning);
+    const made = new Promise<string[]>((resolve, reject) => {
+      worker.once('message', (reply: Reply) => resolve(reply.made ?? []));
+      worker.once('error', reject);
+      worker.once('exit', (code) => reject(new Error(`the folder thread exited with ${code}`)));
+    }).finally(async () => {
+      worker.removeAllListeners('exit');
+      await worker.terminate();
+    });
+    made.catch(() => undefined); // awaited through #premade; not an unhandled rejection meanwhile
+    const lane = { worker, count: 0, made };
+    lanes.push(lane);
+    return lane;
   }
 
   /** The folders `prepare` made or found made: those no file went into are the caller's to remove. */
   premade(): Promise<string[]> {
     return this.#premade;
-  }
-
-  async #makeAhead(folders: string[]): Promise<string[]> {
-    await mkdir(this.target, { recursive: true });
-    const groups = lanesOf(folders, this.threads, (folder) => folderOf(folder));
-    const made = await Promise.all(groups.map(async (group) => {
-      const worker = new Worker(WORKER_CODE, { eval: true, workerData: { target: this.target, noHardLinks: NO_HARD_LINKS, made: [] }, resourceLimits: { maxYoungGenerationSizeMb: 4 } });
-      worker.once('online', keepMemoryTuning);
-      try {
-        return await new Promise<string[]>((resolve, reject) => {
-          worker.once('message', (reply: Reply) => resolve(reply.made ?? []));
-          worker.once('error', reject);
-          worker.once('exit', (code) => reject(new Error(`the folder thread exited with ${code}`)));
-          worker.postMessage({ id: 0, folders: group });
-        });
-      } finally {
-        worker.removeAllListeners('exit');
-        await worker.terminate();
-      }
-    }));
-    return made.flat();
   }
 
   /**

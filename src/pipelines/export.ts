@@ -119,7 +119,7 @@ export async function runExport(options: ExportOptions): Promise<ExportResult> {
   // An archive's snapshot is opened, and the folders of its earlier files made, while the service
   // lists the files; a run that lists nothing leaves no new snapshot.
   const opening = options.archive ? onDisk(options.out, () => SnapshotBuild.open(options.out, options.archive!.pipeline)) : null;
-  opening?.then((build) => build.prepareFolders(), () => undefined);
+  opening?.catch(() => undefined); // awaited below; not an unhandled rejection meanwhile
 
   // list
   const sheets = options.sheets ?? (options.sheet !== undefined ? [options.sheet] : undefined);

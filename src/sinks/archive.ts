@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { Linker, type LinkItem } from '../archive/linker.js';
 import {
   SNAPSHOT_FILE, listSnapshots, nextSnapshotId, partialDir, readSnapshotManifest, snapshotDir, writeLatest,
-  type SnapshotCounts, type SnapshotDoc,
+  type SnapshotCounts, type SnapshotDoc, type SnapshotEntry,
 } from '../archive/store.js';
 import { MANIFEST_NAME, manifestKey, type ManifestLine } from './manifest.js';
 
@@ -42,16 +42,6 @@ export interface Earlier {
 }
 
 /** What an archive holds that a new snapshot builds on. */
-export interface EarlierSnapshots {
-  /** Ids of the finished snapshots, oldest first. */
-  ids: string[];
-  /** Ids of the `.partial` folders, oldest first. */
-  partial: string[];
-  /** The newest finished snapshot, which a new one is compared with; null for none. */
-  previous: string | null;
-  /** The latest version of each file in the snapshots a new one is compared with, by key. */
-  lines: Map<string, Earlier>;
-}
 
 /**
  * Threads that make the folders and links of unchanged files. The kernel makes the folders of one
@@ -87,20 +77,18 @@ export class SnapshotBuild {
   }
 
   /**
-   * Reads what a run of `archive` builds on: its snapshots and the manifests of those a new
-   * snapshot is compared with. Changes nothing.
+   * The latest version of each file in `finished` (snapshots, oldest first) from the newest
+   * complete one on: what a new snapshot is compared with. `onTurn` gets the lines as they are read.
    */
-  private static async readEarlier(archive: string): Promise<EarlierSnapshots> {
-    const { snapshots, partial } = await listSnapshots(archive);
-    const finished = snapshots.filter((s) => s.doc !== null);
+  private static async readEarlier(finished: SnapshotEntry[], onTurn?: (lines: ManifestLine[]) => void): Promise<Map<string, Earlier>> {
     const from = Math.max(0, finished.findLastIndex((s) => s.doc!.complete));
     const lines = new Map<string, Earlier>();
     for (const snapshot of finished.slice(from)) {
       // A snapshot whose manifest cannot be read gives nothing to link: its files are downloaded.
-      const manifest = await readSnapshotManifest(snapshot.dir).catch(() => null);
+      const manifest = await readSnapshotManifest(snapshot.dir, onTurn).catch(() => null);
       for (const [key, line] of manifest?.lines ?? []) lines.set(key, { line, dir: snapshot.dir });
     }
-    return { ids: snapshots.map((s) => s.id), partial, previous: finished.at(-1)?.id ?? null, lines };
+    return lines;
   }
 
   /**
@@ -108,29 +96,29 @@ export class SnapshotBuild {
    * left is continued, renamed to this run's id: its files whose size and sha256 match its
    * manifest are kept by the folder sink. Unchanged files come from the newest complete snapshot,
    * or from a newer incomplete one that holds them. Called as the run starts, so that the
-   * earlier manifests are read, and the folders made, while the service lists the files.
+   * earlier manifests are read while the service lists the files.
+   *
+   * A new snapshot (not one continued from a `.partial`) starts making the folders that held the
+   * earlier snapshots' files as their manifests are read: most will hold the same files again, and
+   * making them is most of what taking an unchanged file over costs. Those no file goes into are
+   * removed when the snapshot is finished, paused or discarded.
    */
   static async open(archive: string, pipeline: string, now = new Date()): Promise<SnapshotBuild> {
-    const { ids, partial, previous, lines } = await SnapshotBuild.readEarlier(archive);
-    const id = nextSnapshotId(now, [...ids, ...partial]);
+    const { snapshots, partial } = await listSnapshots(archive);
+    const finished = snapshots.filter((s) => s.doc !== null);
+    const id = nextSnapshotId(now, [...snapshots.map((s) => s.id), ...partial]);
     const resumed = partial.at(-1) ?? null;
     if (resumed !== null) {
       await rename(partialDir(archive, resumed), partialDir(archive, id));
     }
-    const build = new SnapshotBuild(archive, pipeline, id, now, previous, resumed);
-    build.earlier = lines;
+    const build = new SnapshotBuild(archive, pipeline, id, now, finished.at(-1)?.id ?? null, resumed);
+    const folders = resumed === null ? build.linker.prepareInParts() : null;
+    try {
+      build.earlier = await SnapshotBuild.readEarlier(finished, folders ? (lines) => folders.add(lines.map((line) => folderOf(line.path))) : undefined);
+    } finally {
+      folders?.end();
+    }
     return build;
-  }
-
-  /**
-   * Starts making, in a new snapshot (not one continued from a `.partial`), the folders that held
-   * the earlier snapshots' files, while the service lists the files: most will hold the same files
-   * again, and making them is most of what taking an unchanged file over costs. Those no file goes
-   * into are removed when the snapshot is finished or paused.
-   */
-  prepareFolders(): void {
-    if (this.resumed !== null) return;
-    this.linker.prepare([...this.earlier.values()].map(({ line }) => folderOf(line.path)));
   }
 
   /**

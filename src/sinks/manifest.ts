@@ -90,15 +90,15 @@ export function manifestPathProblem(path: string): string | null {
   return null;
 }
 
-/** Reads one line of manifest text (number from 1) into `into`. */
-function readManifestLine(raw: string, number: number, into: ParsedManifest): void {
-  if (!raw.trim()) return;
+/** Reads one line of manifest text (number from 1) into `into`; answers the line if it is good. */
+function readManifestLine(raw: string, number: number, into: ParsedManifest): ManifestLine | undefined {
+  if (!raw.trim()) return undefined;
   let value: unknown;
   try {
     value = JSON.parse(raw);
   } catch {
     into.problems.push(`line ${number}: not JSON`);
-    return;
+    return undefined;
   }
   let line: ManifestLine;
   if (plainManifestLine(value)) line = value;
@@ -106,24 +106,27 @@ function readManifestLine(raw: string, number: number, into: ParsedManifest): vo
     const parsed = manifestLineSchema.safeParse(value);
     if (!parsed.success) {
       into.problems.push(`line ${number}: ${parsed.error.issues[0]?.path.join('.')}: ${parsed.error.issues[0]?.message}`);
-      return;
+      return undefined;
     }
     line = parsed.data;
   }
   const unsafe = manifestPathProblem(line.path);
   if (unsafe) {
     into.problems.push(`line ${number}: ${unsafe}`);
-    return;
+    return undefined;
   }
   const key = manifestKey(line);
   into.lines.set(key, line);
   into.lineNumbers.set(key, number);
+  return line;
 }
 
 /** Reads manifest text; a later line for the same file wins (the folder sink appends). */
 export function parseManifest(text: string): ParsedManifest {
   const parsed: ParsedManifest = { lines: new Map(), lineNumbers: new Map(), problems: [] };
-  text.split('\n').forEach((raw, i) => readManifestLine(raw, i + 1, parsed));
+  text.split('\n').forEach((raw, i) => {
+    readManifestLine(raw, i + 1, parsed);
+  });
   return parsed;
 }
 
@@ -133,15 +136,22 @@ const LINES_PER_TURN = 1000;
 /**
  * parseManifest, letting other work run every LINES_PER_TURN lines: an archive run reads the
  * earlier snapshot's manifest while its first requests are under way, and 20,000 lines at once
- * held them back by a tenth of a second.
+ * held them back by a tenth of a second. `onTurn` gets each turn's good lines as they are read.
  */
-export async function parseManifestInTurns(text: string): Promise<ParsedManifest> {
+export async function parseManifestInTurns(text: string, onTurn?: (lines: ManifestLine[]) => void): Promise<ParsedManifest> {
   const parsed: ParsedManifest = { lines: new Map(), lineNumbers: new Map(), problems: [] };
   const raws = text.split('\n');
+  let turn: ManifestLine[] = [];
   for (let i = 0; i < raws.length; i += 1) {
-    if (i > 0 && i % LINES_PER_TURN === 0) await new Promise((resolve) => setImmediate(resolve));
-    readManifestLine(raws[i]!, i + 1, parsed);
+    if (i > 0 && i % LINES_PER_TURN === 0) {
+      onTurn?.(turn);
+      turn = [];
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    const line = readManifestLine(raws[i]!, i + 1, parsed);
+    if (line && onTurn) turn.push(line);
   }
+  onTurn?.(turn);
   return parsed;
 }
 

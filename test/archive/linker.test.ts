@@ -120,6 +120,28 @@ describe('the linking threads of an archive run', () => {
     expect(placed.some((i) => i.to.includes('/11/'))).toBe(true);
   });
 
+  it('make folders fed in parts (a parent seen again in a later part, folders given twice), and link every file into them', async () => {
+    const { root, items } = await earlierSnapshot(60);
+    const target = join(tempDir('wds-linker-'), 'snap.partial');
+    const linker = new Linker(target, 2);
+    const feed = linker.prepareInParts();
+    const folders = items.map((i) => dirname(i.to));
+    // Parts as a manifest read in turns gives them: both parents in the first part and again later.
+    feed.add(folders.slice(0, 50));
+    feed.add(folders.slice(40, 90));
+    feed.add(folders.slice(90));
+    feed.end();
+    const premade = await linker.premade();
+    expect(new Set(premade)).toEqual(new Set([...folders, 'attachments', 'attachments/1', 'attachments/1/11', 'attachments/1/12']));
+    for (const folder of folders) expect((await lstat(join(target, folder))).isDirectory(), folder).toBe(true);
+    const placed: LinkItem[] = [];
+    await linker.run(items, async (p) => {
+      placed.push(...p);
+    });
+    expect(placed).toHaveLength(items.length);
+    for (const item of items) expect((await stat(join(target, item.to))).ino).toBe((await stat(join(root, item.from))).ino);
+  });
+
   it('fail within seconds, rather than hang, when its thread dies with batches already answered', async () => {
     const { items } = await earlierSnapshot(700);
     const target = join(tempDir('wds-linker-'), 'snap.partial');
