@@ -41,8 +41,6 @@ export interface Earlier {
   dir: string;
 }
 
-/** What an archive holds that a new snapshot builds on. */
-
 /**
  * Threads that make the folders and links of unchanged files. The kernel makes the folders of one
  * parent one at a time, so a second thread helps only an archive of two file parts or more (the
