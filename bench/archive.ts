@@ -243,7 +243,7 @@ async function round(n: number, built: string): Promise<Round[]> {
     };
     const { files, folders, metadata } = row.added;
     const which = CLIS.length > 1 ? `${String.fromCharCode(65 + CLIS.indexOf(cli))} ` : '';
-    console.log(`  ${`${n}. ${which}${label}`.padEnd(18)} ${seconds(measured.ms).padStart(8)}  storage ${String(row.storage).padStart(6)}  api ${String(row.api).padStart(3)}  adds ${mb(sum(row.added)).padStart(9)} (files ${mb(files)}, folders ${mb(folders)}, manifest and snapshot.json ${mb(metadata)}; du ${mb(row.duAdded)})  files ${row.snapshotFiles}  peak RSS ${(measured.maxRssKb / 1024).toFixed(0)} MB${row.phases ? `\n     ${row.phases}` : ''}`);
+    console.log(`  ${`${n}. ${which}${label}`.padEnd(18)} ${seconds(measured.ms).padStart(8)}  storage ${String(row.storage).padStart(6)}  api ${String(row.api).padStart(3)}  adds ${mb(sum(row.added)).padStart(9)} (files ${mb(files)}, folders ${mb(folders)}, manifest and snapshot.json ${mb(metadata)}; du ${mb(row.duAdded)})  files ${row.snapshotFiles}  peak RSS ${(measured.maxRssKb / 1024).toFixed(0)} MB  cpu ${measured.userS.toFixed(2)} s user, ${measured.systemS.toFixed(2)} s system${row.phases ? `\n     ${row.phases}` : ''}`);
     return row;
   };
 

@@ -85,12 +85,13 @@ function linkOrCopy(source, to) {
 function place(root, from, to, size) {
   if (!sourceFolderIsPlain(root, dirname(from))) return false;
   const source = join(root, from);
+  let info;
   try {
-    const info = fs.lstatSync(source);
-    if (!info.isFile() || info.size !== size) return false;
+    info = fs.lstatSync(source);
   } catch {
     return false;
   }
+  if (!info.isFile() || info.size !== size) return false;
   makeFolder(dirname(to));
   const path = join(target, to);
   try {
@@ -98,28 +99,54 @@ function place(root, from, to, size) {
   } catch (error) {
     if (error.code === 'ENOENT') return false;
     if (error.code !== 'EEXIST') throw error;
+    // A link a stopped run placed ahead is the file itself.
+    const there = fs.lstatSync(path);
+    if (there.ino === info.ino && there.dev === info.dev) return true;
     fs.unlinkSync(path);
     linkOrCopy(source, path);
   }
   return true;
 }
 
+// Files placed ahead, as they were given (1 placed, 0 not): the answer to the last part.
+const placedAhead = [];
+let linksAhead = true;
+
+// Ahead of the listing, a file is placed only where nothing is yet, and only as a hard link: a
+// place taken (a download got there first) or a copy is left to the run, which knows more.
+function placeAhead(root, from, to, size) {
+  if (!linksAhead || !sourceFolderIsPlain(root, dirname(from))) return false;
+  const source = join(root, from);
+  const info = fs.lstatSync(source);
+  if (!info.isFile() || info.size !== size) return false;
+  makeFolder(dirname(to));
+  try {
+    fs.linkSync(source, join(target, to));
+  } catch (error) {
+    if (NO_HARD_LINKS.has(error.code)) linksAhead = false;
+    return false;
+  }
+  return true;
+}
+
 // placed[i]: 1 placed, 0 refused, 2 not reached (a file error stopped the batch before it).
 let targetMade = false;
-parentPort.on('message', ({ id, roots, items, folders, more }) => {
-  if (folders) {
+parentPort.on('message', ({ id, roots, items, ahead, more }) => {
+  if (ahead) {
     if (!targetMade) {
       fs.mkdirSync(target, { recursive: true });
       targetMade = true;
     }
-    // Folders made ahead: one that cannot be made is left for the run, which stops naming it.
-    // Parts marked "more" are answered together, by the last part.
-    for (const folder of folders) {
+    // A folder or file that cannot be made ahead is left for the run, which then stops naming the
+    // folder. Parts marked "more" are answered together, by the last part.
+    for (let i = 0; i < items.length; i += 4) {
+      let placed = false;
       try {
-        makeFolder(folder);
+        placed = placeAhead(roots[items[i]], items[i + 1], items[i + 2], items[i + 3]);
       } catch {}
+      placedAhead.push(placed ? 1 : 0);
     }
-    if (!more) parentPort.postMessage({ id, made: [...made] });
+    if (!more) parentPort.postMessage({ id, made: [...made], placed: Uint8Array.from(placedAhead) });
     return;
   }
   const placed = new Uint8Array(items.length / 4).fill(2);
@@ -134,11 +161,18 @@ parentPort.on('message', ({ id, roots, items, folders, more }) => {
 });
 `;
 
-/** A thread making folders ahead (Linker.prepareInParts), and how many it was given. */
-interface FolderLane {
+/** A thread placing files ahead (Linker.ahead), the files it was given in order, and its answer. */
+interface AheadLane {
   worker: Worker;
-  count: number;
-  made: Promise<string[]>;
+  files: LinkItem[];
+  answer: Promise<Reply>;
+}
+
+/** What the threads placed ahead of the listing: the folders made or found made, and the files linked. */
+interface Ahead {
+  made: string[];
+  /** By path inside the new snapshot. */
+  placed: Map<string, LinkItem>;
 }
 
 /** A file to take over: `from` inside the earlier snapshot `root`, `to` inside the new one. */
@@ -151,7 +185,7 @@ export interface LinkItem {
 
 interface Reply {
   id: number;
-  /** Of a batch of folders to make ahead: every folder made or checked. */
+  /** Of the last part placed ahead: every folder made or checked. */
   made?: string[];
   placed: Uint8Array;
   copying: boolean;
@@ -174,8 +208,8 @@ export class Linker {
   copying = false;
   /** The threads of the runs under way (a test ends one to see that the run fails rather than hangs). */
   readonly workers = new Set<Worker>();
-  /** The folders `prepare` made (or found made, as real folders), once it is done. */
-  #premade: Promise<string[]> = Promise.resolve([]);
+  /** What `ahead` placed, once it is done. */
+  #ahead: Promise<Ahead> = Promise.resolve({ made: [], placed: new Map() });
 
   constructor(
     private readonly target: string,
@@ -183,76 +217,75 @@ export class Linker {
   ) {}
 
   /**
-   * Starts making `folders` (paths inside the target, which is made first), on threads of their
-   * own, so that a run can make them while the service lists the files: making a folder is the
-   * slowest part of taking a file over. The next `run` waits for them and makes no folder twice.
-   * A folder that cannot be made is left for `run`, which then stops naming it.
+   * Starts placing the files of an earlier snapshot, fed in parts, into the target (made first)
+   * before the run knows which are unchanged: a run can then make their folders and links while
+   * the service lists the files, and most files are unchanged. Each parent folder goes to one
+   * thread, the first free one or the one given fewest files. A file is linked only where nothing
+   * is yet, and never copied; one not placed is left to `run`. `end` once all are given. The next
+   * `run` waits for them and places no file or folder twice; the files it is not given are the
+   * caller's to remove (`placedAhead`).
    */
-  prepare(folders: Iterable<string>): void {
-    const feed = this.prepareInParts();
-    feed.add(folders);
-    feed.end();
-  }
-
-  /**
-   * `prepare`, fed in parts: the threads start on the first folders while the caller reads the
-   * rest (an earlier snapshot's manifest, a thousand lines at a time). Each parent folder goes to
-   * one thread, the first free one or the one given fewest folders. `end` once all are given.
-   */
-  prepareInParts(): { add: (folders: Iterable<string>) => void; end: () => void } {
-    const sent = new Set<string>();
-    const laneOf = new Map<string, FolderLane>();
-    const lanes: FolderLane[] = [];
+  ahead(): { add: (files: LinkItem[]) => void; end: () => void } {
+    const laneOf = new Map<string, AheadLane>();
+    const lanes: AheadLane[] = [];
     let ended: (() => void) | undefined;
     const allGiven = new Promise<void>((resolve) => (ended = resolve));
-    this.#premade = allGiven.then(() => Promise.all(lanes.map((lane) => lane.made))).then((made) => made.flat(), () => []);
+    this.#ahead = allGiven
+      .then(() => Promise.all(lanes.map(async (lane) => ({ lane, reply: await lane.answer }))))
+      .then((answers) => {
+        const placed = new Map<string, LinkItem>();
+        for (const { lane, reply } of answers) lane.files.forEach((file, i) => reply.placed[i] === 1 && placed.set(file.to, file));
+        return { made: answers.flatMap(({ reply }) => reply.made ?? []), placed };
+      }, () => ({ made: [], placed: new Map() }));
     return {
-      add: (folders) => {
-        const parts = new Map<FolderLane, string[]>();
-        for (const folder of folders) {
-          if (sent.has(folder)) continue;
-          sent.add(folder);
-          const parent = folderOf(folder);
+      add: (files) => {
+        const parts = new Map<AheadLane, LinkItem[]>();
+        for (const file of files) {
+          const parent = folderOf(folderOf(file.to));
           let lane = laneOf.get(parent);
           if (!lane) {
-            lane = lanes.length < this.threads ? this.#folderLane(lanes) : lanes.reduce((least, l) => (l.count < least.count ? l : least));
+            lane = lanes.length < this.threads ? this.#aheadLane(lanes) : lanes.reduce((least, l) => (l.files.length < least.files.length ? l : least));
             laneOf.set(parent, lane);
           }
-          lane.count += 1;
+          lane.files.push(file);
           const part = parts.get(lane);
-          if (part) part.push(folder);
-          else parts.set(lane, [folder]);
+          if (part) part.push(file);
+          else parts.set(lane, [file]);
         }
-        for (const [lane, part] of parts) lane.worker.postMessage({ id: -1, folders: part, more: true });
+        for (const [lane, part] of parts) lane.worker.postMessage({ id: -1, ahead: true, more: true, ...flatten(part) });
       },
       end: () => {
-        for (const lane of lanes) lane.worker.postMessage({ id: 0, folders: [] });
+        for (const lane of lanes) lane.worker.postMessage({ id: 0, ahead: true, roots: [], items: [] });
         ended!();
       },
     };
   }
 
-  /** A thread that makes folders ahead, added to `lanes`; its `made` settles with its answer to the last part. */
-  #folderLane(lanes: FolderLane[]): FolderLane {
+  /** A thread that places files ahead, added to `lanes`; its `answer` settles with its answer to the last part. */
+  #aheadLane(lanes: AheadLane[]): AheadLane {
     const worker = new Worker(WORKER_CODE, { eval: true, workerData: { target: this.target, noHardLinks: NO_HARD_LINKS, made: [] }, resourceLimits: { maxYoungGenerationSizeMb: 4 } });
     worker.once('online', keepMemoryTuning);
-    const made = new Promise<string[]>((resolve, reject) => {
-      worker.once('message', (reply: Reply) => resolve(reply.made ?? []));
+    const answer = new Promise<Reply>((resolve, reject) => {
+      worker.once('message', resolve);
       worker.once('error', reject);
-      worker.once('exit', (code) => reject(new Error(`the folder thread exited with ${code}`)));
+      worker.once('exit', (code) => reject(new Error(`the thread placing files ahead exited with ${code}`)));
     }).finally(async () => {
       worker.removeAllListeners('exit');
       await worker.terminate();
     });
-    made.catch(() => undefined); // awaited through #premade; not an unhandled rejection meanwhile
-    const lane = { worker, count: 0, made };
+    answer.catch(() => undefined); // awaited through #ahead; not an unhandled rejection meanwhile
+    const lane = { worker, files: [], answer };
     lanes.push(lane);
     return lane;
   }
 
-  /** The folders `prepare` made or found made: those no file went into are the caller's to remove. */
-  premade(): Promise<string[]> {
-    return this.#premade;
+  /**
+   * The folders `ahead` made or found made, and the paths of the files it linked. Those no file
+   * of the manifest went into, and those not in it, are the caller's to remove.
+   */
+  async placedAhead(): Promise<{ folders: string[]; files: string[] }> {
+    const { made, placed } = await this.#ahead;
+    return { folders: made, files: [...placed.keys()] };
   }
 
   /**
@@ -266,14 +299,27 @@ export class Linker {
    */
   async run<T extends LinkItem>(items: T[], onBatch: (placed: T[], refused: T[]) => Promise<void>, signal?: AbortSignal): Promise<void> {
     if (items.length === 0) return;
-    const made = await this.#premade;
+    const { made, placed } = await this.#ahead;
     if (signal?.aborted) return;
-    const lanes = lanesOf(items, Math.min(this.threads, Math.ceil(items.length / BATCH)), (item) => folderOf(folderOf(item.to)));
+    // A file placed ahead from the same place, of the listed size, is in place already.
+    const done: T[] = [];
+    const rest: T[] = [];
+    for (const item of items) {
+      const ahead = placed.get(item.to);
+      (ahead && ahead.root === item.root && ahead.from === item.from && ahead.size === item.size ? done : rest).push(item);
+    }
+    const lanes = lanesOf(rest, Math.min(this.threads, Math.ceil(rest.length / BATCH)), (item) => folderOf(folderOf(item.to)));
     let failure: Error | null = null;
     const fail = (error: Error): void => {
       failure ??= error;
     };
-    await Promise.all(lanes.map((lane) => this.runLane(lane, made, onBatch, () => failure !== null || signal?.aborted === true, fail)));
+    const stopped = (): boolean => failure !== null || signal?.aborted === true;
+    const handOver = async (): Promise<void> => {
+      for (let at = 0; at < done.length && !stopped(); at += BATCH) {
+        await onBatch(done.slice(at, at + BATCH), []).catch(fail);
+      }
+    };
+    await Promise.all([handOver(), ...lanes.map((lane) => this.runLane(lane, made, onBatch, stopped, fail))]);
     if (failure) throw failure;
   }
 
@@ -308,14 +354,10 @@ export class Linker {
     worker.on('exit', (code) => broken(new Error(`the linking thread exited with ${code}`)));
     const send = (id: number): Promise<Reply> => {
       if (dead) return Promise.reject(dead);
-      const batch = items.slice(id * BATCH, (id + 1) * BATCH);
-      const roots = [...new Set(batch.map((item) => item.root))];
-      const flat: (string | number)[] = [];
-      for (const item of batch) flat.push(roots.indexOf(item.root), item.from, item.to, item.size);
       posted.add(id);
       return new Promise<Reply>((resolve, reject) => {
         waiting.set(id, { resolve, reject });
-        worker.postMessage({ id, roots, items: flat });
+        worker.postMessage({ id, ...flatten(items.slice(id * BATCH, (id + 1) * BATCH)) });
       });
     };
     const batches = Math.ceil(items.length / BATCH);
@@ -363,6 +405,14 @@ export class Linker {
       await worker.terminate();
     }
   }
+}
+
+/** Items as the worker takes them: the roots once, then root index, from, to and size for each. */
+function flatten(items: LinkItem[]): { roots: string[]; items: (string | number)[] } {
+  const roots = [...new Set(items.map((item) => item.root))];
+  const flat: (string | number)[] = [];
+  for (const item of items) flat.push(roots.indexOf(item.root), item.from, item.to, item.size);
+  return { roots, items: flat };
 }
 
 function folderOf(path: string): string {

@@ -5,18 +5,15 @@
  */
 import { mkdir } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { runExport, type ExportOptions } from '../pipelines/export.js';
+import type { ExportOptions } from '../pipelines/export.js';
 import { ImportJournal, stateFolder } from '../stages/journal.js';
-import { RunReport } from '../stages/report.js';
+import type { RunReport } from '../stages/report.js';
 import type { WdsClient } from '../client/client.js';
-import { planLines, planPipeline } from './plan.js';
-import { openSource } from '../sources/open-source.js';
+import type { SnapshotBuild } from '../sinks/archive.js';
 import { TargetLockedError, acquireTargetLock, lockFileOf, type TargetLock } from '../util/target-lock.js';
 import { redact } from '../util/redact.js';
 import { isWdsError } from '../client/errors.js';
-import { connectPipeline } from './connection.js';
 import type { LoadedPipeline } from './load.js';
-import { moveSettled, settledOnly } from './move.js';
 
 /** What a run did: what `run --json` prints, notifications carry and the scheduler counts. */
 export interface PipelineRunSummary {
@@ -102,7 +99,7 @@ export async function runPipelineOnce(pipeline: LoadedPipeline, options: RunPipe
     const writes = !('service' in pipeline.from && (options.dryRun || pipeline.steps.submit.dry_run));
     if (writes) lock = await takeLock(pipeline, options, log);
     if (lock?.tookOver) log(`${pipeline.name}: took over the lock of an earlier run (${lock.tookOver})`);
-    report = await execute(pipeline, options, log, lines, extra);
+    report = await execute(pipeline, options, log, lines, extra, lock ? openSnapshot(pipeline) : undefined);
   } catch (caught) {
     error = redact(caught instanceof Error ? `${caught.message}${isWdsError(caught) ? ` [${caught.code}]` : ''}` : String(caught));
   } finally {
@@ -149,9 +146,41 @@ async function takeLock(pipeline: LoadedPipeline, options: RunPipelineOptions, l
   }
 }
 
-async function execute(pipeline: LoadedPipeline, options: RunPipelineOptions, log: (line: string) => void, lines: string[], extra: Partial<PipelineRunSummary>): Promise<RunReport> {
+/**
+ * An archive run's snapshot, opened as soon as the lock is held (the caller holds it): it starts
+ * taking the earlier snapshot's files over while the client and the export load, and while the
+ * service lists the files, rather than after. Undefined for any other run.
+ */
+function openSnapshot(pipeline: LoadedPipeline): Promise<SnapshotBuild> | undefined {
+  const { from, to } = pipeline;
+  if (!('archive' in to) || !('service' in from)) return undefined;
+  const opening = import('../sinks/archive.js').then(({ SnapshotBuild }) => SnapshotBuild.open(to.archive, pipeline.name));
+  opening.catch(() => undefined); // awaited by the export, or discarded; not an unhandled rejection meanwhile
+  return opening;
+}
+
+async function execute(
+  pipeline: LoadedPipeline, options: RunPipelineOptions, log: (line: string) => void, lines: string[], extra: Partial<PipelineRunSummary>,
+  snapshot?: Promise<SnapshotBuild>,
+): Promise<RunReport> {
+  // A snapshot opened ahead and never handed to the export (the connection failed) leaves
+  // nothing of what it placed ahead.
+  let handed = false;
+  try {
+    return await executeWith(pipeline, options, log, lines, extra, snapshot, () => (handed = true));
+  } finally {
+    if (!handed) await snapshot?.then((build) => build.discard(), () => undefined);
+  }
+}
+
+async function executeWith(
+  pipeline: LoadedPipeline, options: RunPipelineOptions, log: (line: string) => void, lines: string[], extra: Partial<PipelineRunSummary>,
+  snapshot: Promise<SnapshotBuild> | undefined, handOver: () => void,
+): Promise<RunReport> {
   const { from, to, steps } = pipeline;
   const dryRun = options.dryRun || steps.submit.dry_run;
+  // The client and the stages load here, after the lock and while a snapshot starts.
+  const { connectPipeline } = await import('./connection.js');
   const connection = await connectPipeline(pipeline, { env: options.env, embedded: options.embedded, seed: options.seed, dryRun, log, logger: options.logger });
   try {
     const { client } = connection;
@@ -160,6 +189,7 @@ async function execute(pipeline: LoadedPipeline, options: RunPipelineOptions, lo
       if (dryRun) return await dryExport(pipeline, client, lines);
       const out = 'archive' in to ? to.archive : 'folder' in to ? to.folder : to.zip;
       await mkdir('zip' in to ? dirname(out) : out, { recursive: true });
+      const { runExport } = await import('../pipelines/export.js');
       const exportOptions: ExportOptions = {
         client,
         what: from.service,
@@ -168,8 +198,9 @@ async function execute(pipeline: LoadedPipeline, options: RunPipelineOptions, lo
         concurrency: steps.download.concurrency,
         signal: options.signal,
         ...(from.service === 'attachments' ? { sheets: from.sheets, field: from.field } : {}),
-        ...('archive' in to ? { archive: { pipeline: pipeline.name } } : {}),
+        ...('archive' in to ? { archive: { pipeline: pipeline.name, ...(snapshot ? { opening: snapshot } : {}) } } : {}),
       };
+      handOver();
       const result = await runExport(exportOptions);
       lines.push(`written to ${result.out}`, ...result.report.notes);
       if (result.snapshot) {
@@ -189,6 +220,7 @@ async function execute(pipeline: LoadedPipeline, options: RunPipelineOptions, lo
     }
     if (!('service' in to)) throw new Error('a pipeline from a folder, zip or CSV goes to the service');
     const sourcePath = 'folder' in from ? from.folder : 'zip' in from ? from.zip : from.csv;
+    const [{ openSource }, { moveSettled, settledOnly }] = await Promise.all([import('../sources/open-source.js'), import('./move.js')]);
     const opened = await openSource(sourcePath);
     const source = 'folder' in from ? settledOnly(opened, from.settle_seconds, log) : opened;
     // The embedded emulator is a new company each run: it has no journal. A dry run writes none.
@@ -226,6 +258,7 @@ async function execute(pipeline: LoadedPipeline, options: RunPipelineOptions, lo
 
 /** An export's dry run writes nothing: its report holds no file, and its lines say what a run would do. */
 async function dryExport(pipeline: LoadedPipeline, client: WdsClient, lines: string[]): Promise<RunReport> {
+  const [{ planLines, planPipeline }, { RunReport }] = await Promise.all([import('./plan.js'), import('../stages/report.js')]);
   const plan = await planPipeline(pipeline, client);
   lines.push('dry run: nothing was written; a run would do this:', ...planLines(plan));
   const report = new RunReport(`${pipeline.name} (dry run)`);

@@ -61,6 +61,12 @@ export interface ExportOptions {
   archive?: {
     /** Recorded in `snapshot.json` as the pipeline that made the snapshot. */
     pipeline: string;
+    /**
+     * The snapshot, opened already (`SnapshotBuild.open` of `out`, under the lock), so that it
+     * started before this run's modules loaded. The export then owns it: it finishes, pauses or
+     * discards it.
+     */
+    opening?: Promise<SnapshotBuild>;
   };
 }
 
@@ -104,11 +110,19 @@ function runSignal(outer: AbortSignal | undefined, listeners: number): { signal:
 export async function runExport(options: ExportOptions): Promise<ExportResult> {
   const { client } = options;
   const where = `${options.what} export`;
-  // The list and download stages' options, through the schemas pipeline files use (stages/options.ts).
-  const { since } = stageOptions('list', { since: options.since }, where);
-  const concurrency = stageOptions('download', { concurrency: options.concurrency }, where).concurrency ?? defaultConcurrency(options.what);
-  if (options.archive && (options.since !== undefined || isZipTarget(options.out))) {
-    throw new RangeError(`an archive is a folder and each snapshot holds every file: ${options.since !== undefined ? 'since cannot be given with archive' : `${options.out} names a zip`}`);
+  let since: string | undefined;
+  let concurrency: number;
+  try {
+    // The list and download stages' options, through the schemas pipeline files use (stages/options.ts).
+    since = stageOptions('list', { since: options.since }, where).since;
+    concurrency = stageOptions('download', { concurrency: options.concurrency }, where).concurrency ?? defaultConcurrency(options.what);
+    if (options.archive && (options.since !== undefined || isZipTarget(options.out))) {
+      throw new RangeError(`an archive is a folder and each snapshot holds every file: ${options.since !== undefined ? 'since cannot be given with archive' : `${options.out} names a zip`}`);
+    }
+  } catch (error) {
+    // A snapshot opened for this run leaves nothing of what it placed ahead.
+    await options.archive?.opening?.then((build) => build.discard(), () => undefined);
+    throw error;
   }
   const report = new RunReport(where);
   report.keepItemsOnDisk();
@@ -118,7 +132,7 @@ export async function runExport(options: ExportOptions): Promise<ExportResult> {
   zipModule?.catch(() => undefined); // awaited in openSink; not an unhandled rejection meanwhile
   // An archive's snapshot is opened, and the folders of its earlier files made, while the service
   // lists the files; a run that lists nothing leaves no new snapshot.
-  const opening = options.archive ? onDisk(options.out, () => SnapshotBuild.open(options.out, options.archive!.pipeline)) : null;
+  const opening = options.archive ? onDisk(options.out, () => options.archive!.opening ?? SnapshotBuild.open(options.out, options.archive!.pipeline)) : null;
   opening?.catch(() => undefined); // awaited below; not an unhandled rejection meanwhile
 
   // list
@@ -194,11 +208,11 @@ export async function runExport(options: ExportOptions): Promise<ExportResult> {
 
     // sink: the manifest, and the output complete (or left for a rerun to continue).
     if (signal?.aborted && recorder.unreached > 0) {
-      await onDisk(options.out, () => sink.pause());
+      await onDisk(options.out, () => sink.pause(build?.noteLine));
       report.interrupted = { signal: interruptedBy(signal), total: recorder.progress.total };
       if (build) snapshot = await onDisk(build.dir, () => build.pause(recorder.progress.failed));
     } else {
-      await onDisk(options.out, () => sink.finish());
+      await onDisk(options.out, () => sink.finish(build?.noteLine));
       if (build) snapshot = await onDisk(build.dir, () => build.finish(recorder.progress.failed));
     }
     if (build?.copied) report.notes.push('this file system has no hard links: unchanged files were copied from the previous snapshot, and take their space again');

@@ -7,7 +7,7 @@
  * earlier snapshot: links are made, never opened for writing, and a changed file is written under
  * a temporary name and renamed over its link (FolderSink).
  */
-import { readFile, rename, rmdir, writeFile } from 'node:fs/promises';
+import { readFile, rename, rm, rmdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Linker, type LinkItem } from '../archive/linker.js';
 import {
@@ -48,6 +48,8 @@ export interface Earlier {
  * downloads of the changed files need.
  */
 const LINK_THREADS = 2;
+/** Unused files removed at once: enough to keep the thread pool busy, few enough to stay small. */
+const REMOVALS_AT_ONCE = 64;
 
 export class SnapshotBuild {
   /** The latest version of each file in the snapshots this one is compared with. */
@@ -78,12 +80,12 @@ export class SnapshotBuild {
    * The latest version of each file in `finished` (snapshots, oldest first) from the newest
    * complete one on: what a new snapshot is compared with. `onTurn` gets the lines as they are read.
    */
-  private static async readEarlier(finished: SnapshotEntry[], onTurn?: (lines: ManifestLine[]) => void): Promise<Map<string, Earlier>> {
+  private static async readEarlier(finished: SnapshotEntry[], onTurn?: (lines: ManifestLine[], dir: string) => void): Promise<Map<string, Earlier>> {
     const from = Math.max(0, finished.findLastIndex((s) => s.doc!.complete));
     const lines = new Map<string, Earlier>();
     for (const snapshot of finished.slice(from)) {
       // A snapshot whose manifest cannot be read gives nothing to link: its files are downloaded.
-      const manifest = await readSnapshotManifest(snapshot.dir, onTurn).catch(() => null);
+      const manifest = await readSnapshotManifest(snapshot.dir, onTurn && ((turn) => onTurn(turn, snapshot.dir))).catch(() => null);
       for (const [key, line] of manifest?.lines ?? []) lines.set(key, { line, dir: snapshot.dir });
     }
     return lines;
@@ -96,10 +98,11 @@ export class SnapshotBuild {
    * or from a newer incomplete one that holds them. Called as the run starts, so that the
    * earlier manifests are read while the service lists the files.
    *
-   * A new snapshot (not one continued from a `.partial`) starts making the folders that held the
-   * earlier snapshots' files as their manifests are read: most will hold the same files again, and
-   * making them is most of what taking an unchanged file over costs. Those no file goes into are
-   * removed when the snapshot is finished, paused or discarded.
+   * A new snapshot (not one continued from a `.partial`) starts linking the earlier snapshots'
+   * files into their places, folders first, as their manifests are read: most files are
+   * unchanged, and the folders and links are all that taking one over costs. The files the run
+   * does not record in the manifest, and the folders left empty, are removed when the snapshot is
+   * finished, paused or discarded.
    */
   static async open(archive: string, pipeline: string, now = new Date()): Promise<SnapshotBuild> {
     const { snapshots, partial } = await listSnapshots(archive);
@@ -110,23 +113,26 @@ export class SnapshotBuild {
       await rename(partialDir(archive, resumed), partialDir(archive, id));
     }
     const build = new SnapshotBuild(archive, pipeline, id, now, finished.at(-1)?.id ?? null, resumed);
-    const folders = resumed === null ? build.linker.prepareInParts() : null;
+    const ahead = resumed === null ? build.linker.ahead() : null;
     try {
-      build.earlier = await SnapshotBuild.readEarlier(finished, folders ? (lines) => folders.add(lines.map((line) => folderOf(line.path))) : undefined);
+      build.earlier = await SnapshotBuild.readEarlier(finished, ahead ? (lines, dir) => ahead.add(lines.map((line) => ({ root: dir, from: line.path, to: line.path, size: line.size }))) : undefined);
     } finally {
-      folders?.end();
+      ahead?.end();
     }
     return build;
   }
 
   /**
    * The run ends without finishing or pausing its snapshot (the listing failed, it was stopped
-   * while the service listed, or a fatal error came): the folders made ahead that hold nothing go,
-   * and so does a new snapshot's folder if that leaves it empty. Files and a `.partial` continued
-   * from an earlier run stay for the next run.
+   * while the service listed, or a fatal error came): the files placed ahead that its manifest
+   * does not list go, then the folders that hold nothing, and a new snapshot's folder if that
+   * leaves it empty. Files the manifest lists, and a `.partial` continued from an earlier run,
+   * stay for the next run.
    */
   async discard(): Promise<void> {
-    await this.removeUnusedFolders();
+    const lines = await this.ownLines().catch(() => new Map<string, ManifestLine>());
+    this.used = usedBy(lines.values());
+    await this.removeUnused(true);
     if (this.resumed === null) await rmdir(this.dir).catch(() => undefined);
   }
 
@@ -173,8 +179,8 @@ export class SnapshotBuild {
    * complete, points `latest` at it. `failed` files keep the snapshot incomplete.
    */
   async finish(failed: number): Promise<SnapshotInfo> {
-    const { counts, bytes } = await this.tally(failed);
-    await this.removeUnusedFolders();
+    const { counts, bytes } = this.tally(failed);
+    await this.removeUnused(true);
     const complete = failed === 0;
     const doc: SnapshotDoc = {
       pipeline: this.pipeline,
@@ -193,35 +199,62 @@ export class SnapshotBuild {
     return { id: this.id, path: final, complete, counts, bytes };
   }
 
-  /** A stopped run: the `.partial` stays for the next run, which continues it. */
+  /**
+   * A stopped run: the `.partial` stays for the next run, which continues it. Files placed ahead
+   * and not yet recorded stay too, so that the stop is prompt: the next run takes over those it
+   * would link, and removes the others when it finishes.
+   */
   async pause(failed: number): Promise<SnapshotInfo> {
-    const { counts, bytes } = await this.tally(failed);
-    await this.removeUnusedFolders();
+    const { counts, bytes } = this.tally(failed);
+    await this.removeUnused(false);
     return { id: this.id, path: this.dir, complete: false, counts, bytes };
   }
 
-  /** Folders the manifest's files are in, with the folders above them, from the last tally. */
-  private usedFolders = new Set<string>();
+  /** The manifest's paths, and the folders they are in with those above them, from the last tally. */
+  private used: { files: Set<string>; folders: Set<string> } = { files: new Set(), folders: new Set() };
 
   /**
-   * Removes the folders made ahead that no file of the manifest went into (the files of members
-   * since deleted), deepest first. A continued `.partial` may hold such folders from the run that
-   * was killed while making them: there the earlier snapshots' folders are the candidates. rmdir
-   * removes only an empty folder, so nothing else can go.
+   * Removes what the snapshot does not use: with `files`, the files placed ahead that the
+   * manifest does not list (those of members since deleted, or of files that moved); then the
+   * folders made ahead that hold nothing, deepest first. A continued `.partial` may hold both from
+   * the run that was stopped: there the earlier snapshots' paths are the candidates. Only paths
+   * the manifest does not list go, and rmdir removes only an empty folder.
    */
-  private async removeUnusedFolders(): Promise<void> {
-    const candidates = this.resumed === null
-      ? await this.linker.premade()
-      : [...foldersAbove([...this.earlier.values()].map(({ line }) => line.path))];
-    const unused = candidates.filter((folder) => !this.usedFolders.has(folder));
+  private async removeUnused(files: boolean): Promise<void> {
+    const candidates = this.resumed === null ? await this.linker.placedAhead() : this.earlierPaths();
+    if (files) {
+      const stray = candidates.files.filter((path) => !this.used.files.has(path));
+      for (let at = 0; at < stray.length; at += REMOVALS_AT_ONCE) {
+        await Promise.all(stray.slice(at, at + REMOVALS_AT_ONCE).map((path) => rm(join(this.dir, path), { force: true }).catch(() => undefined)));
+      }
+    }
+    const unused = candidates.folders.filter((folder) => !this.used.folders.has(folder));
     unused.sort((a, b) => b.length - a.length);
     for (const folder of unused) await rmdir(join(this.dir, folder)).catch(() => undefined);
   }
 
-  private async tally(failed: number): Promise<{ counts: SnapshotCounts; bytes: { total: number; new: number } }> {
+  /** The paths of the earlier snapshots' files, and their folders. */
+  private earlierPaths(): { files: string[]; folders: string[] } {
+    const files = [...this.earlier.values()].map(({ line }) => line.path);
+    return { files, folders: [...foldersAbove(files)] };
+  }
+
+  /** This snapshot's manifest, by key, as the folder sink wrote it (`noteLine`). */
+  private lines = new Map<string, Pick<ManifestLine, 'path' | 'size' | 'sha256' | 'updated_at'>>();
+
+  /**
+   * Given each line of the manifest as the folder sink reads it to write the final one, so that
+   * `finish` and `pause` count the snapshot without reading the manifest again (a second pass over
+   * 20,000 lines at the end of every run). Of a file's lines, the last counts.
+   */
+  readonly noteLine = (line: ManifestLine): void => {
+    this.lines.set(manifestKey(line), { path: line.path, size: line.size, sha256: line.sha256, updated_at: line.updated_at });
+  };
+
+  private tally(failed: number): { counts: SnapshotCounts; bytes: { total: number; new: number } } {
     const counts: SnapshotCounts = { files: 0, new: 0, changed: 0, unchanged: 0, deleted: this.deleted, failed };
     const bytes = { total: 0, new: 0 };
-    const lines = await this.ownLines();
+    const lines = this.lines;
     for (const [key, line] of lines) {
       counts.files += 1;
       bytes.total += line.size;
@@ -234,14 +267,14 @@ export class SnapshotBuild {
       counts[before ? 'changed' : 'new'] += 1;
       bytes.new += line.size;
     }
-    this.usedFolders = foldersAbove([...lines.values()].map((line) => line.path));
+    this.used = usedBy(lines.values());
     return { counts, bytes };
   }
 
   /**
-   * The lines of this snapshot's manifest, which this run's folder sink wrote (lines an interrupted
-   * run left were checked when it started): read for counting only, without checking each line
-   * again as an untrusted manifest is checked, which cost a snapshot of 20,000 files a second pass.
+   * The lines of this snapshot's manifest as this run's folder sink left it (lines an interrupted
+   * run left were checked when it started), for a run that ends without finishing or pausing:
+   * read without checking each line again as an untrusted manifest is checked.
    */
   private async ownLines(): Promise<Map<string, Pick<ManifestLine, 'path' | 'size' | 'sha256' | 'updated_at'>>> {
     const lines = new Map<string, ManifestLine>();
@@ -252,6 +285,12 @@ export class SnapshotBuild {
     }
     return lines;
   }
+}
+
+/** The paths of manifest lines, and the folders they are in with those above them. */
+function usedBy(lines: Iterable<Pick<ManifestLine, 'path'>>): { files: Set<string>; folders: Set<string> } {
+  const files = new Set([...lines].map((line) => line.path));
+  return { files, folders: foldersAbove(files) };
 }
 
 /** The folders the paths are in, and every folder above them (not the top). */

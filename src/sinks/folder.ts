@@ -225,18 +225,18 @@ export class FolderSink implements ExportSink {
   }
 
   /** A folder is continued as it is: its manifest names the files present. */
-  pause(): Promise<void> {
-    return this.finish();
+  pause(onLine?: (line: ManifestLine) => void): Promise<void> {
+    return this.finish(onLine);
   }
 
-  async finish(): Promise<void> {
+  async finish(onLine?: (line: ManifestLine) => void): Promise<void> {
     await this.appending;
     await this.closeManifest();
     const manifest = join(this.target, MANIFEST_NAME);
     const temp = join(this.target, TMP, 'manifest.jsonl');
     // The lines are read back from the manifest appended to, rather than kept in memory while
     // the files download, where they grew with the run's files.
-    await writeSortedManifest(manifest, temp);
+    await writeSortedManifest(manifest, temp, onLine);
     await rename(temp, manifest);
     await syncFolder(this.target);
     await rm(join(this.target, TMP), { recursive: true, force: true });

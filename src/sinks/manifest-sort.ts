@@ -31,9 +31,10 @@ const LINES_PER_WRITE = 256;
 
 /**
  * Writes to `to` the lines of `from` (whole lines, each as `formatLine` wrote it) in manifest
- * order, keeping the last line of each file. A missing `from` gives an empty manifest.
+ * order, keeping the last line of each file. A missing `from` gives an empty manifest. `onLine`
+ * is given each line of `from` as it is read, in the order appended.
  */
-export async function writeSortedManifest(from: string, to: string): Promise<void> {
+export async function writeSortedManifest(from: string, to: string, onLine?: (line: ManifestLine) => void): Promise<void> {
   let data: Buffer;
   try {
     data = await readFile(from);
@@ -57,6 +58,7 @@ export async function writeSortedManifest(from: string, to: string): Promise<voi
         // A whole line that does not parse is damage the run cannot mend: say where it is.
         throw new Error(`${from}, line ${number}: not a manifest line (${(error as Error).message})`);
       }
+      onLine?.(line);
       const photo = line.kind === 'photo';
       lines.push({
         photo, sheet: line.sheet_id ?? 0, field: line.custom_field_id ?? 0, code: line.code,

@@ -42,13 +42,17 @@ export interface ExportSink {
   open(path: string, expectedSize?: number): Promise<EntryWriter>;
   /** Records a committed file in the manifest. */
   record(line: ManifestLine): Promise<void>;
-  /** Writes the final manifest and completes the output. */
-  finish(): Promise<void>;
+  /**
+   * Writes the final manifest and completes the output. `onLine` is given the manifest's lines as
+   * they are read for it; of a file's lines, the one that counts comes last.
+   */
+  finish(onLine?: (line: ManifestLine) => void): Promise<void>;
   /**
    * A run stopped by a signal: writes the manifest of the files present and leaves the output for
-   * the next run to continue (a folder as it is, a zip as a complete `.partial`).
+   * the next run to continue (a folder as it is, a zip as a complete `.partial`). `onLine` as for
+   * `finish`.
    */
-  pause(): Promise<void>;
+  pause(onLine?: (line: ManifestLine) => void): Promise<void>;
   /** Stops after a fatal error, leaving no temporary files. */
   abort(): Promise<void>;
   /** When given, holds new downloads back while the sink cannot keep up with more (see ZipSink). */

@@ -377,11 +377,12 @@ export class ZipSink implements ExportSink {
   }
 
   /** Writes the manifest last and completes the zip under its `.partial` name. */
-  private async complete(): Promise<void> {
+  private async complete(onLine?: (line: ManifestLine) => void): Promise<void> {
     // Formatted a batch of lines at a time as archiver reads: the whole text of 20,000 lines
     // at once was some 15 MB at the end of the run.
     const sorted = sortLines(this.lines);
     this.lines.length = 0;
+    if (onLine) sorted.forEach(onLine);
     await this.append(Readable.from(manifestChunks(sorted), { objectMode: false }), MANIFEST_NAME);
     const closed = once(this.output, 'close');
     await this.archive.finalize();
@@ -397,8 +398,8 @@ export class ZipSink implements ExportSink {
     await rm(this.spoolDir, { recursive: true, force: true });
   }
 
-  async finish(): Promise<void> {
-    await this.complete();
+  async finish(onLine?: (line: ManifestLine) => void): Promise<void> {
+    await this.complete(onLine);
     await rename(this.partial, this.target);
     await this.dropEarlier();
   }
@@ -407,9 +408,9 @@ export class ZipSink implements ExportSink {
    * Completes the zip as `.partial` for the next run. Stopped before it had copied all it kept of
    * an earlier `.partial`, the run drops its own zip and leaves the earlier one as it was.
    */
-  async pause(): Promise<void> {
+  async pause(onLine?: (line: ManifestLine) => void): Promise<void> {
     if (this.earlier && !this.keptAll) return this.abort();
-    await this.complete();
+    await this.complete(onLine);
     await this.dropEarlier();
   }
 

@@ -100,18 +100,29 @@ describe('the linking threads of an archive run', () => {
     expect(new Set(placed.map((i) => i.to))).toEqual(present);
   });
 
-  it('make the folders ahead when asked, link into them, and still stop at a file where a folder is needed', async () => {
+  it('place files ahead when asked, leaving a place already taken, and still stop at a file where a folder is needed', async () => {
     const { root, items } = await earlierSnapshot(50);
     const target = join(tempDir('wds-linker-'), 'snap.partial');
     const blocked = join(target, 'attachments/1/12/M20');
     await mkdir(dirname(blocked), { recursive: true });
     await writeFile(blocked, 'a file an interrupted run left');
+    // A download got to this place before the thread did.
+    const taken = items.find((i) => i.to.includes('/11/M7/'))!;
+    await mkdir(dirname(join(target, taken.to)), { recursive: true });
+    await writeFile(join(target, taken.to), 'downloaded');
     const linker = new Linker(target, 2);
-    linker.prepare(items.map((i) => dirname(i.to)));
-    const premade = await linker.premade();
-    expect(premade).toContain('attachments/1/11/M49');
-    expect(premade).not.toContain('attachments/1/12/M20');
+    const feed = linker.ahead();
+    feed.add(items);
+    feed.end();
+    const ahead = await linker.placedAhead();
+    expect(ahead.folders).toContain('attachments/1/11/M49');
+    expect(ahead.folders).not.toContain('attachments/1/12/M20');
+    expect(ahead.files).toContain('attachments/1/11/M49/file-49.pdf');
+    expect(ahead.files).not.toContain(taken.to);
+    expect(ahead.files).toHaveLength(items.length - 2);
     expect(await readFile(blocked, 'utf8')).toBe('a file an interrupted run left');
+    expect(await readFile(join(target, taken.to), 'utf8')).toBe('downloaded');
+    for (const path of ahead.files) expect((await stat(join(target, path))).ino).toBe((await stat(join(root, path))).ino);
     const placed: LinkItem[] = [];
     await expect(linker.run(items, async (p) => {
       placed.push(...p);
@@ -120,24 +131,53 @@ describe('the linking threads of an archive run', () => {
     expect(placed.some((i) => i.to.includes('/11/'))).toBe(true);
   });
 
-  it('make folders fed in parts (a parent seen again in a later part, folders given twice), and link every file into them', async () => {
+  it('place files fed in parts (a parent seen again later, files given twice), then hand them over without linking again', async () => {
     const { root, items } = await earlierSnapshot(60);
     const target = join(tempDir('wds-linker-'), 'snap.partial');
     const linker = new Linker(target, 2);
-    const feed = linker.prepareInParts();
-    const folders = items.map((i) => dirname(i.to));
+    const feed = linker.ahead();
     // Parts as a manifest read in turns gives them: both parents in the first part and again later.
-    feed.add(folders.slice(0, 50));
-    feed.add(folders.slice(40, 90));
-    feed.add(folders.slice(90));
+    feed.add(items.slice(0, 50));
+    feed.add(items.slice(40, 90));
+    feed.add(items.slice(90));
     feed.end();
-    const premade = await linker.premade();
-    expect(new Set(premade)).toEqual(new Set([...folders, 'attachments', 'attachments/1', 'attachments/1/11', 'attachments/1/12']));
-    for (const folder of folders) expect((await lstat(join(target, folder))).isDirectory(), folder).toBe(true);
+    const ahead = await linker.placedAhead();
+    const folders = items.map((i) => dirname(i.to));
+    expect(new Set(ahead.folders)).toEqual(new Set([...folders, 'attachments', 'attachments/1', 'attachments/1/11', 'attachments/1/12']));
+    expect(new Set(ahead.files)).toEqual(new Set(items.map((i) => i.to)));
     const placed: LinkItem[] = [];
-    await linker.run(items, async (p) => {
+    await linker.run(items.slice(1), async (p, r) => {
+      // Nothing is left to link: no thread is started.
+      expect(linker.workers.size).toBe(0);
+      expect(r).toEqual([]);
       placed.push(...p);
     });
+    expect(placed).toHaveLength(items.length - 1);
+    for (const item of items) expect((await stat(join(target, item.to))).ino).toBe((await stat(join(root, item.from))).ino);
+    // The first file changed since: the listing gives another size, so it is not taken over.
+    const changed = { ...items[0]!, size: items[0]!.size + 1 };
+    const refused: LinkItem[] = [];
+    await linker.run([changed], async (_, r) => {
+      refused.push(...r);
+    });
+    expect(refused).toEqual([changed]);
+  });
+
+  it('take over a link that a stopped run placed ahead, and replace a file of other bytes', async () => {
+    const { root, items } = await earlierSnapshot(3);
+    const target = join(tempDir('wds-linker-'), 'snap.partial');
+    const first = new Linker(target, 1);
+    const feed = first.ahead();
+    feed.add(items);
+    feed.end();
+    await first.placedAhead();
+    // The stopped run's file at one place was not the earlier one: it goes, and the link comes.
+    const other = items[1]!;
+    await rm(join(target, other.to));
+    await writeFile(join(target, other.to), 'x'.repeat(other.size));
+    const { run, placed, refused } = await linkAll(target, items, 1);
+    await run;
+    expect(refused).toEqual([]);
     expect(placed).toHaveLength(items.length);
     for (const item of items) expect((await stat(join(target, item.to))).ino).toBe((await stat(join(root, item.from))).ino);
   });

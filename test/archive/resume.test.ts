@@ -5,7 +5,7 @@
  * whose bytes are not whole); a run whose downloads fail finishes its snapshot with complete:
  * false, latest unmoved, and the next run fetches only the missing files.
  */
-import { appendFile, mkdir, readdir, readFile, truncate, writeFile } from 'node:fs/promises';
+import { appendFile, link, mkdir, readdir, readFile, truncate, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { existsSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
@@ -138,16 +138,18 @@ describe('an archive run whose downloads fail', () => {
 });
 
 describe('a member deleted while a .partial waits', () => {
-  it('leaves no empty folder in the snapshot that continues it', async () => {
+  it('leaves none of its files or folders in the snapshot that continues it', async () => {
     const archive = join(tempDir('wds-archive-'), 'a');
     const first = await archiveRun(api(), archive);
-    // What a run SIGKILLed while the service listed leaves: its .partial, holding the folders it
-    // was making ahead and no file yet. Here the last member's.
+    // What a run SIGKILLed while the service listed leaves: its .partial, holding the folders and
+    // links it was placing ahead and no manifest line yet. Here the last member's.
     const partial = join(archive, 'snapshots', `${first.snapshot!.id}-2.partial`);
     const lines = [...(await manifestOf(first.snapshot!.path)).values()];
     const victim = lines.map((l) => l.code).sort().at(-1)!;
-    const folders = [...new Set(lines.filter((l) => l.code === victim).map((l) => dirname(l.path)))];
+    const theirs = lines.filter((l) => l.code === victim);
+    const folders = [...new Set(theirs.map((l) => dirname(l.path)))];
     for (const folder of folders) await mkdir(join(partial, folder), { recursive: true });
+    for (const line of theirs) await link(join(first.snapshot!.path, line.path), join(partial, line.path));
     await deleteMember(emu(), victim);
 
     const rerun = await archiveRun(api(), archive);
@@ -156,5 +158,7 @@ describe('a member deleted while a .partial waits', () => {
     expect([...(await manifestOf(rerun.snapshot!.path)).values()].filter((l) => l.code === victim)).toEqual([]);
     for (const folder of folders) expect(existsSync(join(rerun.snapshot!.path, folder)), folder).toBe(false);
     expect((await verifyExport(rerun.snapshot!.path)).problems).toEqual([]);
+    // The earlier snapshot keeps the member's files.
+    for (const line of theirs) expect(existsSync(join(first.snapshot!.path, line.path)), line.path).toBe(true);
   });
 });

@@ -70,6 +70,21 @@ describe('wds-files run', () => {
     for (const text of [note.text, result.stdout, result.stderr]) expect(text).not.toContain(WRONG);
   });
 
+  it('an archive run whose client cannot be made exits 1 and leaves the archive as it was: no .partial, nothing of what it began placing', async () => {
+    const file = await pipeline(['name: archive-unconnected', 'from: { service: attachments }', 'to: { archive: archive }']);
+    const archive = join(file, '..', 'archive');
+    const first = await run([file, '--json']);
+    expect(first.code, first.stderr).toBe(0);
+    const snapshot = (JSON.parse(first.stdout) as { snapshot: string }).snapshot;
+    // The snapshot starts placing the earlier files as soon as the lock is held, before the client
+    // is made; the process ends only once its threads are done.
+    const failed = await runCli(['run', file], { TEST_SECRET: SECRET, WDS_CLIENT_LIMITS: 'no such limits' });
+    expect(failed.code).toBe(1);
+    expect(failed.stderr).toContain('WDS_CLIENT_LIMITS');
+    expect(await readdir(join(archive, 'snapshots'))).toEqual([snapshot]);
+    expect((await verifyExport(join(archive, 'snapshots', snapshot))).problems).toEqual([]);
+  });
+
   it('a drop folder with a refused photo: a dry run changes nothing and tells no one; the run exits 3, moves the files and notifies the partial run', async () => {
     const file = await pipeline([
       'name: cli-dropbox',
