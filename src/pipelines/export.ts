@@ -62,9 +62,9 @@ export interface ExportOptions {
     /** Recorded in `snapshot.json` as the pipeline that made the snapshot. */
     pipeline: string;
     /**
-     * The snapshot, opened already (`SnapshotBuild.open` of `out`, under the lock), so that it
-     * started before this run's modules loaded. The export then owns it: it finishes, pauses or
-     * discards it.
+     * @internal The snapshot, opened already (`SnapshotBuild.open` of `out`, under the lock), so
+     * that it started before this run's modules loaded. The export then owns it: it finishes,
+     * pauses or discards it.
      */
     opening?: Promise<SnapshotBuild>;
   };
