@@ -123,11 +123,16 @@ interface Blocks {
 const METADATA = new Set(['manifest.jsonl', 'snapshot.json', 'latest']);
 const sum = (b: Blocks): number => b.files + b.folders + b.metadata;
 
-/** Disk use as du counts it: each inode once (a hard link to one seen before adds nothing), folders included. */
-async function diskUse(dir: string, seen = new Set<string>()): Promise<{ blocks: Blocks; fileBytes: number; seen: Set<string> }> {
+/**
+ * Disk use as du counts it: each inode once (a hard link to one seen before adds nothing), folders
+ * included. Folders named in `done` are not walked: a snapshot once finished is not changed, and
+ * walking every earlier snapshot again after each run took minutes once there were a dozen.
+ */
+async function diskUse(dir: string, seen: Set<string>, done: Set<string>): Promise<{ blocks: Blocks; fileBytes: number }> {
   const blocks: Blocks = { files: 0, folders: 0, metadata: 0 };
   let fileBytes = 0;
   const walk = async (path: string): Promise<void> => {
+    if (done.has(path)) return;
     const info = await lstat(path);
     const inode = `${info.dev}:${info.ino}`;
     if (!seen.has(inode)) {
@@ -141,7 +146,7 @@ async function diskUse(dir: string, seen = new Set<string>()): Promise<{ blocks:
   await walk(dir).catch((error: NodeJS.ErrnoException) => {
     if (error.code !== 'ENOENT') throw error;
   });
-  return { blocks, fileBytes, seen };
+  return { blocks, fileBytes };
 }
 
 /** `du -s -B1`: bytes of blocks under `dir`, each inode once; 0 when it is not there yet. */
@@ -224,8 +229,10 @@ async function round(n: number, built: string): Promise<Round[]> {
     console.log(`bench/archive: ${files.length} ${WHAT} (${mb(bytes)}, ${(bytes / files.length / 1000).toFixed(0)} KB on average); storage latency ${LATENCY_MS} ms; ${built}; ${RUNS} round${RUNS === 1 ? '' : 's'}`);
   }
 
+  // The archive's inodes so far, and its snapshots already walked (diskUse).
+  const seen = new Set<string>();
+  const walked = new Set<string>();
   const run = async (name: RunName, label: string, cli = CLIS[0]!): Promise<Row> => {
-    const before = await diskUse(archive);
     const duBefore = await du(archive);
     // A nightly run does not follow the previous run's gigabytes of writes by seconds: their
     // writeback, still going after a full run, made the next run's folders and links wait.
@@ -237,10 +244,11 @@ async function round(n: number, built: string): Promise<Round[]> {
     // The CLI's start, as the measuring parent forked it: python3's own start is not the CLI's.
     const ended = Date.now();
     if (measured.code !== 0) throw new Error(`${name}: the CLI exited with ${measured.code ?? `signal ${measured.signal}`}:\n${measured.stderr}${measured.stdout}`);
-    const after = await diskUse(archive, before.seen);
+    const after = await diskUse(archive, seen, walked);
     const stats = company.stats.toJSON() as { requests: Record<string, number>; storage_downloads: number };
     const latest = (await readFile(join(archive, 'latest'), 'utf8')).trim();
     const doc = JSON.parse(await readFile(join(archive, 'snapshots', latest, 'snapshot.json'), 'utf8')) as { counts: { files: number } };
+    walked.add(join(archive, 'snapshots', latest));
     const row: Row = {
       measured, storage: stats.storage_downloads, api: Object.values(stats.requests).reduce((a, b) => a + b, 0),
       added: after.blocks, duAdded: (await du(archive)) - duBefore, addedFileBytes: after.fileBytes, snapshotFiles: doc.counts.files,
