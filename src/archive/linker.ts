@@ -293,9 +293,10 @@ export class Linker {
    * not be taken over) as each batch is done; the next batch is made meanwhile. Items of one
    * folder go to the same thread. Stops starting batches when `signal` is aborted; items not
    * reached are in neither list. Rejects with the first file error, once the batches under way
-   * are done. When `onBatch` throws or a thread dies, the files of batches not handed to `onBatch`
-   * are removed, so the snapshot holds no file its manifest does not list; the files of the batch
-   * whose `onBatch` threw are that callback's to clean up.
+   * are done. When `onBatch` throws or a thread dies, the files this run linked in batches not
+   * handed to `onBatch` are removed, so the snapshot holds no file its manifest does not list; the
+   * files of the batch whose `onBatch` threw are that callback's to clean up, and so are those
+   * placed ahead and not handed over (`placedAhead`).
    */
   async run<T extends LinkItem>(items: T[], onBatch: (placed: T[], refused: T[]) => Promise<void>, signal?: AbortSignal): Promise<void> {
     if (items.length === 0) return;
