@@ -1,5 +1,5 @@
 /**
- * The lock module under a real race: several processes that start at the same instant take one
+ * The lock module under a real race: several processes, started and loaded first, take one
  * lock, free or left stale by a run that ended (dead pid) or hung (old heartbeat). Exactly one
  * holds it each time; the others are refused naming that one; and nothing of the takeover (claims,
  * moved-aside files) is left beside the lock once it is released.
@@ -14,11 +14,18 @@ import { ROOT } from '../helpers/cli-process.js';
 
 const CONTENDERS = 6;
 
-/** Each contender waits for `at`, takes the lock, holds it 1.5 s and prints what happened. */
+/**
+ * Each contender loads the lock module, says it is ready, and waits for the instant the parent
+ * sends (once all are ready: a contender slow to start under load would otherwise come after the
+ * winner let go, and win in turn); then it takes the lock, holds it 1.5 s and prints what happened.
+ */
 const contender = `
 import { acquireTargetLock } from './src/util/target-lock.ts';
-const [file, at] = process.argv.slice(1);
-await new Promise((r) => setTimeout(r, Number(at) - Date.now()));
+import { once } from 'node:events';
+const [file] = process.argv.slice(1);
+console.log('ready');
+const [at] = await once(process.stdin, 'data');
+await new Promise((r) => setTimeout(r, Number(String(at).trim()) - Date.now()));
 try {
   const lock = await acquireTargetLock(file, { command: 'contender' });
   console.log(JSON.stringify({ won: process.pid, tookOver: lock.tookOver }));
@@ -26,19 +33,37 @@ try {
   await lock.release();
 } catch (error) {
   console.log(JSON.stringify({ refused: error.message }));
-}`;
+}
+process.stdin.destroy();`;
 
-function race(file: string): Promise<Array<{ won?: number; tookOver?: string | null; refused?: string }>> {
-  const at = Date.now() + 2_500;
-  return Promise.all(Array.from({ length: CONTENDERS }, () => new Promise<{ won?: number; refused?: string }>((done, fail) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', contender, file, String(at)], { cwd: ROOT });
+async function race(file: string): Promise<Array<{ won?: number; tookOver?: string | null; refused?: string }>> {
+  const contenders = Array.from({ length: CONTENDERS }, () => {
+    const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', contender, file], { cwd: ROOT });
     let out = '';
     let err = '';
-    child.stdout.on('data', (c: Buffer) => (out += c.toString()));
-    child.stderr.on('data', (c: Buffer) => (err += c.toString()));
-    child.on('error', fail);
-    child.on('close', () => (out.trim() ? done(JSON.parse(out)) : fail(new Error(err))));
-  })));
+    let readied!: () => void;
+    const ready = new Promise<void>((done) => (readied = done));
+    const result = new Promise<{ won?: number; refused?: string }>((done, fail) => {
+      child.stdout.on('data', (c: Buffer) => {
+        out += c.toString();
+        if (out.startsWith('ready\n')) readied();
+      });
+      child.stderr.on('data', (c: Buffer) => (err += c.toString()));
+      child.on('error', fail);
+      child.on('close', () => {
+        const line = out.replace(/^ready\n/, '').trim();
+        if (line) done(JSON.parse(line));
+        else fail(new Error(err));
+      });
+    });
+    return { child, ready, result };
+  });
+  const results = Promise.all(contenders.map((c) => c.result));
+  // A contender that fails to start fails the race rather than leaving the others waiting.
+  await Promise.race([Promise.all(contenders.map((c) => c.ready)), results]);
+  const at = Date.now() + 300;
+  for (const { child } of contenders) child.stdin.write(`${at}\n`);
+  return results;
 }
 
 function leftBy(holder: { pid: number; host: string }, file: string, ageMs = 0): void {
