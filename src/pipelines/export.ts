@@ -130,8 +130,8 @@ export async function runExport(options: ExportOptions): Promise<ExportResult> {
   // does without), and while the service lists the files.
   const zipModule = isZipTarget(options.out) && !options.archive ? import('../sinks/zip.js') : null;
   zipModule?.catch(() => undefined); // awaited in openSink; not an unhandled rejection meanwhile
-  // An archive's snapshot is opened, and the folders of its earlier files made, while the service
-  // lists the files; a run that lists nothing leaves no new snapshot.
+  // An archive's snapshot is opened (unless the caller opened it already), and its earlier files
+  // placed, while the service lists the files; a run that lists nothing leaves no new snapshot.
   const opening = options.archive ? onDisk(options.out, () => options.archive!.opening ?? SnapshotBuild.open(options.out, options.archive!.pipeline)) : null;
   opening?.catch(() => undefined); // awaited below; not an unhandled rejection meanwhile
 
