@@ -240,7 +240,9 @@ async function round(n: number, built: string): Promise<Round[]> {
     company.stats.reset();
     const profile = CPU_PROF && name !== 'full' ? ['--cpu-prof', '--cpu-prof-dir', CPU_PROF, '--cpu-prof-name', `${n}-${label.replace(/\W+/g, '_')}-${Date.now()}.cpuprofile`] : [];
     const verbose = name === 'full' ? [] : ['-vv'];
+    const emulatorCpu = process.cpuUsage();
     const measured = await measure(process.execPath, [...profile, cli, 'run', pipeline, '--json', ...verbose], { env, cwd: work });
+    const { user: emulatorUser, system: emulatorSystem } = process.cpuUsage(emulatorCpu);
     // The CLI's start, as the measuring parent forked it: python3's own start is not the CLI's.
     const ended = Date.now();
     if (measured.code !== 0) throw new Error(`${name}: the CLI exited with ${measured.code ?? `signal ${measured.signal}`}:\n${measured.stderr}${measured.stdout}`);
@@ -256,7 +258,7 @@ async function round(n: number, built: string): Promise<Round[]> {
     };
     const { files, folders, metadata } = row.added;
     const which = CLIS.length > 1 ? `${String.fromCharCode(65 + CLIS.indexOf(cli))} ` : '';
-    console.log(`  ${`${n}. ${which}${label}`.padEnd(18)} ${seconds(measured.ms).padStart(8)}  storage ${String(row.storage).padStart(6)}  api ${String(row.api).padStart(3)}  adds ${mb(sum(row.added)).padStart(9)} (files ${mb(files)}, folders ${mb(folders)}, manifest and snapshot.json ${mb(metadata)}; du ${mb(row.duAdded)})  files ${row.snapshotFiles}  peak RSS ${(measured.maxRssKb / 1024).toFixed(0)} MB  cpu ${measured.userS.toFixed(2)} s user, ${measured.systemS.toFixed(2)} s system${row.phases ? `\n     ${row.phases}` : ''}`);
+    console.log(`  ${`${n}. ${which}${label}`.padEnd(18)} ${seconds(measured.ms).padStart(8)}  storage ${String(row.storage).padStart(6)}  api ${String(row.api).padStart(3)}  adds ${mb(sum(row.added)).padStart(9)} (files ${mb(files)}, folders ${mb(folders)}, manifest and snapshot.json ${mb(metadata)}; du ${mb(row.duAdded)})  files ${row.snapshotFiles}  peak RSS ${(measured.maxRssKb / 1024).toFixed(0)} MB  cpu ${measured.userS.toFixed(2)} s user, ${measured.systemS.toFixed(2)} s system (emulator ${((emulatorUser + emulatorSystem) / 1e6).toFixed(2)} s)${row.phases ? `\n     ${row.phases}` : ''}`);
     return row;
   };
 

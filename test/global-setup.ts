@@ -1,11 +1,11 @@
 /**
- * Compiles src/ once per test run into .test-build/, which the tests' CLI child processes run
- * (`node .test-build/cli/main.js`, as the package's `dist/cli/main.js` runs). Starting a child
- * through tsx costs about a second more CPU than the compiled CLI, and the suite starts hundreds
- * of them on two cores. The folder sits beside dist/ (its own, so that `npm pack` in pack.test can
+ * Compiles src/ once per test run into .test-build/ and bundles its CLI (scripts/bundle-cli.mjs),
+ * which the tests' CLI child processes run (`node .test-build/cli/main.js`, as the package's
+ * `dist/cli/main.js` runs). Starting a child through tsx costs about a second more CPU than the
+ * compiled CLI, and the suite starts hundreds of them on two cores. The folder sits beside dist/ (its own, so that `npm pack` in pack.test can
  * rebuild dist/ meanwhile) at the same depth, so the CLI finds the package's root as it does there.
  *
- * The build is kept while no file under src/ or the tsconfig files changed (their paths, sizes and
+ * The build is kept while no file under src/, the tsconfig files or the bundling script changed (their paths, sizes and
  * modification times, hashed), so that running one test file again does not compile again.
  */
 import { execFileSync } from 'node:child_process';
@@ -30,7 +30,7 @@ function sourceStamp(): string {
     }
   };
   walk(join(ROOT, 'src'));
-  for (const name of ['tsconfig.json', 'tsconfig.build.json', 'package.json']) add(join(ROOT, name));
+  for (const name of ['tsconfig.json', 'tsconfig.build.json', 'package.json', 'scripts/bundle-cli.mjs']) add(join(ROOT, name));
   return hash.digest('hex');
 }
 
@@ -45,10 +45,12 @@ export default function setup(): void {
       cwd: ROOT,
       stdio: ['ignore', 'pipe', 'pipe'],
     });
+    // The CLI bundled as `npm run build` bundles it, so that the tests run what the package ships.
+    execFileSync(process.execPath, [join(ROOT, 'scripts', 'bundle-cli.mjs'), fresh], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
   } catch (error) {
     rmSync(fresh, { recursive: true, force: true });
     const { stdout, stderr } = error as { stdout?: Buffer; stderr?: Buffer };
-    throw new Error(`compiling src/ for the CLI's child processes failed:\n${stdout?.toString() ?? ''}${stderr?.toString() ?? ''}`);
+    throw new Error(`compiling and bundling src/ for the CLI's child processes failed:\n${stdout?.toString() ?? ''}${stderr?.toString() ?? ''}`);
   }
   writeFileSync(join(fresh, '.source-stamp'), stamp);
   const old = `${CLI_BUILD}.old.${process.pid}`;

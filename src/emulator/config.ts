@@ -118,7 +118,7 @@ export async function buildEmulatorConfig(options: EmulatorOptions): Promise<Emu
     let raw: unknown;
     try {
       // The YAML reader loads only for a config file; the embedded emulator has none.
-      const { parse: parseYaml } = await import('yaml');
+      const { parse: parseYaml } = await import('../util/yaml-parse.js');
       raw = parseYaml(await readFile(path, 'utf8'));
     } catch (error) {
       throw new Error(`cannot read the emulator config ${path}: ${(error as Error).message}`);

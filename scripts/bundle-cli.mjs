@@ -1,0 +1,54 @@
+/**
+ * Bundles the compiled CLI (`<out>/cli/main.js`, from tsc) into one module with lazily loaded
+ * chunks, written over it in `<out>/cli/`. Node then reads and compiles a few files at start
+ * instead of some 400 (ours, yargs', zod's, undici's...), which was most of a command's start-up.
+ * The SDK (`<out>/index.js` and the rest) stays tsc's output, one module per source file.
+ *
+ *   node scripts/bundle-cli.mjs dist
+ *
+ * Everything lands flat in `<out>/cli/`, at the depth main.js had: the code that finds the
+ * package's root (`../..`) and the photo checker's child script (`./photo-check-child.js`) from
+ * its own module's URL finds them from any chunk as it did from tsc's files.
+ */
+import { build } from 'esbuild';
+import { readFile } from 'node:fs/promises';
+import { join, relative, resolve } from 'node:path';
+import process from 'node:process';
+
+const out = resolve(process.argv[2] ?? 'dist');
+const cli = join(out, 'cli');
+
+const result = await build({
+  entryPoints: [
+    { in: join(cli, 'main.js'), out: 'main' },
+    { in: join(out, 'stages', 'photo-check-child.js'), out: 'photo-check-child' },
+  ],
+  outdir: cli,
+  allowOverwrite: true,
+  bundle: true,
+  splitting: true,
+  format: 'esm',
+  platform: 'node',
+  target: 'node20.19',
+  // sharp loads its native binary, pino starts its transports from files beside its modules, and
+  // heic-decode's wasm build is large and needed only for HEIC: each stays a package loaded at run time.
+  external: ['sharp', 'pino', 'heic-decode'],
+  // The CommonJS packages bundled (undici, archiver...) require Node's modules, which an ES module
+  // can do only through a require of its own.
+  banner: { js: "import { createRequire as __wdsCreateRequire } from 'node:module';\nconst require = __wdsCreateRequire(import.meta.url);" },
+  legalComments: 'eof',
+  logLevel: 'warning',
+  metafile: true,
+});
+
+// A CommonJS package imported with import() becomes a chunk with only a default export, and
+// `const { parse } = await import('yaml')` then finds nothing: such an import must go through a
+// module of ours (src/util/yaml-parse.ts).
+const defaultOnly = [];
+for (const file of Object.keys(result.metafile.outputs)) {
+  if (/^export default require_\w+\(\);$/m.test(await readFile(file, 'utf8'))) defaultOnly.push(relative(process.cwd(), file));
+}
+if (defaultOnly.length > 0) {
+  process.stderr.write(`bundle-cli: a CommonJS package is imported with import() in ${defaultOnly.join(', ')}; import it through a module of ours\n`);
+  process.exit(1);
+}
