@@ -23,6 +23,9 @@ const fs = require('node:fs');
 const { basename, dirname, join } = require('node:path');
 const NO_HARD_LINKS = new Set(workerData.noHardLinks);
 const target = workerData.target;
+// Paths given are plain relative ones (manifest paths, checked when read), under folders that
+// join made: joined by hand, as path.join normalising each of 20,000 paths was a tenth of a thread's time.
+const under = (dir, path) => dir + '/' + path;
 let copying = false;
 // Folders made (or checked) before: by this thread, or by the one that made them ahead of the run.
 const made = new Set(workerData.made);
@@ -44,12 +47,13 @@ function subfoldersOf(path) {
 
 function sourceFolderIsPlain(root, folder) {
   if (folder === '.') return true;
-  const key = root + '\\0' + folder;
-  let plain = plainFolders.get(key);
+  let ofRoot = plainFolders.get(root);
+  if (!ofRoot) plainFolders.set(root, (ofRoot = new Map()));
+  let plain = ofRoot.get(folder);
   if (plain === undefined) {
     const parent = dirname(folder);
     plain = sourceFolderIsPlain(root, parent) && subfoldersOf(join(root, parent)).has(basename(folder));
-    plainFolders.set(key, plain);
+    ofRoot.set(folder, plain);
   }
   return plain;
 }
@@ -57,7 +61,7 @@ function sourceFolderIsPlain(root, folder) {
 function makeFolder(folder) {
   if (folder === '.' || made.has(folder)) return;
   makeFolder(dirname(folder));
-  const path = join(target, folder);
+  const path = under(target, folder);
   try {
     fs.mkdirSync(path);
   } catch (error) {
@@ -84,7 +88,7 @@ function linkOrCopy(source, to) {
 
 function place(root, from, to, size) {
   if (!sourceFolderIsPlain(root, dirname(from))) return false;
-  const source = join(root, from);
+  const source = under(root, from);
   let info;
   try {
     info = fs.lstatSync(source);
@@ -93,7 +97,7 @@ function place(root, from, to, size) {
   }
   if (!info.isFile() || info.size !== size) return false;
   makeFolder(dirname(to));
-  const path = join(target, to);
+  const path = under(target, to);
   try {
     linkOrCopy(source, path);
   } catch (error) {
@@ -108,20 +112,18 @@ function place(root, from, to, size) {
   return true;
 }
 
-// Files placed ahead, as they were given (1 placed, 0 not): the answer to the last part.
-const placedAhead = [];
 let linksAhead = true;
 
 // Ahead of the listing, a file is placed only where nothing is yet, and only as a hard link: a
 // place taken (a download got there first) or a copy is left to the run, which knows more.
 function placeAhead(root, from, to, size) {
   if (!linksAhead || !sourceFolderIsPlain(root, dirname(from))) return false;
-  const source = join(root, from);
+  const source = under(root, from);
   const info = fs.lstatSync(source);
   if (!info.isFile() || info.size !== size) return false;
   makeFolder(dirname(to));
   try {
-    fs.linkSync(source, join(target, to));
+    fs.linkSync(source, under(target, to));
   } catch (error) {
     if (NO_HARD_LINKS.has(error.code)) linksAhead = false;
     return false;
@@ -138,15 +140,19 @@ parentPort.on('message', ({ id, roots, items, ahead, more }) => {
       targetMade = true;
     }
     // A folder or file that cannot be made ahead is left for the run, which then stops naming the
-    // folder. Parts marked "more" are answered together, by the last part.
-    for (let i = 0; i < items.length; i += 4) {
-      let placed = false;
-      try {
-        placed = placeAhead(roots[items[i]], items[i + 1], items[i + 2], items[i + 3]);
-      } catch {}
-      placedAhead.push(placed ? 1 : 0);
+    // folder. Each part is answered with what was placed of it (1 placed, 0 not), so that the run
+    // can record those while the next parts are placed; the last, empty, with the folders made.
+    if (!more) {
+      parentPort.postMessage({ id, made: [...made], placed: new Uint8Array(0) });
+      return;
     }
-    if (!more) parentPort.postMessage({ id, made: [...made], placed: Uint8Array.from(placedAhead) });
+    const placed = new Uint8Array(items.length / 4);
+    for (let i = 0; i < items.length; i += 4) {
+      try {
+        if (placeAhead(roots[items[i]], items[i + 1], items[i + 2], items[i + 3])) placed[i / 4] = 1;
+      } catch {}
+    }
+    parentPort.postMessage({ id, placed });
     return;
   }
   const placed = new Uint8Array(items.length / 4).fill(2);
@@ -165,6 +171,8 @@ parentPort.on('message', ({ id, roots, items, ahead, more }) => {
 interface AheadLane {
   worker: Worker;
   files: LinkItem[];
+  /** How many of `files` the thread has answered for. */
+  answered: number;
   answer: Promise<Reply>;
 }
 
@@ -210,6 +218,12 @@ export class Linker {
   readonly workers = new Set<Worker>();
   /** What `ahead` placed, once it is done. */
   #ahead: Promise<Ahead> = Promise.resolve({ made: [], placed: new Map() });
+  /** The files `ahead` placed so far, in the order the threads answered. */
+  #placedInOrder: LinkItem[] = [];
+  /** Whether every thread of `ahead` has answered its last part (or failed). */
+  #aheadDone = true;
+  /** Called at each answer of a thread placing ahead, and when they are done. */
+  #onAheadAnswer: (() => void)[] = [];
 
   constructor(
     private readonly target: string,
@@ -221,22 +235,27 @@ export class Linker {
    * before the run knows which are unchanged: a run can then make their folders and links while
    * the service lists the files, and most files are unchanged. Each parent folder goes to one
    * thread, the first free one or the one given fewest files. A file is linked only where nothing
-   * is yet, and never copied; one not placed is left to `run`. `end` once all are given. The next
-   * `run` waits for them and places no file or folder twice; the files it is not given are the
-   * caller's to remove (`placedAhead`).
+   * is yet, and never copied; one not placed is left to `run`. `end` once all are given. A `run`
+   * takes over the files placed as the threads answer each part, then places the rest, no file or
+   * folder twice; the files it is not given are the caller's to remove (`placedAhead`).
    */
   ahead(): { add: (files: LinkItem[]) => void; end: () => void } {
     const laneOf = new Map<string, AheadLane>();
     const lanes: AheadLane[] = [];
     let ended: (() => void) | undefined;
     const allGiven = new Promise<void>((resolve) => (ended = resolve));
+    this.#aheadDone = false;
     this.#ahead = allGiven
-      .then(() => Promise.all(lanes.map(async (lane) => ({ lane, reply: await lane.answer }))))
-      .then((answers) => {
+      .then(() => Promise.all(lanes.map((lane) => lane.answer)))
+      .then((replies) => {
         const placed = new Map<string, LinkItem>();
-        for (const { lane, reply } of answers) lane.files.forEach((file, i) => reply.placed[i] === 1 && placed.set(file.to, file));
-        return { made: answers.flatMap(({ reply }) => reply.made ?? []), placed };
-      }, () => ({ made: [], placed: new Map() }));
+        for (const file of this.#placedInOrder) placed.set(file.to, file);
+        return { made: replies.flatMap((reply) => reply.made ?? []), placed };
+      }, () => ({ made: [], placed: new Map() }))
+      .finally(() => {
+        this.#aheadDone = true;
+        this.#aheadAnswered();
+      });
     return {
       add: (files) => {
         const parts = new Map<AheadLane, LinkItem[]>();
@@ -261,20 +280,45 @@ export class Linker {
     };
   }
 
-  /** A thread that places files ahead, added to `lanes`; its `answer` settles with its answer to the last part. */
+  #aheadAnswered(): void {
+    const listeners = this.#onAheadAnswer;
+    this.#onAheadAnswer = [];
+    for (const listener of listeners) listener();
+  }
+
+  /** Resolves at the next answer of a thread placing ahead, or at once when they are done. */
+  #nextAheadAnswer(): Promise<void> {
+    if (this.#aheadDone) return Promise.resolve();
+    return new Promise((resolve) => this.#onAheadAnswer.push(resolve));
+  }
+
+  /**
+   * A thread that places files ahead, added to `lanes`. Each part's answer adds the files placed
+   * to `#placedInOrder`; its `answer` settles with its answer to the last part.
+   */
   #aheadLane(lanes: AheadLane[]): AheadLane {
     const worker = new Worker(WORKER_CODE, { eval: true, workerData: { target: this.target, noHardLinks: NO_HARD_LINKS, made: [] }, resourceLimits: { maxYoungGenerationSizeMb: 4 } });
     worker.once('online', keepMemoryTuning);
-    const answer = new Promise<Reply>((resolve, reject) => {
-      worker.once('message', resolve);
+    const lane: AheadLane = { worker, files: [], answered: 0, answer: null! };
+    lane.answer = new Promise<Reply>((resolve, reject) => {
+      worker.on('message', (reply: Reply) => {
+        if (reply.made) {
+          resolve(reply);
+          return;
+        }
+        const part = lane.files.slice(lane.answered, lane.answered + reply.placed.length);
+        lane.answered += reply.placed.length;
+        part.forEach((file, i) => reply.placed[i] === 1 && this.#placedInOrder.push(file));
+        this.#aheadAnswered();
+      });
       worker.once('error', reject);
       worker.once('exit', (code) => reject(new Error(`the thread placing files ahead exited with ${code}`)));
     }).finally(async () => {
       worker.removeAllListeners('exit');
+      worker.removeAllListeners('message');
       await worker.terminate();
     });
-    answer.catch(() => undefined); // awaited through #ahead; not an unhandled rejection meanwhile
-    const lane = { worker, files: [], answer };
+    lane.answer.catch(() => undefined); // awaited through #ahead; not an unhandled rejection meanwhile
     lanes.push(lane);
     return lane;
   }
@@ -300,27 +344,48 @@ export class Linker {
    */
   async run<T extends LinkItem>(items: T[], onBatch: (placed: T[], refused: T[]) => Promise<void>, signal?: AbortSignal): Promise<void> {
     if (items.length === 0) return;
-    const { made, placed } = await this.#ahead;
-    if (signal?.aborted) return;
-    // A file placed ahead from the same place, of the listed size, is in place already.
-    const done: T[] = [];
-    const rest: T[] = [];
-    for (const item of items) {
-      const ahead = placed.get(item.to);
-      (ahead && ahead.root === item.root && ahead.from === item.from && ahead.size === item.size ? done : rest).push(item);
-    }
-    const lanes = lanesOf(rest, Math.min(this.threads, Math.ceil(rest.length / BATCH)), (item) => folderOf(folderOf(item.to)));
     let failure: Error | null = null;
     const fail = (error: Error): void => {
       failure ??= error;
     };
     const stopped = (): boolean => failure !== null || signal?.aborted === true;
-    const handOver = async (): Promise<void> => {
+    // A file placed ahead from the same place, of the listed size, is in place already: handed
+    // over as its thread answers, while the threads place the next parts.
+    const wanted = new Map(items.map((item) => [item.to, item]));
+    let seen = 0;
+    const placedSince = (): T[] => {
+      const done: T[] = [];
+      for (const placed = this.#placedInOrder; seen < placed.length; seen += 1) {
+        const file = placed[seen]!;
+        const item = wanted.get(file.to);
+        if (item && item.root === file.root && item.from === file.from && item.size === file.size) {
+          wanted.delete(file.to);
+          done.push(item);
+        }
+      }
+      return done;
+    };
+    const handOver = async (done: T[]): Promise<void> => {
       for (let at = 0; at < done.length && !stopped(); at += BATCH) {
         await onBatch(done.slice(at, at + BATCH), []).catch(fail);
       }
     };
-    await Promise.all([handOver(), ...lanes.map((lane) => this.runLane(lane, made, onBatch, stopped, fail))]);
+    for (;;) {
+      const finished = this.#aheadDone;
+      await handOver(placedSince());
+      if (finished || stopped()) break;
+      // Answers that came while the last files were handed over are taken at once.
+      if (seen === this.#placedInOrder.length) await this.#nextAheadAnswer();
+    }
+    const { made } = await this.#ahead;
+    if (stopped()) {
+      if (failure) throw failure;
+      return;
+    }
+    // Should the threads have failed, the files they placed are found in place and taken over.
+    const rest = [...wanted.values()];
+    const lanes = lanesOf(rest, Math.min(this.threads, Math.ceil(rest.length / BATCH)), (item) => folderOf(folderOf(item.to)));
+    await Promise.all(lanes.map((lane) => this.runLane(lane, made, onBatch, stopped, fail)));
     if (failure) throw failure;
   }
 
