@@ -28,6 +28,7 @@
  *                                                     turn, on the same archive (each 1 % run after a
  *                                                     1 % change of its own); figures for both
  *   npx tsx bench/archive.ts --cpu-prof DIR           node --cpu-prof of each incremental run into DIR
+ *   npx tsx bench/archive.ts --log DIR                each incremental run's request lines (-vv) into DIR
  *
  * Files are of the sizes the export benches use: attachments of 10 KB to 1 MB (documents and
  * scans), photos of 20 to 500 KB (bench/export's mix). The disk ratio depends on them: each
@@ -68,6 +69,7 @@ const RUNS = Number(argValue('runs') ?? 1);
 const REPEAT = Number(argValue('repeat') ?? 1);
 const CLI_PATH = argValue('cli');
 const CPU_PROF = argValue('cpu-prof');
+const LOG_DIR = argValue('log');
 /** The builds measured: this one (or --cli), and --compare's, taking turns. */
 const CLIS = [CLI_PATH ?? CLI, ...(argValue('compare') ? [argValue('compare')!] : [])];
 if (!Number.isInteger(REPEAT) || REPEAT < 1) throw new Error(`--repeat must be a whole number of 1 or more, got ${argValue('repeat')}`);
@@ -246,6 +248,7 @@ async function round(n: number, built: string): Promise<Round[]> {
     // The CLI's start, as the measuring parent forked it: python3's own start is not the CLI's.
     const ended = Date.now();
     if (measured.code !== 0) throw new Error(`${name}: the CLI exited with ${measured.code ?? `signal ${measured.signal}`}:\n${measured.stderr}${measured.stdout}`);
+    if (LOG_DIR && name !== 'full') await writeFile(join(LOG_DIR, `${n}-${CLIS.indexOf(cli)}-${label.replace(/\W+/g, '_')}-${Date.now()}.log`), measured.stderr);
     const after = await diskUse(archive, seen, walked);
     const stats = company.stats.toJSON() as { requests: Record<string, number>; storage_downloads: number };
     const latest = (await readFile(join(archive, 'latest'), 'utf8')).trim();

@@ -334,8 +334,9 @@ export class Linker {
 
   /**
    * Takes each item over, calling `onBatch` with those placed and those refused (their file could
-   * not be taken over) as each batch is done; the next batch is made meanwhile. Items of one
-   * folder go to the same thread. Stops starting batches when `signal` is aborted; items not
+   * not be taken over) as each batch is done. Items `ahead` placed are handed over as its threads
+   * answer; the rest are placed once they are done, in batches, the next batch made meanwhile,
+   * the items of one folder on the same thread. Stops starting batches when `signal` is aborted; items not
    * reached are in neither list. Rejects with the first file error, once the batches under way
    * are done. When `onBatch` throws or a thread dies, the files this run linked in batches not
    * handed to `onBatch` are removed, so the snapshot holds no file its manifest does not list; the

@@ -16,6 +16,7 @@ import {
 } from './errors.js';
 import type { Limiter, Slot, WaitEvent } from './limiter.js';
 import { WaitMeter } from './wait-meter.js';
+import { passesQuickly } from './quick-checks.js';
 import type { TokenManager } from './auth.js';
 import type { ResolvedOptions } from './options.js';
 import { backoffDelay, parseRetryAfter, sleep } from './retry.js';
@@ -215,6 +216,7 @@ export class Transport {
       return raw;
     }, call.signal, call.stopBeforeSending);
     if (!schema) return answer as T;
+    if (passesQuickly(schema, answer)) return answer as T;
     const parsed = schema.safeParse(answer);
     if (!parsed.success) {
       const first = parsed.error.issues[0];
