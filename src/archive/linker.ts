@@ -335,16 +335,18 @@ export class Linker {
   /**
    * Takes each item over, calling `onBatch` with those placed and those refused (their file could
    * not be taken over) as each batch is done. Items `ahead` placed are handed over as its threads
-   * answer; the rest are placed once they are done, in batches, the next batch made meanwhile,
-   * the items of one folder on the same thread. Stops starting batches when `signal` is aborted; items not
+   * answer, from when `after` settles (the downloads of a run, which that work would hold back)
+   * or they are done; the rest are placed once they are done, in batches, the next batch made
+   * meanwhile, the items of one folder on the same thread. Stops starting batches when `signal` is aborted; items not
    * reached are in neither list. Rejects with the first file error, once the batches under way
    * are done. When `onBatch` throws or a thread dies, the files this run linked in batches not
    * handed to `onBatch` are removed, so the snapshot holds no file its manifest does not list; the
    * files of the batch whose `onBatch` threw are that callback's to clean up, and so are those
    * placed ahead and not handed over (`placedAhead`).
    */
-  async run<T extends LinkItem>(items: T[], onBatch: (placed: T[], refused: T[]) => Promise<void>, signal?: AbortSignal): Promise<void> {
+  async run<T extends LinkItem>(items: T[], onBatch: (placed: T[], refused: T[]) => Promise<void>, signal?: AbortSignal, after?: Promise<unknown>): Promise<void> {
     if (items.length === 0) return;
+    if (after) await Promise.race([after.then(() => undefined, () => undefined), this.#ahead]);
     let failure: Error | null = null;
     const fail = (error: Error): void => {
       failure ??= error;

@@ -183,22 +183,26 @@ export async function runExport(options: ExportOptions): Promise<ExportResult> {
     listed.files = [];
     recorder.kept(planned.filter((line) => !notKept.has(manifestKey(line))));
 
+    // download → sink
+    const landed = (result: DownloadResult): Promise<void> => recorder.downloaded(result, lister.relists);
+    const downloading = downloads.run(jobs, landed);
+    downloading.catch(() => undefined); // awaited below; not an unhandled rejection meanwhile
+
     // An archive links its unchanged files while the others download; a file it cannot link is
-    // downloaded after them.
+    // downloaded after them. The files placed ahead are recorded once the downloads are done (or
+    // all are placed): recording 20,000 of them on this thread held the downloads back.
     let linking: Promise<DownloadJob[]> | null = null;
     if (build && link.length > 0) {
       const files = new Map(link.map(({ file }) => [file.key, file]));
       const lines = link.map(({ line }) => line);
       const how = (): string => `unchanged since snapshot ${build.previous}; ${build.copied ? 'copied' : 'hard-linked'} from it`;
-      linking = onDisk(build.dir, () => build.linkUnchanged(lines, (line) => recorder.linked(line, how()), signal))
+      linking = onDisk(build.dir, () => build.linkUnchanged(lines, (line) => recorder.linked(line, how()), signal, downloading))
         .then((refused) => refused.map((line) => ({ file: files.get(manifestKey(line))!, path: line.path })));
       linking.catch(() => undefined); // awaited below; not an unhandled rejection meanwhile
     }
 
-    // download → sink
-    const landed = (result: DownloadResult): Promise<void> => recorder.downloaded(result, lister.relists);
     try {
-      await downloads.run(jobs, landed);
+      await downloading;
     } finally {
       // A download's fatal error waits for the links under way before the sink is aborted.
       await linking?.catch(() => undefined);

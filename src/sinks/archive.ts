@@ -151,9 +151,10 @@ export class SnapshotBuild {
    * Links (or copies) each line's file from the earlier snapshot into this one, calling `onPlaced`
    * for each. Answers the lines whose file could not be taken over (gone, another size, not a
    * plain file, or behind a link): they are downloaded instead. Stops starting when `signal` is
-   * aborted; lines not reached are in neither list.
+   * aborted; lines not reached are in neither list. Files placed ahead are recorded from when
+   * `after` settles (Linker.run).
    */
-  async linkUnchanged(lines: ManifestLine[], onPlaced: (line: ManifestLine) => Promise<void>, signal?: AbortSignal): Promise<ManifestLine[]> {
+  async linkUnchanged(lines: ManifestLine[], onPlaced: (line: ManifestLine) => Promise<void>, signal?: AbortSignal, after?: Promise<unknown>): Promise<ManifestLine[]> {
     const refused: ManifestLine[] = [];
     const items: (LinkItem & { line: ManifestLine })[] = [];
     for (const line of lines) {
@@ -164,7 +165,7 @@ export class SnapshotBuild {
     await this.linker.run(items, async (placed, notPlaced) => {
       for (const item of notPlaced) refused.push(item.line);
       await Promise.all(placed.map((item) => onPlaced(item.line)));
-    }, signal);
+    }, signal, after);
     return refused;
   }
 
