@@ -2,11 +2,13 @@
  * Compiles src/ once per test run into .test-build/ and bundles its CLI (scripts/bundle-cli.mjs),
  * which the tests' CLI child processes run (`node .test-build/cli/main.js`, as the package's
  * `dist/cli/main.js` runs). Starting a child through tsx costs about a second more CPU than the
- * compiled CLI, and the suite starts hundreds of them on two cores. The folder sits beside dist/ (its own, so that `npm pack` in pack.test can
- * rebuild dist/ meanwhile) at the same depth, so the CLI finds the package's root as it does there.
+ * compiled CLI, and the suite starts hundreds of them on two cores. The folder sits beside dist/
+ * (its own, so that `npm pack` in pack.test can rebuild dist/ meanwhile) at the same depth, so the
+ * CLI finds the package's root as it does there.
  *
- * The build is kept while no file under src/, the tsconfig files or the bundling script changed (their paths, sizes and
- * modification times, hashed), so that running one test file again does not compile again.
+ * The build is kept while no file under src/, the tsconfig files or the bundling script changed
+ * (their paths, sizes and modification times, hashed), so that running one test file again does
+ * not compile again.
  */
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';

@@ -337,8 +337,8 @@ export class Linker {
    * not be taken over) as each batch is done. Items `ahead` placed are handed over as its threads
    * answer, from when `after` settles (the downloads of a run, which that work would hold back)
    * or they are done; the rest are placed once they are done, in batches, the next batch made
-   * meanwhile, the items of one folder on the same thread. Stops starting batches when `signal` is aborted; items not
-   * reached are in neither list. Rejects with the first file error, once the batches under way
+   * meanwhile, the items of one folder on the same thread. Stops starting batches when `signal`
+   * is aborted; items not reached are in neither list. Rejects with the first file error, once the batches under way
    * are done. When `onBatch` throws or a thread dies, the files this run linked in batches not
    * handed to `onBatch` are removed, so the snapshot holds no file its manifest does not list; the
    * files of the batch whose `onBatch` threw are that callback's to clean up, and so are those
@@ -373,10 +373,8 @@ export class Linker {
         await onBatch(done.slice(at, at + BATCH), []).catch(fail);
       }
     };
-    for (;;) {
-      const finished = this.#aheadDone;
+    while (!this.#aheadDone && !stopped()) {
       await handOver(placedSince());
-      if (finished || stopped()) break;
       // Answers that came while the last files were handed over are taken at once.
       if (seen === this.#placedInOrder.length) await this.#nextAheadAnswer();
     }
@@ -385,10 +383,12 @@ export class Linker {
       if (failure) throw failure;
       return;
     }
-    // Should the threads have failed, the files they placed are found in place and taken over.
+    // The last files placed ahead are handed over while the threads place the rest. Should the
+    // threads have failed, the files they placed are found in place and taken over.
+    const last = placedSince();
     const rest = [...wanted.values()];
     const lanes = lanesOf(rest, Math.min(this.threads, Math.ceil(rest.length / BATCH)), (item) => folderOf(folderOf(item.to)));
-    await Promise.all(lanes.map((lane) => this.runLane(lane, made, onBatch, stopped, fail)));
+    await Promise.all([handOver(last), ...lanes.map((lane) => this.runLane(lane, made, onBatch, stopped, fail))]);
     if (failure) throw failure;
   }
 
