@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { readFile, readdir, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { z } from 'zod';
-import { MANIFEST_NAME, parseManifestInTurns, type ManifestLine, type ParsedManifest } from '../sinks/manifest.js';
+import { MANIFEST_NAME, parseManifestInTurns, type ManifestLine, type ManifestLines } from '../sinks/manifest.js';
 
 export const SNAPSHOTS_DIR = 'snapshots';
 export const LATEST_FILE = 'latest';
@@ -176,6 +176,6 @@ export async function findSnapshot(archive: string, ref?: string): Promise<Snaps
 }
 
 /** A snapshot's manifest, parsed (lines whose path is refused are among its problems). */
-export async function readSnapshotManifest(dir: string, onTurn?: (lines: ManifestLine[]) => void): Promise<ParsedManifest> {
+export async function readSnapshotManifest(dir: string, onTurn?: (lines: ManifestLine[]) => void): Promise<ManifestLines> {
   return parseManifestInTurns(await readFile(join(dir, MANIFEST_NAME), 'utf8'), onTurn);
 }

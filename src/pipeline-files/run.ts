@@ -55,6 +55,11 @@ export interface RunPipelineOptions {
   waitLockMs?: number;
   /** The client's request lines and warnings. */
   logger?: import('../client/options.js').Logger;
+  /**
+   * Whether an export's report keeps each file's item (the default); false keeps counts and the
+   * first problems only, for a caller that writes no per-file report. Imports keep them always.
+   */
+  keepItems?: boolean;
 }
 
 /** A run's summary, with the per-file report and lines for a person when there is one. */
@@ -68,7 +73,8 @@ const EXIT_CODES = { ok: 0, failed: 1, partial: 3 } as const;
 
 /** Runs a pipeline once; see {@link runPipelineOnce} for the report as well. */
 export async function runPipelineFile(pipeline: LoadedPipeline, options: RunPipelineOptions = {}): Promise<PipelineRunSummary> {
-  const { summary, report } = await runPipelineOnce(pipeline, options);
+  // Only the summary is answered: an export's report need not keep its items.
+  const { summary, report } = await runPipelineOnce(pipeline, { keepItems: false, ...options });
   // The scheduler runs pipelines for months in one process: the report's temporary file is let go
   // now rather than whenever the garbage collector comes round.
   report?.close();
@@ -197,6 +203,7 @@ async function executeWith(
         since: steps.list.since,
         concurrency: steps.download.concurrency,
         signal: options.signal,
+        keepItems: options.keepItems,
         ...(from.service === 'attachments' ? { sheets: from.sheets, field: from.field } : {}),
         ...('archive' in to ? { archive: { pipeline: pipeline.name, ...(snapshot ? { opening: snapshot } : {}) } } : {}),
       };

@@ -6,15 +6,18 @@
  */
 import { setMaxListeners } from 'node:events';
 import type { WdsClient } from '../client/client.js';
-import type { DownloadJob, DownloadResult } from '../stages/download.js';
+import type { DownloadJob, JobFeed } from '../stages/download.js';
+import type { ExportSink } from '../sinks/sink.js';
+import type { UrlLister } from '../stages/list-urls.js';
+import { EarlyDownloads } from '../stages/export-early.js';
 import { RunReport, interruptedBy } from '../stages/report.js';
 import { stageOptions } from '../stages/options.js';
-import { listFiles } from '../stages/export-list.js';
+import { openLister, type Listed } from '../stages/export-list.js';
 import { planExport } from '../stages/export-plan.js';
 import { DownloadStage } from '../stages/export-download.js';
 import { ExportRecorder, asTargetError, onDisk, openSink, type ExportProgress } from '../stages/export-sink.js';
 import { SnapshotBuild, type SnapshotInfo } from '../sinks/archive.js';
-import { manifestKey } from '../sinks/manifest.js';
+import { manifestKey, type ManifestLine } from '../sinks/manifest.js';
 import { DEFAULT_RETRY, type RetryPolicy } from '../client/retry.js';
 import { exportEnded, exportStarted } from '../util/runtime.js';
 import { DEFAULT_EXPORT_CONCURRENCY, PHOTO_EXPORT_CONCURRENCY, isZipTarget } from './export-defaults.js';
@@ -43,6 +46,11 @@ export interface ExportOptions {
   concurrency?: number;
   /** How each download is retried. Defaults: 8 attempts, backoff from 100 ms up to 4 s, Retry-After waits up to 40 minutes. */
   retry?: Partial<RetryPolicy>;
+  /**
+   * Whether the report keeps each file's item (the default). With false it keeps the counts and
+   * the first problems only (RunReport.countOnly): for a caller that writes no per-file report.
+   */
+  keepItems?: boolean;
   /** Called as files are listed, downloaded, skipped or fail. */
   onProgress?: (progress: ExportProgress) => void;
   /**
@@ -92,14 +100,45 @@ export const defaultConcurrency = (what: 'photos' | 'attachments'): number =>
  * A signal of the run's own, aborted with the caller's (and its reason): every download under way
  * listens to it, more than the 10 listeners past which Node warns of a leak on the caller's signal.
  */
-function runSignal(outer: AbortSignal | undefined, listeners: number): { signal: AbortSignal | undefined; dispose: () => void } {
-  if (!outer) return { signal: undefined, dispose: () => undefined };
+function runSignal(outer: AbortSignal | undefined, listeners: number): { signal: AbortSignal; dispose: () => void; abort: (reason: unknown) => void } {
   const inner = new AbortController();
   setMaxListeners(listeners, inner.signal);
+  const abort = (reason: unknown): void => inner.abort(reason);
+  if (!outer) return { signal: inner.signal, dispose: () => undefined, abort };
   const onAbort = (): void => inner.abort(outer.reason);
   if (outer.aborted) onAbort();
   else outer.addEventListener('abort', onAbort, { once: true });
-  return { signal: inner.signal, dispose: () => outer.removeEventListener('abort', onAbort) };
+  return { signal: inner.signal, dispose: () => outer.removeEventListener('abort', onAbort), abort };
+}
+
+/** What a run writes with: the sink and what an earlier run left in it, the recorder, and the downloads waiting for their jobs. */
+interface Stage {
+  build: SnapshotBuild | null;
+  sink: ExportSink;
+  intact: Map<string, ManifestLine>;
+  recorder: ExportRecorder;
+  downloads: DownloadStage;
+  /** The downloads' jobs: those started early, then the plan's, then the end. */
+  feed: JobFeed<DownloadJob>;
+  downloading: Promise<void>;
+}
+
+/**
+ * A run that ends before its plan (the listing failed, or it was stopped while the service
+ * listed): the downloads started early stop, and the snapshot opened for it goes with what they
+ * downloaded, so the archive is left as it was. A `.partial` continued from an earlier run stays,
+ * with the files its manifest lists, for the next run.
+ */
+async function abandon(staging: Promise<Stage> | null, opening: Promise<SnapshotBuild> | null, abort: (reason: unknown) => void, reason: unknown): Promise<void> {
+  abort(reason);
+  const stage = await staging?.catch(() => null);
+  if (stage) {
+    stage.feed.end();
+    await stage.downloading.catch(() => undefined);
+    await stage.downloads.close();
+    await stage.sink.abort().catch(() => undefined);
+  }
+  await opening?.then((build) => build.discard(Boolean(stage)), () => undefined);
 }
 
 /**
@@ -125,7 +164,8 @@ export async function runExport(options: ExportOptions): Promise<ExportResult> {
     throw error;
   }
   const report = new RunReport(where);
-  report.keepItemsOnDisk();
+  if (options.keepItems === false) report.countOnly();
+  else report.keepItemsOnDisk();
   // archiver and its dependencies are loaded only for a zip (a few MB of memory a folder export
   // does without), and while the service lists the files.
   const zipModule = isZipTarget(options.out) && !options.archive ? import('../sinks/zip.js') : null;
@@ -135,38 +175,77 @@ export async function runExport(options: ExportOptions): Promise<ExportResult> {
   const opening = options.archive ? onDisk(options.out, () => options.archive!.opening ?? SnapshotBuild.open(options.out, options.archive!.pipeline)) : null;
   opening?.catch(() => undefined); // awaited below; not an unhandled rejection meanwhile
 
+  // Downloads under way (twice the concurrency, see `pool`) and the sink's copying listen to it.
+  const { signal, dispose, abort } = runSignal(options.signal, 2 * concurrency + 8);
+  const retry = { ...DEFAULT_RETRY, maxAttempts: 8, baseDelayMs: 100, maxDelayMs: 4_000, ...options.retry };
+  exportStarted();
+  /** Every way out of the run: the process's memory tuning for downloads ends with them (src/util/runtime.ts). */
+  const closeRun = (): void => {
+    exportEnded();
+    dispose();
+  };
+  /** The sink with what an earlier run left there, the recorder and the downloads, waiting for their jobs. */
+  const openStage = async (build: SnapshotBuild | null, lister: UrlLister): Promise<Stage> => {
+    const { sink, intact } = await openSink(build ? build.dir : options.out, zipModule);
+    const recorder = new ExportRecorder(sink, report, 0, options.onProgress);
+    const downloads = new DownloadStage({ concurrency, lister, sink, retry, signal, logger: client.options.logger, onRetry: () => recorder.retried() });
+    const feed = downloads.feed();
+    const downloading = downloads.run(feed, (result) => recorder.downloaded(result, lister.relists));
+    downloading.catch(() => undefined); // awaited by the run; not an unhandled rejection meanwhile
+    return { build, sink, intact, recorder, downloads, feed, downloading };
+  };
+
   // list
   const sheets = options.sheets ?? (options.sheet !== undefined ? [options.sheet] : undefined);
-  let listed: Awaited<ReturnType<typeof listFiles>>;
+  // An archive's sink and downloads are made as soon as the snapshot is open, while the service
+  // lists, so that each file part's changed files start as its listing comes in (EarlyDownloads).
+  // A folder's or a zip's wait for the listing: a run that cannot list touches nothing there.
+  const early = opening ? new EarlyDownloads() : null;
+  let staging: Promise<Stage> | null = null;
+  let listed: Listed;
   try {
-    listed = await listFiles(client, { what: options.what, sheets, field: options.field, since });
+    const { lister, notes } = await openLister(client, { what: options.what, sheets, field: options.field, since });
+    if (opening) {
+      staging = opening.then(async (build) => {
+        const stage = await openStage(build, lister);
+        early!.ready({ feed: stage.feed, reference: build.reference(), eligible: build.resumed === null && build.previous !== null && build.pathsUnique });
+        return stage;
+      });
+      staging.catch(() => undefined); // awaited below; not an unhandled rejection meanwhile
+    }
+    listed = { files: await lister.listAll(early ? (files) => early.offer(files) : undefined), lister, notes };
   } catch (error) {
-    await opening?.then((build) => build.discard(), () => undefined);
+    await abandon(staging, opening, abort, error);
+    closeRun();
     throw error;
   }
   const { lister } = listed;
   report.notes.push(...listed.notes);
   if (options.signal?.aborted) {
     // Stopped while the service listed the files: no snapshot or file is written.
-    await opening?.then((build) => build.discard(), () => undefined);
+    await abandon(staging, opening, abort, options.signal.reason);
+    closeRun();
     report.interrupted = { signal: interruptedBy(options.signal), total: listed.files.length };
     report.finish();
     return { report, relists: lister.relists, changed: 0, out: options.out };
   }
 
-  // sink: opened once the listing is in, with what an earlier run left there.
-  const build = opening ? await opening : null;
-  const { sink, intact } = await openSink(build ? build.dir : options.out, zipModule);
-  const recorder = new ExportRecorder(sink, report, listed.files.length, options.onProgress);
-  // Downloads under way (twice the concurrency, see `pool`) and the sink's copying listen to it.
-  const { signal, dispose } = runSignal(options.signal, 2 * concurrency + 8);
-  const retry = { ...DEFAULT_RETRY, maxAttempts: 8, baseDelayMs: 100, maxDelayMs: 4_000, ...options.retry };
-  const downloads = new DownloadStage({ concurrency, lister, sink, retry, signal, logger: client.options.logger, onRetry: () => recorder.retried() });
+  // sink: opened once the listing is in (an archive's, while it came in), with what an earlier run left there.
+  let stage: Stage;
+  try {
+    stage = staging ? await staging : await openStage(null, lister);
+  } catch (error) {
+    await abandon(staging, opening, abort, error);
+    closeRun();
+    throw error;
+  }
+  const { build, sink, intact, recorder, downloads, feed, downloading } = stage;
+  recorder.listed(listed.files.length);
   let snapshot: SnapshotInfo | undefined;
-  exportStarted();
   try {
     // plan
-    const { jobs, kept: planned, link } = planExport(listed.files, intact, build?.reference());
+    const reference = early?.reference ?? build?.reference();
+    const { jobs, kept: planned, link } = planExport(listed.files, intact, reference);
     build?.noteListing(listed.files.map((file) => file.key));
     // Files a zip's earlier run holds but cannot hand over whole are downloaded again, to the
     // same path; those a stop kept it from reaching are not reported.
@@ -183,10 +262,9 @@ export async function runExport(options: ExportOptions): Promise<ExportResult> {
     listed.files = [];
     recorder.kept(planned.filter((line) => !notKept.has(manifestKey(line))));
 
-    // download → sink
-    const landed = (result: DownloadResult): Promise<void> => recorder.downloaded(result, lister.relists);
-    const downloading = downloads.run(jobs, landed);
-    downloading.catch(() => undefined); // awaited below; not an unhandled rejection meanwhile
+    // download → sink (the files started early are downloading already)
+    feed.push(early && early.started.size > 0 ? jobs.filter((job) => !early.started.has(job.file.key)) : jobs);
+    feed.end();
 
     // An archive links its unchanged files while the others download; a file it cannot link is
     // downloaded after them. The files placed ahead are recorded once the downloads are done (or
@@ -208,7 +286,7 @@ export async function runExport(options: ExportOptions): Promise<ExportResult> {
       await linking?.catch(() => undefined);
     }
     const unlinked = (await linking) ?? [];
-    if (unlinked.length > 0) await downloads.run(unlinked, landed);
+    if (unlinked.length > 0) await downloads.run(unlinked, (result) => recorder.downloaded(result, lister.relists));
 
     // sink: the manifest, and the output complete (or left for a rerun to continue).
     if (signal?.aborted && recorder.unreached > 0) {
@@ -222,13 +300,15 @@ export async function runExport(options: ExportOptions): Promise<ExportResult> {
     if (build?.copied) report.notes.push('this file system has no hard links: unchanged files were copied from the previous snapshot, and take their space again');
     if (build?.resumed) report.notes.push(`continued the snapshot an interrupted run left (${build.resumed}.partial)`);
   } catch (error) {
+    // Downloads started early stop with the run.
+    feed.end();
+    abort(error);
+    await downloading.catch(() => undefined);
     await sink.abort().catch(() => undefined);
     await build?.discard().catch(() => undefined);
     throw asTargetError(options.out, error);
   } finally {
-    // The process's memory tuning for downloads ends with them (src/util/runtime.ts).
-    exportEnded();
-    dispose();
+    closeRun();
     await downloads.close();
   }
   report.finish();

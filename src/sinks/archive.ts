@@ -35,12 +35,6 @@ export interface SnapshotInfo {
   };
 }
 
-/** A line of an earlier snapshot, with the folder that holds its file. */
-export interface Earlier {
-  line: ManifestLine;
-  dir: string;
-}
-
 /**
  * Threads that make the folders and links of unchanged files. The kernel makes the folders of one
  * parent one at a time, so a second thread helps only an archive of two file parts or more (the
@@ -53,7 +47,13 @@ const REMOVALS_AT_ONCE = 64;
 
 export class SnapshotBuild {
   /** The latest version of each file in the snapshots this one is compared with. */
-  private earlier = new Map<string, Earlier>();
+  private earlier = new Map<string, ManifestLine>();
+  /** The folder of the newest snapshot read, which holds the files of `earlier` but those of `olderDirs`. */
+  private newestDir = '';
+  /** Files of `earlier` in an older snapshot than the newest read, with its folder; null when one was read. */
+  private olderDirs: Map<string, string> | null = null;
+  /** Whether no two files of `earlier` have one path (EarlyDownloads). */
+  pathsUnique = true;
   private deleted = 0;
   /** Takes unchanged files over on threads of its own. */
   private readonly linker: Linker;
@@ -80,15 +80,35 @@ export class SnapshotBuild {
    * The latest version of each file in `finished` (snapshots, oldest first) from the newest
    * complete one on: what a new snapshot is compared with. `onTurn` gets the lines as they are read.
    */
-  private static async readEarlier(finished: SnapshotEntry[], onTurn?: (lines: ManifestLine[], dir: string) => void): Promise<Map<string, Earlier>> {
+  private async readEarlier(finished: SnapshotEntry[], onTurn?: (lines: ManifestLine[], dir: string) => void): Promise<void> {
     const from = Math.max(0, finished.findLastIndex((s) => s.doc!.complete));
-    const lines = new Map<string, Earlier>();
     for (const snapshot of finished.slice(from)) {
       // A snapshot whose manifest cannot be read gives nothing to link: its files are downloaded.
       const manifest = await readSnapshotManifest(snapshot.dir, onTurn && ((turn) => onTurn(turn, snapshot.dir))).catch(() => null);
-      for (const [key, line] of manifest?.lines ?? []) lines.set(key, { line, dir: snapshot.dir });
+      if (!manifest) continue;
+      if (this.newestDir === '') {
+        // Most runs read one snapshot: its map of lines is taken as it is.
+        this.earlier = manifest.lines;
+        this.newestDir = snapshot.dir;
+        continue;
+      }
+      // A newer (incomplete) snapshot read over older ones: the lines it does not replace keep their folder.
+      const older = (this.olderDirs ??= new Map());
+      for (const key of this.earlier.keys()) if (!older.has(key)) older.set(key, this.newestDir);
+      this.newestDir = snapshot.dir;
+      for (const [key, line] of manifest.lines) {
+        this.earlier.set(key, line);
+        older.delete(key);
+      }
     }
-    return lines;
+    const paths = new Set<string>();
+    for (const line of this.earlier.values()) paths.add(line.path);
+    this.pathsUnique = paths.size === this.earlier.size;
+  }
+
+  /** The folder of the earlier snapshot that holds the file of `key`. */
+  private dirOf(key: string): string {
+    return this.olderDirs?.get(key) ?? this.newestDir;
   }
 
   /**
@@ -115,7 +135,7 @@ export class SnapshotBuild {
     const build = new SnapshotBuild(archive, pipeline, id, now, finished.at(-1)?.id ?? null, resumed);
     const ahead = resumed === null ? build.linker.ahead() : null;
     try {
-      build.earlier = await SnapshotBuild.readEarlier(finished, ahead ? (lines, dir) => ahead.add(lines.map((line) => ({ root: dir, from: line.path, to: line.path, size: line.size }))) : undefined);
+      await build.readEarlier(finished, ahead ? (lines, dir) => ahead.add(lines.map((line) => ({ root: dir, from: line.path, to: line.path, size: line.size }))) : undefined);
     } finally {
       ahead?.end();
     }
@@ -127,24 +147,33 @@ export class SnapshotBuild {
    * while the service listed, or a fatal error came): the files placed ahead that its manifest
    * does not list go, then the folders that hold nothing, and a new snapshot's folder if that
    * leaves it empty. Files the manifest lists, and a `.partial` continued from an earlier run,
-   * stay for the next run.
+   * stay for the next run. With `whole`, a new snapshot's folder goes with everything in it (its
+   * run downloaded files before it could list them all, and leaves the archive as it was).
    */
-  async discard(): Promise<void> {
+  async discard(whole = false): Promise<void> {
+    if (whole && this.resumed === null) {
+      // The threads placing ahead finish first: they would make folders in what is removed.
+      await this.linker.placedAhead().catch(() => undefined);
+      await rm(this.dir, { recursive: true, force: true });
+      return;
+    }
     const lines = await this.ownLines().catch(() => new Map<string, ManifestLine>());
     this.used = usedBy(lines.values());
     await this.removeUnused(true);
     if (this.resumed === null) await rmdir(this.dir).catch(() => undefined);
   }
 
-  /** The lines of the earlier snapshots, by key, for planning paths and what to link. */
-  reference(): Map<string, ManifestLine> {
-    return new Map([...this.earlier].map(([key, e]) => [key, e.line]));
+  /** The lines of the earlier snapshots, by key, for planning paths and what to link; not to be changed. */
+  reference(): ReadonlyMap<string, ManifestLine> {
+    return this.earlier;
   }
 
   /** Notes the keys the service listed: those of the earlier snapshot not among them were deleted. */
   noteListing(keys: Iterable<string>): void {
     const listed = new Set(keys);
-    this.deleted = [...this.earlier.keys()].filter((key) => !listed.has(key)).length;
+    let deleted = 0;
+    for (const key of this.earlier.keys()) if (!listed.has(key)) deleted += 1;
+    this.deleted = deleted;
   }
 
   /**
@@ -158,8 +187,9 @@ export class SnapshotBuild {
     const refused: ManifestLine[] = [];
     const items: (LinkItem & { line: ManifestLine })[] = [];
     for (const line of lines) {
-      const from = this.earlier.get(manifestKey(line));
-      if (from) items.push({ root: from.dir, from: from.line.path, to: line.path, size: line.size, line });
+      const key = manifestKey(line);
+      const from = this.earlier.get(key);
+      if (from) items.push({ root: this.dirOf(key), from: from.path, to: line.path, size: line.size, line });
       else refused.push(line);
     }
     await this.linker.run(items, async (placed, notPlaced) => {
@@ -236,7 +266,7 @@ export class SnapshotBuild {
 
   /** The paths of the earlier snapshots' files, and their folders. */
   private earlierPaths(): { files: string[]; folders: string[] } {
-    const files = [...this.earlier.values()].map(({ line }) => line.path);
+    const files = [...this.earlier.values()].map((line) => line.path);
     return { files, folders: [...foldersAbove(files)] };
   }
 
@@ -259,7 +289,7 @@ export class SnapshotBuild {
     for (const [key, line] of lines) {
       counts.files += 1;
       bytes.total += line.size;
-      const before = this.earlier.get(key)?.line;
+      const before = this.earlier.get(key);
       if (before && before.updated_at === line.updated_at && before.sha256 === line.sha256) {
         counts.unchanged += 1;
         if (this.copied) bytes.new += line.size;

@@ -31,7 +31,7 @@ export interface DownloadResult {
 
 export interface DownloadOptions {
   dispatcher: Dispatcher;
-  lister: UrlLister;
+  lister: Pick<UrlLister, 'refresh'>;
   sink: ExportSink;
   retry: RetryPolicy;
   /** Fresh URLs one file may need before it is given up. */
@@ -458,6 +458,43 @@ export class ConnectionLanes {
 }
 
 /**
+ * Items given to a running `pool` as they become known: it waits for more until `end()` is called.
+ * An archive run starts downloading the changed files of a file part while the service still lists
+ * the others.
+ */
+export class JobFeed<T> {
+  readonly items: T[] = [];
+  private ended = false;
+  private wake: (() => void) | null = null;
+
+  constructor(private readonly onFirst?: () => void) {}
+
+  /** Adds items; those of a feed already ended are refused, for no pool would start them. */
+  push(items: readonly T[]): void {
+    if (this.ended) throw new Error('items were pushed to a feed that had ended');
+    if (items.length === 0) return;
+    if (this.items.length === 0) this.onFirst?.();
+    for (const item of items) this.items.push(item);
+    this.wake?.();
+  }
+
+  /** No more items: the pool ends once those given are done. */
+  end(): void {
+    this.ended = true;
+    this.wake?.();
+  }
+
+  get done(): boolean {
+    return this.ended;
+  }
+
+  /** @internal The pool's callback for each push and the end. */
+  listen(wake: () => void): void {
+    this.wake = wake;
+  }
+}
+
+/**
  * Runs `worker` over `items`, in order of start, with at most `concurrency` of them holding a
  * connection at once; results are handed to `onResult` as they come. Each worker is told which of
  * the `concurrency` connection slots it holds (`lane`, for ConnectionLanes); the slot passes to
@@ -469,16 +506,19 @@ export class ConnectionLanes {
  * starts back besides. A thrown error (fatal) stops the starts;
  * what is under way finishes, then the error is rethrown. So does `stop` when
  * aborted, but then `pool` resolves, leaving the items not started. `items` is emptied as they
- * start, so that an item is let go once its result is handled.
+ * start, so that an item is let go once its result is handled. Given a JobFeed, the pool takes
+ * items as they are pushed, and ends once the feed has ended and its items are done.
  */
 export async function pool<T, R>(
-  items: T[],
+  source: T[] | JobFeed<T>,
   concurrency: number,
   worker: (item: T, release: () => void, lane: number) => Promise<R>,
   onResult: (result: R) => Promise<void> | void,
   gate?: StartGate,
   stop?: AbortSignal,
 ): Promise<void> {
+  const feed = Array.isArray(source) ? null : source;
+  const items = feed ? feed.items : (source as T[]);
   const limit = Math.max(1, concurrency);
   let next = 0;
   let connections = 0;
@@ -488,6 +528,8 @@ export async function pool<T, R>(
   const freeLanes = Array.from({ length: limit }, (_, i) => limit - 1 - i);
   let finished!: () => void;
   const allDone = new Promise<void>((resolve) => (finished = resolve));
+  /** Nothing under way and nothing more to start. */
+  const idle = (): boolean => underWay === 0 && (fatal !== null || Boolean(stop?.aborted) || (next >= items.length && (feed?.done ?? true)));
   const start = (): void => {
     while (fatal === null && !stop?.aborted && next < items.length && connections < limit && underWay < 2 * limit && (gate?.open(connections) ?? true)) {
       const item = items[next]!;
@@ -512,18 +554,22 @@ export async function pool<T, R>(
           underWay -= 1;
           release();
           start();
-          if (underWay === 0 && (fatal !== null || stop?.aborted || next >= items.length)) finished();
+          if (idle()) finished();
         }
       })();
     }
   };
   gate?.onOpen(start);
+  feed?.listen(() => {
+    start();
+    if (idle()) finished();
+  });
   const onStop = (): void => {
     if (underWay === 0) finished();
   };
   stop?.addEventListener('abort', onStop, { once: true });
   start();
-  if (underWay === 0) finished();
+  if (idle()) finished();
   try {
     await allDone;
   } finally {

@@ -8,7 +8,7 @@ import type { RetryPolicy } from '../client/retry.js';
 import type { ExportSink } from '../sinks/sink.js';
 import type { UrlLister } from './list-urls.js';
 import { tuneForExport } from '../util/runtime.js';
-import { ConnectionLanes, LargeFilePace, LatencyWindow, Slots, allOf, downloadFile, pool, type DownloadJob, type DownloadResult, type StartGate } from './download.js';
+import { ConnectionLanes, JobFeed, LargeFilePace, LatencyWindow, Slots, allOf, downloadFile, pool, type DownloadJob, type DownloadResult, type StartGate } from './download.js';
 
 /**
  * Bodies over 1 MB read at once, whatever the concurrency (`largeBodies` in stages/download.ts).
@@ -32,7 +32,7 @@ export const START_CONNECTIONS = 16;
 
 export interface DownloadStageOptions {
   concurrency: number;
-  lister: UrlLister;
+  lister: Pick<UrlLister, 'refresh'>;
   sink: ExportSink;
   retry: RetryPolicy;
   /** Stops the downloads (see `pool` and `downloadFile`). */
@@ -66,10 +66,18 @@ export class DownloadStage {
     this.gate = allOf(window, ...[sink.starts, pace].filter((g): g is StartGate => g !== undefined));
   }
 
-  /** Downloads `jobs` (emptied as they start), handing each result to `onResult`; a fatal error stops the starts and is thrown once the rest ended. */
-  run(jobs: DownloadJob[], onResult: (result: DownloadResult) => Promise<void>): Promise<void> {
-    if (jobs.length > 0) tuneForExport();
+  /**
+   * Downloads `jobs` (emptied as they start), or a feed's jobs as they are pushed, handing each
+   * result to `onResult`; a fatal error stops the starts and is thrown once the rest ended.
+   */
+  run(jobs: DownloadJob[] | JobFeed<DownloadJob>, onResult: (result: DownloadResult) => Promise<void>): Promise<void> {
+    if (Array.isArray(jobs) && jobs.length > 0) tuneForExport();
     return pool(jobs, this.options.concurrency, this.download, onResult, this.gate, this.options.signal);
+  }
+
+  /** A feed for `run`: the process is tuned for downloads when its first jobs come. */
+  feed(): JobFeed<DownloadJob> {
+    return new JobFeed(tuneForExport);
   }
 
   /** Closes the connections. */

@@ -25,11 +25,17 @@ export interface Listed {
   notes: string[];
 }
 
-export async function listFiles(client: WdsClient, request: ListRequest): Promise<Listed> {
+/** What is to be listed (the file parts, for attachments), and the lister that lists it. */
+export async function openLister(client: WdsClient, request: ListRequest): Promise<Omit<Listed, 'files'>> {
   const targets: ListTarget[] = request.what === 'photos'
     ? [{ id: 'photos', kind: 'photo' }]
     : await attachmentTargets(client, { sheets: request.sheets, field: request.field });
   const notes = request.what === 'attachments' && targets.length === 0 ? ['no sheet has a file part'] : [];
-  const lister = new UrlLister(client, targets, request.since);
-  return { files: await lister.listAll(), lister, notes };
+  return { lister: new UrlLister(client, targets, request.since), notes };
+}
+
+/** Lists every file; `onListed` is given each listing's files (a photo listing, or a file part's) as it comes in. */
+export async function listFiles(client: WdsClient, request: ListRequest, onListed?: (files: Map<string, RemoteFile>) => void): Promise<Listed> {
+  const { lister, notes } = await openLister(client, request);
+  return { files: await lister.listAll(onListed), lister, notes };
 }

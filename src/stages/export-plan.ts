@@ -31,7 +31,7 @@ export function lineOf(file: RemoteFile, path: string, size: number, sha256: str
  * an archive, `previous` holds the previous snapshot's lines: a file unchanged since is linked from
  * there (`link`), a changed one keeps its path.
  */
-export function planExport(listing: RemoteFile[], intact: Map<string, ManifestLine>, previous?: Map<string, ManifestLine>): ExportPlan {
+export function planExport(listing: RemoteFile[], intact: ReadonlyMap<string, ManifestLine>, previous?: ReadonlyMap<string, ManifestLine>): ExportPlan {
   const intactPaths = previous ? new Set([...intact.values()].map((line) => line.path)) : undefined;
   const taken = intactPaths ? new Set(intactPaths) : undefined;
   const jobs: DownloadJob[] = [];

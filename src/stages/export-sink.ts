@@ -76,6 +76,13 @@ export class ExportRecorder {
     this.unreached = total;
   }
 
+  /** The listing is in: `total` files, some of them maybe reported already (started early). */
+  listed(total: number): void {
+    this.unreached += total - this.progress.total;
+    this.progress.total = total;
+    this.tell();
+  }
+
   /** Tells `onProgress` where the run is. */
   tell(): void {
     this.onProgress?.({ ...this.progress });
@@ -127,7 +134,9 @@ export class ExportRecorder {
   }
 
   private skipped(line: ManifestLine, reason: string): void {
-    this.report.add({ key: manifestKey(line), code: line.code, file_name: line.file_name, outcome: 'skipped', reason, path: line.path, size: line.size, sha256: line.sha256 });
+    // A skipped file is no problem: with no items kept, its item would be made only to be counted.
+    if (!this.report.keepsItems) this.report.countSkipped();
+    else this.report.add({ key: manifestKey(line), code: line.code, file_name: line.file_name, outcome: 'skipped', reason, path: line.path, size: line.size, sha256: line.sha256 });
     this.progress.skipped += 1;
   }
 

@@ -83,8 +83,8 @@ export class UrlLister {
     private readonly since?: string,
   ) {}
 
-  /** The first listing of every target. */
-  async listAll(): Promise<RemoteFile[]> {
+  /** The first listing of every target; `onListed` is given each target's files as they come. */
+  async listAll(onListed?: (files: Map<string, RemoteFile>) => void): Promise<RemoteFile[]> {
     // A few targets at a time: each listing is one request whose answer the service takes a while
     // to make, and the files keep the targets' order.
     const listed: Map<string, RemoteFile>[] = [];
@@ -95,6 +95,7 @@ export class UrlLister {
         const at = next++;
         try {
           listed[at] = await this.listTarget(this.targets[at]!);
+          onListed?.(listed[at]!);
         } catch (error) {
           // The run fails with the first error: no further listing is asked for.
           failed = true;

@@ -54,6 +54,39 @@ describe('an interrupted archive run', () => {
     expect((await verifyExport(first.snapshot!.path)).problems).toEqual([]);
   });
 
+  it('whose listing fails after a file part\'s changed files began downloading leaves the archive as it was, and the next run fetches them', async () => {
+    const archive = join(tempDir('wds-archive-'), 'a');
+    const first = (await archiveRun(api(), archive)).snapshot!;
+    const changed = await changeAttachments(emu(), 6);
+    const parts = new Set(changed.map((id) => id.split('/').slice(0, 2).join('/')));
+    const layouts = await api().sheets.layouts();
+    const other = layouts.flatMap((l) => l.custom_fields.filter((f) => f.type_detail === 'attach_file').map((f) => `${l.id}/${f.id}`)).find((part) => !parts.has(part));
+    expect(other, 'a file part with no changed file').toBeDefined();
+    // The other part's listing comes late and fails; the changed files' part is listed at once.
+    await emu().control('POST', '/faults', { api: { path_contains: `/sheets/${other!.replace('/', '/custom_fields/')}/file`, latency_ms: 400, error_rate: 1, error_statuses: [500] } });
+    await resetStats(emu());
+    const failing = clientFor(emu(), { retry: { maxAttempts: 2, baseDelayMs: 10, maxDelayMs: 50 } });
+    try {
+      await expect(archiveRun(failing, archive)).rejects.toThrow();
+    } finally {
+      await failing.close();
+      await emu().control('DELETE', '/faults');
+    }
+    // The changed files were downloaded while the other part was listed; none of it is kept.
+    expect(await storageDownloads(emu())).toBe(changed.length);
+    expect(await readdir(join(archive, 'snapshots'))).toEqual([first.id]);
+    expect((await readFile(join(archive, 'latest'), 'utf8')).trim()).toBe(first.id);
+    expect((await verifyExport(first.path)).problems).toEqual([]);
+
+    await resetStats(emu());
+    const rerun = (await archiveRun(api(), archive)).snapshot!;
+    expect(await storageDownloads(emu())).toBe(changed.length);
+    expect(rerun.counts).toMatchObject({ files: first.counts.files, changed: changed.length, unchanged: first.counts.files - changed.length, failed: 0 });
+    expect((await verifyExport(rerun.path)).problems).toEqual([]);
+    const held = await manifestOf(rerun.path);
+    expect([...held.values()].filter((l) => changed.includes(fileId(l))).length).toBe(changed.length);
+  });
+
   it('leaves a .partial that the next run continues, downloading only what is missing', async () => {
     const archive = join(tempDir('wds-archive-'), 'a');
     const stopped = await stoppedRun(archive, 10);

@@ -10,9 +10,10 @@ import { describe, expect, it } from 'vitest';
 import { RunReport, type Outcome } from '../../src/stages/report.js';
 import { redactValue, registerSecret } from '../../src/util/redact.js';
 
-function reportOf(items: number, onDisk = false): RunReport {
+function reportOf(items: number, onDisk = false, countOnly = false): RunReport {
   const report = new RunReport('photos export');
   if (onDisk) report.keepItemsOnDisk();
+  if (countOnly) report.countOnly();
   const outcomes: Outcome[] = ['ok', 'skipped', 'failed'];
   for (let i = 0; i < items; i += 1) {
     const outcome = outcomes[i % 3]!;
@@ -115,5 +116,24 @@ describe('report items kept on disk', () => {
       if (tmp === undefined) delete process.env.TMPDIR;
       else process.env.TMPDIR = tmp;
     }
+  });
+});
+
+describe('a report of counts only', () => {
+  it('counts what a full report counts and keeps its first problems, without a file or the items', () => {
+    const open = spillFiles();
+    const full = reportOf(3000, true);
+    const counted = reportOf(3000, true, true);
+    expect(spillFiles()).toBe(open + 1);
+    expect(counted.counts).toEqual(full.counts);
+    expect(counted.bytes).toBe(full.bytes);
+    expect(counted.itemCount).toBe(3000);
+    expect(counted.problems).toBe(1000);
+    expect(counted.firstProblems).toEqual(full.firstProblems);
+    expect(counted.summary()).toMatchObject({ counts: full.counts, bytes: full.bytes });
+    // Nothing pretends to be the items: a report file asked of it fails, naming why.
+    expect(() => counted.items).toThrow('kept counts only');
+    expect(() => [...counted.jsonParts()]).toThrow('kept counts only');
+    full.close();
   });
 });

@@ -6,7 +6,7 @@
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { readdir, writeFile } from 'node:fs/promises';
+import { readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifyExport } from '../../src/pipelines/verify.js';
@@ -115,6 +115,23 @@ describe('wds-files run', () => {
     expect((await readdir(join(dir, 'refused'))).sort()).toEqual(['Q0009.jpg', 'Q0009.jpg.reason.txt']);
     expect(received.length).toBe(before + 1);
     expect(received.at(-1)!.body).toMatchObject({ event: 'partial', pipeline: 'cli-dropbox', status: 'partial', counts: { invalid: 1 } });
+  });
+
+  it('an archive run writes each file to --report when asked, and the same counts without it', async () => {
+    const file = await pipeline(['name: cli-archive-report', 'from: { service: attachments }', 'to: { archive: archive }']);
+    const first = await run([file, '--json']);
+    expect(first.code, first.stderr).toBe(0);
+    const summary = JSON.parse(first.stdout) as { counts: Record<string, number>; files: number };
+    expect(summary.counts.ok).toBeGreaterThan(0);
+    const reportFile = join(file, '..', 'report.json');
+    const second = await run([file, '--json', '--report', reportFile]);
+    expect(second.code, second.stderr).toBe(0);
+    const counts = (JSON.parse(second.stdout) as { counts: Record<string, number> }).counts;
+    // Nothing changed: every file of the first run is taken over, and the report names each.
+    expect(counts.skipped).toBe(summary.counts.ok);
+    const report = JSON.parse(await readFile(reportFile, 'utf8')) as { items: { outcome: string; reason: string }[] };
+    expect(report.items).toHaveLength(summary.counts.ok!);
+    expect(report.items.every((item) => item.outcome === 'skipped' && item.reason.startsWith('unchanged since snapshot'))).toBe(true);
   });
 
   it('a run that succeeds exits 0 even when its receiver is down, saying the notification was not sent', async () => {

@@ -75,6 +75,7 @@ async function exportWith(what: 'photos' | 'attachments', argv: ExportArgs): Pro
       field: argv.field,
       concurrency: argv.concurrency,
       signal: stopSignal(),
+      keepItems: Boolean(argv.report),
       onProgress: (p) => progress.update({
         done: p.done + p.skipped + p.failed, total: p.total, bytes: p.bytes, failed: p.failed, retries: p.retries,
         note: p.relists ? `${p.relists} re-lists` : undefined,

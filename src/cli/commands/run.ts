@@ -64,6 +64,7 @@ export const runCommand: CommandModule<object, RunArgs> = {
         command: commandLine(),
         waitLockMs: argv['wait-lock'] ? parseDuration(argv['wait-lock']) ?? 0 : 0,
         logger: clientLogger,
+        keepItems: Boolean(argv.report),
       });
       // A dry run changed nothing: no one is told about it.
       if (!argv['dry-run']) await notifyRun(pipeline, summary, log);
