@@ -12,10 +12,20 @@
  */
 import { build } from 'esbuild';
 import { readFile } from 'node:fs/promises';
-import { join, relative, resolve } from 'node:path';
+import { dirname, join, relative, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import process from 'node:process';
 
 const out = resolve(process.argv[2] ?? 'dist');
+const here = dirname(fileURLToPath(import.meta.url));
+
+/** `undici` itself, in the bundle, is the part of it the CLI uses (scripts/undici-cli.mjs); its own files stay undici's. */
+const slimUndici = {
+  name: 'slim-undici',
+  setup(build) {
+    build.onResolve({ filter: /^undici$/ }, () => ({ path: join(here, 'undici-cli.mjs') }));
+  },
+};
 const cli = join(out, 'cli');
 
 const result = await build({
@@ -36,6 +46,7 @@ const result = await build({
   // The CommonJS packages bundled (undici, archiver...) require Node's modules, which an ES module
   // can do only through a require of its own.
   banner: { js: "import { createRequire as __wdsCreateRequire } from 'node:module';\nconst require = __wdsCreateRequire(import.meta.url);" },
+  plugins: [slimUndici],
   legalComments: 'eof',
   logLevel: 'warning',
   metafile: true,
