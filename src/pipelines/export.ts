@@ -124,10 +124,10 @@ interface Stage {
 }
 
 /**
- * A run that ends before its plan (the listing failed, or it was stopped while the service
- * listed): the downloads started early stop, and the snapshot opened for it goes with what they
- * downloaded, so the archive is left as it was. A `.partial` continued from an earlier run stays,
- * with the files its manifest lists, for the next run.
+ * A run that ends before its plan (the listing failed, or it was stopped while the service listed
+ * before any file started): the downloads started early stop, and the snapshot opened for it goes
+ * with what they downloaded, so the archive is left as it was. A `.partial` continued from an
+ * earlier run stays, with the files its manifest lists, for the next run.
  */
 async function abandon(staging: Promise<Stage> | null, opening: Promise<SnapshotBuild> | null, abort: (reason: unknown) => void, reason: unknown): Promise<void> {
   abort(reason);
@@ -222,12 +222,32 @@ export async function runExport(options: ExportOptions): Promise<ExportResult> {
   const { lister } = listed;
   report.notes.push(...listed.notes);
   if (options.signal?.aborted) {
-    // Stopped while the service listed the files: no snapshot or file is written.
-    await abandon(staging, opening, abort, options.signal.reason);
-    closeRun();
     report.interrupted = { signal: interruptedBy(options.signal), total: listed.files.length };
+    const stage = early && early.started.size > 0 ? await staging!.catch(() => null) : null;
+    let snapshot: SnapshotInfo | undefined;
+    if (stage?.build) {
+      // Stopped while the service listed, once files had been started early: those that landed
+      // stay in the snapshot's .partial, which the next run continues, as after any stop.
+      stage.feed.end();
+      await stage.downloading.catch(() => undefined);
+      await stage.downloads.close();
+      const { build, sink, recorder } = stage;
+      try {
+        await onDisk(options.out, () => sink.pause(build.noteLine));
+        snapshot = await onDisk(build.dir, () => build.pause(recorder.progress.failed));
+      } catch (error) {
+        await sink.abort().catch(() => undefined);
+        await build.discard().catch(() => undefined);
+        closeRun();
+        throw asTargetError(options.out, error);
+      }
+    } else {
+      // Stopped while the service listed the files, before any was started: nothing is written.
+      await abandon(staging, opening, abort, options.signal.reason);
+    }
+    closeRun();
     report.finish();
-    return { report, relists: lister.relists, changed: 0, out: options.out };
+    return { report, relists: lister.relists, changed: 0, out: options.out, ...(snapshot ? { snapshot } : {}) };
   }
 
   // sink: opened once the listing is in (an archive's, while it came in), with what an earlier run left there.

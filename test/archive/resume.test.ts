@@ -87,6 +87,42 @@ describe('an interrupted archive run', () => {
     expect([...held.values()].filter((l) => changed.includes(fileId(l))).length).toBe(changed.length);
   });
 
+  it('stopped while the service lists, once a file part\'s changed files landed, keeps them in a .partial the next run continues', async () => {
+    const archive = join(tempDir('wds-archive-'), 'a');
+    const first = (await archiveRun(api(), archive)).snapshot!;
+    const changed = await changeAttachments(emu(), 6);
+    const parts = new Set(changed.map((id) => id.split('/').slice(0, 2).join('/')));
+    const layouts = await api().sheets.layouts();
+    const other = layouts.flatMap((l) => l.custom_fields.filter((f) => f.type_detail === 'attach_file').map((f) => `${l.id}/${f.id}`)).find((part) => !parts.has(part));
+    await emu().control('POST', '/faults', { api: { path_contains: `/sheets/${other!.replace('/', '/custom_fields/')}/file`, latency_ms: 400 } });
+    const stop = new AbortController();
+    let stopped;
+    try {
+      stopped = await archiveRun(api(), archive, {
+        signal: stop.signal,
+        onProgress: (p) => {
+          if (p.done >= changed.length && !stop.signal.aborted) stop.abort('SIGINT');
+        },
+      });
+    } finally {
+      await emu().control('DELETE', '/faults');
+    }
+    // Every changed file landed before the other part was listed.
+    expect(stopped.report.interrupted?.signal).toBe('SIGINT');
+    expect(stopped.report.counts.ok).toBe(changed.length);
+    expect(stopped.snapshot!.path.endsWith('.partial')).toBe(true);
+    expect([...(await manifestOf(stopped.snapshot!.path)).values()].map(fileId).sort()).toEqual([...changed].sort());
+    expect((await readFile(join(archive, 'latest'), 'utf8')).trim()).toBe(first.id);
+
+    await resetStats(emu());
+    const rerun = await archiveRun(api(), archive);
+    expect(await storageDownloads(emu())).toBe(0);
+    expect(rerun.snapshot!.counts).toMatchObject({ files: first.counts.files, changed: changed.length, unchanged: first.counts.files - changed.length, failed: 0 });
+    expect(rerun.report.notes.join('\n')).toContain(`continued the snapshot an interrupted run left (${stopped.snapshot!.id}.partial)`);
+    expect((await verifyExport(rerun.snapshot!.path)).problems).toEqual([]);
+    expect(await readdir(join(archive, 'snapshots'))).toEqual([first.id, rerun.snapshot!.id]);
+  });
+
   it('leaves a .partial that the next run continues, downloading only what is missing', async () => {
     const archive = join(tempDir('wds-archive-'), 'a');
     const stopped = await stoppedRun(archive, 10);
