@@ -279,7 +279,7 @@ export class SnapshotBuild {
    * 20,000 lines at the end of every run). Of a file's lines, the last counts.
    */
   readonly noteLine = (line: ManifestLine): void => {
-    this.lines.set(manifestKey(line), { path: line.path, size: line.size, sha256: line.sha256, updated_at: line.updated_at });
+    this.lines.set(manifestKey(line), line);
   };
 
   private tally(failed: number): { counts: SnapshotCounts; bytes: { total: number; new: number } } {

@@ -10,7 +10,7 @@ import { removeEmptyDirs, type EntryWriter, type ExportSink } from './sink.js';
 import { rest } from './zip-output.js';
 import { digestOf, hashFile } from '../util/hash-file.js';
 import { LinkCheck, MANIFEST_NAME, formatLine, manifestChunks, parseManifest, sortLines, type ManifestLine } from './manifest.js';
-import { syncFolder, writeSortedManifest } from './manifest-sort.js';
+import { LineIndex, syncFolder, writeSortedManifest } from './manifest-sort.js';
 
 const TMP = '.wds-tmp';
 /** A file's bytes are written in batches of this size (the last one smaller). */
@@ -27,6 +27,8 @@ export class FolderSink implements ExportSink {
   private manifestSize = 0;
   private counter = 0;
   private readonly madeDirs = new Set<string>();
+  /** Where each line of the manifest is, for the final manifest (LineIndex). */
+  private readonly index = new LineIndex();
   /** Folders on the way to the files, checked for links once each. */
   private readonly links: LinkCheck;
   /** The first folder `create` made for the target, if it was not there. */
@@ -72,8 +74,10 @@ export class FolderSink implements ExportSink {
     // The manifest on disk now names only the files that are there: a line cut by a killed run is
     // dropped, so the lines this run appends start on a line of their own.
     const temp = join(this.target, TMP, MANIFEST_NAME);
-    await writeFile(temp, manifestChunks(sortLines(intact.values())));
+    const sorted = sortLines(intact.values());
+    await writeFile(temp, manifestChunks(sorted));
     await rename(temp, join(this.target, MANIFEST_NAME));
+    for (const line of sorted) this.index.add(line, Buffer.byteLength(formatLine(line)));
     return intact;
   }
 
@@ -194,7 +198,8 @@ export class FolderSink implements ExportSink {
     this.nextBatch = null;
     const lines = this.queued;
     this.queued = [];
-    const data = Buffer.from(lines.map(formatLine).join(''));
+    const texts = lines.map(formatLine);
+    const data = Buffer.from(texts.join(''));
     try {
       if (!this.manifest) {
         this.manifest = await open(join(this.target, MANIFEST_NAME), 'a');
@@ -206,6 +211,7 @@ export class FolderSink implements ExportSink {
         at += bytesWritten;
       }
       this.manifestSize += data.length;
+      lines.forEach((line, i) => this.index.add(line, Buffer.byteLength(texts[i]!)));
     } catch (error) {
       await this.manifest?.truncate(this.manifestSize).catch(() => undefined);
       await Promise.all(lines.map((line) => rm(join(this.target, line.path), { force: true }).catch(() => undefined)));
@@ -236,7 +242,7 @@ export class FolderSink implements ExportSink {
     const temp = join(this.target, TMP, 'manifest.jsonl');
     // The lines are read back from the manifest appended to, rather than kept in memory while
     // the files download, where they grew with the run's files.
-    await writeSortedManifest(manifest, temp, onLine);
+    await writeSortedManifest(manifest, temp, onLine, this.index);
     await rename(temp, manifest);
     await syncFolder(this.target);
     await rm(join(this.target, TMP), { recursive: true, force: true });
