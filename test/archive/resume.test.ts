@@ -34,6 +34,20 @@ async function stoppedRun(archive: string, after: number) {
   return result;
 }
 
+/**
+ * Changes 6 attachments of one file part, and makes the listing of another come 400 ms late, with
+ * `fault` besides: the changed files' part is listed, and its files start, while the other is not.
+ */
+async function changeOnePart(fault: Record<string, unknown>): Promise<string[]> {
+  const changed = await changeAttachments(emu(), 6);
+  const parts = new Set(changed.map((id) => id.split('/').slice(0, 2).join('/')));
+  const layouts = await api().sheets.layouts();
+  const other = layouts.flatMap((l) => l.custom_fields.filter((f) => f.type_detail === 'attach_file').map((f) => `${l.id}/${f.id}`)).find((part) => !parts.has(part));
+  expect(other, 'a file part with no changed file').toBeDefined();
+  await emu().control('POST', '/faults', { api: { path_contains: `/sheets/${other!.replace('/', '/custom_fields/')}/file`, latency_ms: 400, ...fault } });
+  return changed;
+}
+
 describe('an interrupted archive run', () => {
   it('that could not list the files leaves the archive as it was: no new snapshot, none of the folders it began making', async () => {
     const archive = join(tempDir('wds-archive-'), 'a');
@@ -57,13 +71,8 @@ describe('an interrupted archive run', () => {
   it('whose listing fails after a file part\'s changed files began downloading leaves the archive as it was, and the next run fetches them', async () => {
     const archive = join(tempDir('wds-archive-'), 'a');
     const first = (await archiveRun(api(), archive)).snapshot!;
-    const changed = await changeAttachments(emu(), 6);
-    const parts = new Set(changed.map((id) => id.split('/').slice(0, 2).join('/')));
-    const layouts = await api().sheets.layouts();
-    const other = layouts.flatMap((l) => l.custom_fields.filter((f) => f.type_detail === 'attach_file').map((f) => `${l.id}/${f.id}`)).find((part) => !parts.has(part));
-    expect(other, 'a file part with no changed file').toBeDefined();
     // The other part's listing comes late and fails; the changed files' part is listed at once.
-    await emu().control('POST', '/faults', { api: { path_contains: `/sheets/${other!.replace('/', '/custom_fields/')}/file`, latency_ms: 400, error_rate: 1, error_statuses: [500] } });
+    const changed = await changeOnePart({ error_rate: 1, error_statuses: [500] });
     await resetStats(emu());
     const failing = clientFor(emu(), { retry: { maxAttempts: 2, baseDelayMs: 10, maxDelayMs: 50 } });
     try {
@@ -90,11 +99,7 @@ describe('an interrupted archive run', () => {
   it('stopped while the service lists, once a file part\'s changed files landed, keeps them in a .partial the next run continues', async () => {
     const archive = join(tempDir('wds-archive-'), 'a');
     const first = (await archiveRun(api(), archive)).snapshot!;
-    const changed = await changeAttachments(emu(), 6);
-    const parts = new Set(changed.map((id) => id.split('/').slice(0, 2).join('/')));
-    const layouts = await api().sheets.layouts();
-    const other = layouts.flatMap((l) => l.custom_fields.filter((f) => f.type_detail === 'attach_file').map((f) => `${l.id}/${f.id}`)).find((part) => !parts.has(part));
-    await emu().control('POST', '/faults', { api: { path_contains: `/sheets/${other!.replace('/', '/custom_fields/')}/file`, latency_ms: 400 } });
+    const changed = await changeOnePart({});
     const stop = new AbortController();
     let stopped;
     try {
