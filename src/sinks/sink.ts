@@ -7,6 +7,7 @@ import { dirname, isAbsolute, relative, resolve } from 'node:path';
 import type { ManifestLine } from './manifest.js';
 import type { FileDigest } from '../util/hash-file.js';
 import type { StartGate } from '../stages/download.js';
+import { noSpaceCause } from '../util/no-space.js';
 
 /** One file being written. The sink stores it, and hashes what it stored. */
 export interface EntryWriter {
@@ -79,7 +80,7 @@ export class TargetError extends Error {
 
   constructor(readonly target: string, cause: unknown, path?: string) {
     const code = (cause as { code?: unknown }).code;
-    const known = typeof code === 'string' ? CAUSES[code] : undefined;
+    const known = code === 'ENOSPC' ? noSpaceCause(target) : typeof code === 'string' ? CAUSES[code] : undefined;
     const what = known ? `${known} (${code}${path ? `, writing ${path}` : ''})` : `${path ? `${path}: ` : ''}${(cause as Error).message}`;
     super(`cannot write the export ${target}: ${what}; run the export again once that is fixed, and it goes on from the files already there`, { cause });
     this.name = 'TargetError';

@@ -38,7 +38,7 @@ export async function onDisk<T>(out: string, step: () => Promise<T>): Promise<T>
   try {
     return await step();
   } catch (error) {
-    throw error instanceof TargetError ? error : new TargetError(out, error);
+    throw error instanceof TargetError ? error : error instanceof SinkError ? new TargetError(out, error.cause, error.path) : new TargetError(out, error);
   }
 }
 

@@ -12,6 +12,7 @@ import { link, open, readdir, rename, rm, stat, unlink, utimes } from 'node:fs/p
 import { hostname } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { noSpaceCause } from './no-space.js';
 
 /** The lock of a folder target, inside it; dot-named so that imports of the folder skip it. */
 export const FOLDER_LOCK_NAME = '.wds-lock';
@@ -122,7 +123,9 @@ async function tryCreate(file: string, holder: LockHolder): Promise<boolean> {
   try {
     handle = await open(file, 'wx');
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'EEXIST') return false;
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'EEXIST') return false;
+    if (code === 'ENOSPC') throw new Error(`cannot take the lock ${file}: ${noSpaceCause(file)} (ENOSPC)`, { cause: error });
     throw error;
   }
   try {

@@ -10,14 +10,14 @@ import { afterAll, beforeAll } from 'vitest';
 
 export const isRoot = process.getuid?.() === 0;
 
-/** Mounts the tmpfs before the file's tests and removes it after them; returns its folder. */
-export function useTmpfs(testFile: string, size: string): () => string {
+/** Mounts the tmpfs (`options` besides its size, as `nr_inodes=300`) before the file's tests and removes it after them; returns its folder. */
+export function useTmpfs(testFile: string, size: string, options = ''): () => string {
   if (!isRoot) console.log(`${testFile}: skipped: mounting a tmpfs needs root, and this test runs as another user`);
   let mountPoint = '';
   beforeAll(() => {
     if (!isRoot) return;
     mountPoint = mkdtempSync(join(tmpdir(), 'wds-tmpfs-'));
-    execFileSync('mount', ['-t', 'tmpfs', '-o', `size=${size}`, 'tmpfs', mountPoint]);
+    execFileSync('mount', ['-t', 'tmpfs', '-o', `size=${size}${options ? `,${options}` : ''}`, 'tmpfs', mountPoint]);
   });
   afterAll(() => {
     if (!mountPoint) return;
