@@ -264,8 +264,7 @@ export async function runExport(options: ExportOptions): Promise<ExportResult> {
   let snapshot: SnapshotInfo | undefined;
   try {
     // plan
-    const reference = early?.reference ?? build?.reference();
-    const { jobs, kept: planned, link } = planExport(listed.files, intact, reference);
+    const { jobs, kept: planned, link } = planExport(listed.files, intact, build?.reference());
     build?.noteListing(listed.files.map((file) => file.key));
     // Files a zip's earlier run holds but cannot hand over whole are downloaded again, to the
     // same path; those a stop kept it from reaching are not reported.

@@ -26,8 +26,6 @@ export interface EarlyStart {
 export class EarlyDownloads {
   /** Keys of the files started here: the plan leaves them out. */
   readonly started = new Set<string>();
-  /** The earlier snapshots' lines given to `ready`, for the plan. */
-  reference: ReadonlyMap<string, ManifestLine> | undefined;
   private waiting: Map<string, RemoteFile>[] = [];
   private start: EarlyStart | null = null;
   /** Set once `ready` found nothing may start early: later listings are left to the plan. */
@@ -41,7 +39,6 @@ export class EarlyDownloads {
 
   /** The snapshot and its downloads are ready: the files offered so far start. */
   ready(start: EarlyStart): void {
-    this.reference = start.reference;
     this.start = start.eligible ? start : null;
     this.off = this.start === null;
     const waiting = this.waiting;
