@@ -38,7 +38,8 @@ export async function onDisk<T>(out: string, step: () => Promise<T>): Promise<T>
   try {
     return await step();
   } catch (error) {
-    throw error instanceof TargetError ? error : error instanceof SinkError ? new TargetError(out, error.cause, error.path) : new TargetError(out, error);
+    const named = asTargetError(out, error);
+    throw named instanceof TargetError ? named : new TargetError(out, error);
   }
 }
 
