@@ -26,6 +26,24 @@ const slimUndici = {
     build.onResolve({ filter: /^undici$/ }, () => ({ path: join(here, 'undici-cli.mjs') }));
   },
 };
+/**
+ * yargs finds "its" package.json (for the version it shows by default) by walking up from the
+ * folder above its node_modules, reading each folder's entries. Bundled, its module is no longer
+ * under node_modules and it walked up from the working directory instead: a run started in a
+ * folder of 20,000 photos, or under a large /tmp, read every name there at each start. The
+ * bundle's chunks sit in `<package>/dist/cli/`, so the package's root is `../..` from them.
+ */
+const yargsRoot = {
+  name: 'yargs-root',
+  setup(build) {
+    build.onLoad({ filter: /[\\/]yargs[\\/]lib[\\/]platform-shims[\\/]esm\.mjs$/ }, async ({ path }) => {
+      const source = await readFile(path, 'utf8');
+      const walk = "const mainFilename = __dirname.substring(0, __dirname.lastIndexOf('node_modules'));";
+      if (!source.includes(walk)) throw new Error(`bundle-cli: ${path} no longer finds its package as this script expects; see yargsRoot`);
+      return { contents: source.replace(walk, "const mainFilename = fileURLToPath(new URL('../..', import.meta.url));"), loader: 'js' };
+    });
+  },
+};
 const cli = join(out, 'cli');
 
 const result = await build({
@@ -46,7 +64,7 @@ const result = await build({
   // The CommonJS packages bundled (undici, archiver...) require Node's modules, which an ES module
   // can do only through a require of its own.
   banner: { js: "import { createRequire as __wdsCreateRequire } from 'node:module';\nconst require = __wdsCreateRequire(import.meta.url);" },
-  plugins: [slimUndici],
+  plugins: [slimUndici, yargsRoot],
   legalComments: 'eof',
   logLevel: 'warning',
   metafile: true,
