@@ -202,9 +202,13 @@ export async function runExport(options: ExportOptions): Promise<ExportResult> {
   // A folder's or a zip's wait for the listing: a run that cannot list touches nothing there.
   const early = opening ? new EarlyDownloads() : null;
   let staging: Promise<Stage> | null = null;
-  let listed: Listed;
+  let listed: Listed | null = null;
+  let relists = (): number => 0;
   try {
-    const { lister, notes } = await openLister(client, { what: options.what, sheets, field: options.field, since });
+    // The run's signal cuts the listing: a stop while the service lists (or while a 429 makes the
+    // run wait) ends the run now, not once the answer comes.
+    const { lister, notes } = await openLister(client, { what: options.what, sheets, field: options.field, since }, signal);
+    relists = () => lister.relists;
     if (opening) {
       staging = opening.then(async (build) => {
         const stage = await openStage(build, lister);
@@ -215,14 +219,17 @@ export async function runExport(options: ExportOptions): Promise<ExportResult> {
     }
     listed = { files: await lister.listAll(early ? (files) => early.offer(files) : undefined), lister, notes };
   } catch (error) {
-    await abandon(staging, opening, abort, error);
-    closeRun();
-    throw error;
+    // A listing cut by the caller's stop ends the run as stopped, below.
+    if (!options.signal?.aborted) {
+      await abandon(staging, opening, abort, error);
+      closeRun();
+      throw error;
+    }
   }
-  const { lister } = listed;
-  report.notes.push(...listed.notes);
+  if (listed) report.notes.push(...listed.notes);
   if (options.signal?.aborted) {
-    report.interrupted = { signal: interruptedBy(options.signal), total: listed.files.length };
+    // How many files there are is known only when the listing came in whole.
+    report.interrupted = { signal: interruptedBy(options.signal), ...(listed ? { total: listed.files.length } : {}) };
     const stage = early && early.started.size > 0 ? await staging!.catch(() => null) : null;
     let snapshot: SnapshotInfo | undefined;
     if (stage?.build) {
@@ -247,8 +254,11 @@ export async function runExport(options: ExportOptions): Promise<ExportResult> {
     }
     closeRun();
     report.finish();
-    return { report, relists: lister.relists, changed: 0, out: options.out, ...(snapshot ? { snapshot } : {}) };
+    return { report, relists: relists(), changed: 0, out: options.out, ...(snapshot ? { snapshot } : {}) };
   }
+  // Not stopped: the listing came in whole (one that failed threw above).
+  listed = listed!;
+  const { lister } = listed;
 
   // sink: opened once the listing is in (an archive's, while it came in), with what an earlier run left there.
   let stage: Stage;

@@ -25,13 +25,16 @@ export interface Listed {
   notes: string[];
 }
 
-/** What is to be listed (the file parts, for attachments), and the lister that lists it. */
-export async function openLister(client: WdsClient, request: ListRequest): Promise<Omit<Listed, 'files'>> {
+/**
+ * What is to be listed (the file parts, for attachments), and the lister that lists it. `signal`
+ * stops its requests: those of this call and every listing of the lister's.
+ */
+export async function openLister(client: WdsClient, request: ListRequest, signal?: AbortSignal): Promise<Omit<Listed, 'files'>> {
   const targets: ListTarget[] = request.what === 'photos'
     ? [{ id: 'photos', kind: 'photo' }]
-    : await attachmentTargets(client, { sheets: request.sheets, field: request.field });
+    : await attachmentTargets(client, { sheets: request.sheets, field: request.field, signal });
   const notes = request.what === 'attachments' && targets.length === 0 ? ['no sheet has a file part'] : [];
-  return { lister: new UrlLister(client, targets, request.since), notes };
+  return { lister: new UrlLister(client, targets, request.since, signal), notes };
 }
 
 /** Lists every file; `onListed` is given each listing's files (a photo listing, or a file part's) as it comes in. */

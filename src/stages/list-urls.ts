@@ -81,6 +81,11 @@ export class UrlLister {
     private readonly client: WdsClient,
     readonly targets: ListTarget[],
     private readonly since?: string,
+    /**
+     * Stops every listing under way and each wait for the limits or a retry: a run stopped while
+     * the service lists (or while it waits out a 429 of up to 40 minutes) ends at once.
+     */
+    private readonly signal?: AbortSignal,
   ) {}
 
   /** The first listing of every target; `onListed` is given each target's files as they come. */
@@ -144,7 +149,7 @@ export class UrlLister {
     };
     const files = new Map<string, RemoteFile>();
     if (target.kind === 'photo') {
-      const entries = await this.client.faceImages.list({ updatedSince: this.since, onHeaders });
+      const entries = await this.client.faceImages.list({ updatedSince: this.since, onHeaders, signal: this.signal });
       for (const e of entries) {
         const file: RemoteFile = {
           key: photoKey(e.code), kind: 'photo', code: e.code, sheet_id: null, custom_field_id: null, record_index: null,
@@ -156,7 +161,7 @@ export class UrlLister {
     } else {
       const sheetId = target.sheetId!;
       const fieldId = target.fieldId!;
-      const entries = await this.client.attachments.list(sheetId, fieldId, { updatedSince: this.since, onHeaders });
+      const entries = await this.client.attachments.list(sheetId, fieldId, { updatedSince: this.since, onHeaders, signal: this.signal });
       for (const member of entries) {
         member.records.forEach((r, index) => {
           const file: RemoteFile = {
@@ -190,6 +195,8 @@ export interface AttachmentScope {
   sheet?: number;
   /** Only this file part (of the one sheet named, when one is). */
   field?: number;
+  /** Stops the request for the sheets' layouts. */
+  signal?: AbortSignal;
 }
 
 /**
@@ -202,7 +209,7 @@ export async function attachmentTargets(client: WdsClient, only: AttachmentScope
   if (only.field !== undefined && sheets !== undefined && sheets.length > 1) {
     throw new UnknownTargetError(`field ${only.field} is a file part of one sheet, and ${sheets.length} sheets are named (${sheets.join(', ')}): name its sheet alone`);
   }
-  const layouts = await client.sheets.layouts();
+  const layouts = await client.sheets.layouts({ signal: only.signal });
   const targets: ListTarget[] = [];
   const fileParts = (layout: (typeof layouts)[number]) => layout.custom_fields.filter((field) => field.type_detail === 'attach_file');
   const list = (items: { id: number; name: string }[]): string => items.map((i) => `${i.id} (${i.name})`).join(', ') || 'none';

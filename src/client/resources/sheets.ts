@@ -35,8 +35,8 @@ export class Sheets {
   constructor(private readonly t: Transport) {}
 
   /** Every sheet's layout: its fields and their types; `getCalcType: true` includes the formula fields (default false). */
-  async layouts(options: { getCalcType?: boolean } = {}): Promise<SheetLayout[]> {
-    const answer = await this.t.call('sheets.layouts', { query: { get_calc_type: options.getCalcType } }, sheetLayoutsAnswerSchema);
+  async layouts(options: { getCalcType?: boolean; signal?: AbortSignal } = {}): Promise<SheetLayout[]> {
+    const answer = await this.t.call('sheets.layouts', { query: { get_calc_type: options.getCalcType }, signal: options.signal }, sheetLayoutsAnswerSchema);
     return answer.sheets;
   }
 
