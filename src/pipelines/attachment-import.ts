@@ -17,7 +17,7 @@ import type { WdsClient } from '../client/client.js';
 import type { ImportSource } from '../sources/source.js';
 import { stageOptions } from '../stages/options.js';
 import { closingOnError, readNames, refuse } from '../stages/read.js';
-import { AttachmentRouting, type AttachmentImportMode, type AttachmentLane, type RoutedFile } from '../stages/attachment-route.js';
+import { AttachmentRouting, type AttachmentImportMode, type AttachmentLane, type PlacedFile, type RoutedFile } from '../stages/attachment-route.js';
 import { checkAttachmentFile, type AttachmentVerdict } from '../stages/attachment-check.js';
 import { batchInLanes, fewestRequests, planGroupedBatches, type Batch } from '../stages/batch.js';
 import { BATCHES_AHEAD, mapInOrder, prefetch, drain } from '../stages/flow.js';
@@ -153,11 +153,19 @@ export async function runAttachmentImport(options: AttachmentImportOptions): Pro
     if (signal?.aborted) return result();
 
     // dedupe and route: where each file goes, from the layouts and one listing of each file part.
-    const routing = await AttachmentRouting.layouts(client, journal);
-    const placed = routing.place(named.files, { sheet: options.sheet, field: options.field }, report);
-    // What an earlier run left unsettled is settled first, so that the listings are the truth.
-    if (journal) report.notes.push(...await settleEarlierRequests(client, journal, 'attachment', (files) => listFiles(client, files), signal));
-    await routing.list(placed);
+    // A stop cuts these requests, and the run ends as stopped, having sent nothing.
+    let routing: AttachmentRouting;
+    let placed: PlacedFile[];
+    try {
+      routing = await AttachmentRouting.layouts(client, journal, signal);
+      placed = routing.place(named.files, { sheet: options.sheet, field: options.field }, report);
+      // What an earlier run left unsettled is settled first, so that the listings are the truth.
+      if (journal) report.notes.push(...await settleEarlierRequests(client, journal, 'attachment', (files) => listFiles(client, files, signal), signal));
+      await routing.list(placed, signal);
+    } catch (error) {
+      if (signal?.aborted) return result();
+      throw error;
+    }
     const routed = routing.route(placed, mode, report);
     const before = (item: CheckedFile): JournalFile => {
       const file = { ...routing.journalFile(item), sha256: item.sha256 };
@@ -304,11 +312,11 @@ async function* sendable(
 }
 
 /** `updated_at` of each file of these file parts, keyed as the journal keys targets (the newest of a repeated name). */
-async function listFiles(client: WdsClient, parts: { sheet_id?: number; custom_field_id?: number }[]): Promise<Map<string, string>> {
+async function listFiles(client: WdsClient, parts: { sheet_id?: number; custom_field_id?: number }[], signal?: AbortSignal): Promise<Map<string, string>> {
   const now = new Map<string, string>();
   for (const part of new Set(parts.map((p) => `${p.sheet_id}:${p.custom_field_id}`))) {
     const [sheetId, fieldId] = part.split(':').map(Number) as [number, number];
-    for (const m of await client.attachments.list(sheetId, fieldId)) {
+    for (const m of await client.attachments.list(sheetId, fieldId, { signal })) {
       for (const r of m.records) {
         const target = targetOf('attachment', { code: m.code, sheet_id: sheetId, custom_field_id: fieldId, file_name: r.file_name });
         const seen = now.get(target);

@@ -153,8 +153,13 @@ export async function runPhotoImport(options: PhotoImportOptions): Promise<Photo
     // dedupe: one file per member.
     const single = dedupePhotos(named.files, report);
 
-    // route
-    const { routing, notes } = await listed;
+    // route: a stop cuts the listings, and the run ends as stopped, having sent nothing.
+    const listing = await listed.catch((error: unknown) => {
+      if (signal?.aborted) return null;
+      throw error;
+    });
+    if (!listing) return result();
+    const { routing, notes } = listing;
     report.notes.push(...notes);
     const order = sendOrder(routing.route(single, report).filter((photo) => {
       if (routing.worthChecking(photo)) return true;
@@ -227,8 +232,8 @@ export async function runPhotoImport(options: PhotoImportOptions): Promise<Photo
 
 /** What an earlier run left open is settled first, so that the listing routing reads is the truth. */
 async function listForRouting(client: WdsClient, mode: PhotoImportMode, journal: ImportJournal | undefined, signal?: AbortSignal): Promise<{ routing: PhotoRouting; notes: string[] }> {
-  const notes = journal ? await settleEarlierRequests(client, journal, 'photo', () => listPhotos(client), signal) : [];
-  return { routing: await PhotoRouting.list(client, mode, journal), notes };
+  const notes = journal ? await settleEarlierRequests(client, journal, 'photo', () => listPhotos(client, signal), signal) : [];
+  return { routing: await PhotoRouting.list(client, mode, journal, signal), notes };
 }
 
 const PHOTO_LIMITS = { maxItems: MAX_PHOTOS_PER_REQUEST, overheadBytes: PHOTO_BODY_OVERHEAD };

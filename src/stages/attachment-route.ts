@@ -97,9 +97,9 @@ export class AttachmentRouting {
   ) {}
 
   /** The layouts: which fields are file parts. */
-  static async layouts(client: WdsClient, journal: ImportJournal | undefined): Promise<AttachmentRouting> {
+  static async layouts(client: WdsClient, journal: ImportJournal | undefined, signal?: AbortSignal): Promise<AttachmentRouting> {
     const fileParts = new Map<string, { multi: boolean }>();
-    for (const l of await client.sheets.layouts()) {
+    for (const l of await client.sheets.layouts({ signal })) {
       for (const f of l.custom_fields) if (f.type_detail === 'attach_file') fileParts.set(`${l.id}:${f.id}`, { multi: l.record_type === 1 });
     }
     return new AttachmentRouting(client, fileParts, journal);
@@ -119,12 +119,12 @@ export class AttachmentRouting {
     return placed;
   }
 
-  /** One listing of members, and one of each file part the files go to. */
-  async list(files: PlacedFile[]): Promise<void> {
-    this.#members = new Set((await this.client.members.list()).member_data.map((m) => m.code));
+  /** One listing of members, and one of each file part the files go to; `signal` stops them. */
+  async list(files: PlacedFile[], signal?: AbortSignal): Promise<void> {
+    this.#members = new Set((await this.client.members.list({ signal })).member_data.map((m) => m.code));
     for (const part of new Set(files.map((f) => `${f.sheetId}:${f.fieldId}`))) {
       const [sheetId, fieldId] = part.split(':').map(Number) as [number, number];
-      const listing = await this.client.attachments.list(sheetId, fieldId);
+      const listing = await this.client.attachments.list(sheetId, fieldId, { signal });
       const held = new Map<string, string[]>();
       for (const m of listing) {
         held.set(m.code, m.records.map((r) => r.file_name));

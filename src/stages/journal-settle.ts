@@ -43,7 +43,7 @@ export async function settleEarlierRequests(client: WdsClient, journal: ImportJo
     const what = `a request of ${request.files.length} file${request.files.length === 1 ? '' : 's'} sent by an earlier run at ${request.at}`;
     if (request.task_id !== undefined) {
       try {
-        const task = await client.tasks.wait(request.task_id);
+        const task = await client.tasks.wait(request.task_id, { signal });
         journal.settled(request.id, request.files.map(() => task.status === 'OK'), `task ${task.id} ended ${task.status}, read by a later run`);
         notes.push(`${what}: its task ${task.id} ended ${task.status}`);
         continue;

@@ -51,8 +51,8 @@ export function dedupePhotos(files: SourceFile[], report: RunReport): SourceFile
 }
 
 /** `updated_at` of every member's photo, keyed as the journal keys targets. */
-export async function listPhotos(client: WdsClient): Promise<Map<string, string>> {
-  return new Map((await client.faceImages.list()).map((p) => [`photo:${p.code}`, p.updated_at]));
+export async function listPhotos(client: WdsClient, signal?: AbortSignal): Promise<Map<string, string>> {
+  return new Map((await client.faceImages.list({ signal })).map((p) => [`photo:${p.code}`, p.updated_at]));
 }
 
 /** The route stage: one listing of members and one of photos, each file sent as its member needs. */
@@ -65,8 +65,9 @@ export class PhotoRouting {
     private readonly journal: ImportJournal | undefined,
   ) {}
 
-  static async list(client: WdsClient, mode: PhotoImportMode, journal: ImportJournal | undefined): Promise<PhotoRouting> {
-    const [listed, photos] = await Promise.all([client.members.list(), listPhotos(client)]);
+  /** `signal` stops both listings (a stopped run does not wait for them, nor for a limit in their way). */
+  static async list(client: WdsClient, mode: PhotoImportMode, journal: ImportJournal | undefined, signal?: AbortSignal): Promise<PhotoRouting> {
+    const [listed, photos] = await Promise.all([client.members.list({ signal }), listPhotos(client, signal)]);
     return new PhotoRouting(new Set(listed.member_data.map((m) => m.code)), photos, mode, journal);
   }
 
