@@ -56,6 +56,8 @@ describe('a run stopped while the service lists', () => {
     // The listing would have come after HELD_MS: the run did not wait for it.
     expect(endedAfterMs).toBeLessThan(HELD_MS / 2);
     expect(run.stdout).toContain('interrupted: 0 of ? done; run it again to continue (stopped by SIGINT)');
+    expect(run.stdout).toContain(`stopped while the service listed: nothing written to ${out}`);
+    expect(run.stdout).not.toMatch(/^\s*written to /m);
     expect(existsSync(join(out, 'attachments'))).toBe(false);
     expect(existsSync(join(out, 'manifest.jsonl'))).toBe(false);
 

@@ -84,7 +84,9 @@ async function exportWith(what: 'photos' | 'attachments', argv: ExportArgs): Pro
     }).catch((error: unknown) => {
       throw error instanceof UnknownTargetError ? new UsageError(error.message) : error;
     }).finally(() => progress.stop());
-    const lines = [`written to ${result.out}`, ...result.report.notes];
+    // Stopped before the listing came in whole (its total unknown): the sink was never opened.
+    const listingCut = result.report.interrupted !== null && result.report.interrupted.total === undefined;
+    const lines = [listingCut ? `stopped while the service listed: nothing written to ${result.out}` : `written to ${result.out}`, ...result.report.notes];
     if (result.relists) lines.push(`download URLs expired: listed again ${result.relists} times`);
     if (result.changed) lines.push(`${result.changed} files changed on the service during the run; their new versions were downloaded`);
     await finishRun(argv, result.report, { out: result.out, relists: result.relists, changed: result.changed }, lines);
