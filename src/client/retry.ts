@@ -40,6 +40,32 @@ export function parseRetryAfter(value: string | string[] | undefined, now: numbe
   return Number.isNaN(date) ? undefined : Math.max(0, date - now);
 }
 
+/**
+ * `promise`, or the signal's reason as soon as `signal` is aborted: the caller stops waiting, and
+ * the work goes on for whoever else waits on it (a token issued for every concurrent call).
+ */
+export function untilAborted<T>(promise: Promise<T>, signal?: AbortSignal): Promise<T> {
+  if (!signal) return promise;
+  if (signal.aborted) {
+    promise.catch(() => undefined); // its own waiters see its failure; this caller has left
+    return Promise.reject(signal.reason as Error);
+  }
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = (): void => reject(signal.reason as Error);
+    signal.addEventListener('abort', onAbort, { once: true });
+    promise.then(
+      (value) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(value);
+      },
+      (error: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(error as Error);
+      },
+    );
+  });
+}
+
 export const sleep = (ms: number, signal?: AbortSignal): Promise<void> =>
   new Promise((resolve, reject) => {
     if (signal?.aborted) return reject(signal.reason as Error);

@@ -19,7 +19,7 @@ import { WaitMeter } from './wait-meter.js';
 import { passesQuickly } from './quick-checks.js';
 import type { TokenManager } from './auth.js';
 import type { ResolvedOptions } from './options.js';
-import { backoffDelay, parseRetryAfter, sleep } from './retry.js';
+import { backoffDelay, parseRetryAfter, sleep, untilAborted } from './retry.js';
 import type { WindowName } from './state-file.js';
 
 /** One call of {@link WdsClient.call}: its path parameters, query and body. */
@@ -110,7 +110,14 @@ export class Transport {
     this.updateDispatcher = options.dispatcher ?? new Agent({ connections: options.connections, pipelining: 0 });
   }
 
+  /**
+   * Aborted by close(): a token still being issued then (a stopped run's calls left their wait for
+   * it) is cut, instead of the close waiting for its answer, or for the token window's hour.
+   */
+  private readonly closing = new AbortController();
+
   async close(): Promise<void> {
+    this.closing.abort(new Error('the client was closed'));
     if (this.ownsDispatcher) await Promise.all([this.dispatcher.close(), this.updateDispatcher.close()]);
   }
 
@@ -173,7 +180,8 @@ export class Transport {
       'Content-Type': 'application/x-www-form-urlencoded;charset=UTF-8',
       'User-Agent': this.options.userAgent,
     };
-    return this.withRetries('POST', '/token', ['token'], false, async () => this.send('POST', url, headers, 'grant_type=client_credentials'));
+    const closing = this.closing.signal;
+    return this.withRetries('POST', '/token', ['token'], false, async () => this.send('POST', url, headers, 'grant_type=client_credentials', closing), closing);
   }
 
   /** One operation of the service, parsed with `schema` when given. */
@@ -189,8 +197,11 @@ export class Transport {
     const mutating = op.method !== 'GET';
     let renewed = false;
     // The token first: a slot's stamp is taken when the limiter lets the request go, and issuing a
-    // token between that and the send would make the request arrive later than the stamp says.
-    let first: string | undefined = await this.tokens().get();
+    // token between that and the send would make the request arrive later than the stamp says. A
+    // stop ends the wait for it (the token window's hour, or a slow answer), as it ends the limiter's.
+    const waits = call.signal && call.stopBeforeSending ? AbortSignal.any([call.signal, call.stopBeforeSending]) : call.signal ?? call.stopBeforeSending;
+    waits?.throwIfAborted();
+    let first: string | undefined = await untilAborted(this.tokens().get(), waits);
     const answer = await this.withRetries(op.method, path, windows, mutating, async () => {
       const token = first ?? (await this.tokens().get());
       first = undefined;

@@ -27,19 +27,22 @@ afterEach(async () => {
 /** Requests the emulator counted since the last reset: it counts a request once its latency is over, a token at once. */
 const counted = async (route: string): Promise<number> => (await stats(emu())).requests[route] ?? 0;
 
+/** The run has its token: the emulator counts a token request at once. */
+const tokenIssued = async (): Promise<boolean> => (await counted('POST /token')) > 0;
+
 /**
- * Runs the CLI with the requests whose path holds `held` held back, and sends `signal` once the
- * run has its token and a moment more to ask for them. Answers the run and how long it took to
- * end after the signal.
+ * Runs the CLI with the requests whose path holds `held` held back, and sends `signal` half a
+ * second after `ready` (by default: once the run has its token, and so asks for what is held).
+ * Answers the run and how long it took to end after the signal.
  */
-async function stopWhileHeld(args: string[], held: string, signal: NodeJS.Signals, env: NodeJS.ProcessEnv = {}): Promise<{ run: CliRun; endedAfterMs: number }> {
+async function stopWhileHeld(args: string[], held: string, signal: NodeJS.Signals, env: NodeJS.ProcessEnv = {}, ready = tokenIssued): Promise<{ run: CliRun; endedAfterMs: number }> {
   await resetStats(emu());
   await emu().control('POST', '/faults', { api: { path_contains: held, latency_ms: HELD_MS } });
   const child = spawnCli(args, env);
   const done = finished(child);
   let ended = false;
   void done.then(() => (ended = true));
-  while (!ended && (await counted('POST /token')) === 0) await new Promise((r) => setTimeout(r, 20));
+  while (!ended && !(await ready())) await new Promise((r) => setTimeout(r, 20));
   await new Promise((r) => setTimeout(r, 500));
   expect(ended, 'the run ended before it was stopped').toBe(false);
   const sent = Date.now();
@@ -67,6 +70,15 @@ describe('a run stopped while the service lists', () => {
     const verified = await verifyExport(out);
     expect(verified.problems).toEqual([]);
     expect(verified.ok).toBe(20);
+  });
+
+  it('attachments export: SIGINT while its token is issued ends it at once with exit 130', async () => {
+    const out = join(tempDir('wds-stop-listing-'), 'out');
+    // The run asks for its token once it holds the export's lock.
+    const { run, endedAfterMs } = await stopWhileHeld(['attachments', 'export', '--out', out, ...connectionArgs(emu())], '/token', 'SIGINT', {}, async () => existsSync(join(out, '.wds-lock')));
+    expect(run.code, run.stderr).toBe(130);
+    expect(endedAfterMs).toBeLessThan(HELD_MS / 2);
+    expect(run.stdout).toContain(`stopped while the service listed: nothing written to ${out}`);
   });
 
   it('archive run: SIGTERM ends it at once with exit 143, and the archive is as it was', async () => {
