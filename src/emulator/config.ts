@@ -14,7 +14,6 @@ import { seedFromDirectory } from './seed.js';
 import { seedGenerated, generateOptionsSchema, type GenerateOptions } from './generate.js';
 import { OPERATIONS, type OperationId } from '../spec/operations.js';
 import { REQUESTS_PER_HOUR, TOKENS_PER_HOUR, UPDATE_REQUESTS_PER_MINUTE } from '../spec/limits.js';
-import { describeIssues } from '../spec/schemas.js';
 
 export const DEFAULT_CONSUMER_KEY = 'demo-key';
 export const DEFAULT_CONSUMER_SECRET = 'demo-secret';
@@ -22,7 +21,7 @@ export const DEFAULT_CONSUMER_SECRET = 'demo-secret';
 const operationIds = OPERATIONS.map((o) => o.id) as [OperationId, ...OperationId[]];
 
 const companySchema = z.strictObject({
-  name: z.string().min(1).regex(/^[A-Za-z0-9._-]+$/, 'letters, digits, dot, dash and underscore only'),
+  name: z.string().min(1).regex(/^[A-Za-z0-9._-]+$/, 'may hold only letters, digits, dot, dash and underscore'),
   consumer_key: z.string().min(1),
   consumer_secret: z.string().min(1),
   enabled_operations: z.union([z.literal('all'), z.array(z.enum(operationIds))]).default('all'),
@@ -86,9 +85,52 @@ export interface EmulatorOptions {
   verbose?: boolean;
 }
 
+/** A config file that cannot be used, or an option the emulator cannot start with: the user's to mend. */
+export class EmulatorConfigError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'EmulatorConfigError';
+  }
+}
+
+/** What is wrong with a clock of this time zone and start (service time), if anything. */
+function clockProblem(timeZone: string | undefined, start: string | undefined): { field: 'time_zone' | 'start'; message: string } | null {
+  let clock: Clock;
+  try {
+    clock = new Clock({ timeZone });
+  } catch {
+    return { field: 'time_zone', message: `"${timeZone}" is no time zone; give an IANA name such as Asia/Tokyo` };
+  }
+  try {
+    if (start !== undefined) clock.parse(start);
+  } catch {
+    return { field: 'start', message: `"${start}" is no service time; write YYYY-MM-DD HH:MM:SS or YYYY-MM-DD, in the service's time zone` };
+  }
+  return null;
+}
+
+/** The rules between a config file's parts, which one part's schema cannot see. */
+function crossChecks(config: z.infer<typeof configFileSchema>): { path: (string | number)[]; message: string }[] {
+  const problems: { path: (string | number)[]; message: string }[] = [];
+  const names = new Map<string, number>();
+  const keys = new Map<string, number>();
+  config.companies.forEach((c, i) => {
+    if (c.seed !== undefined && c.generate) problems.push({ path: ['companies', i, 'generate'], message: `companies[${i}]: give either seed or generate, not both` });
+    const sameName = names.get(c.name);
+    if (sameName !== undefined) problems.push({ path: ['companies', i, 'name'], message: `companies[${i}].name: "${c.name}" names companies[${sameName}] already; each company needs a name of its own` });
+    else names.set(c.name, i);
+    // The consumer key picks the company a token is for: two alike would make one unreachable.
+    const sameKey = keys.get(c.consumer_key);
+    if (sameKey !== undefined) problems.push({ path: ['companies', i, 'consumer_key'], message: `companies[${i}].consumer_key: companies[${sameKey}] has this consumer key already; each company needs a key of its own` });
+    else keys.set(c.consumer_key, i);
+  });
+  const clock = clockProblem(config.clock?.time_zone, config.clock?.start);
+  if (clock) problems.push({ path: ['clock', clock.field], message: `clock.${clock.field}: ${clock.message}` });
+  return problems;
+}
+
 function settingsFrom(c: CompanyFileConfig, baseDir: string): CompanySettings {
   let seed: CompanySettings['seed'] = () => undefined;
-  if (c.seed && c.generate) throw new Error(`company "${c.name}": give either seed or generate, not both`);
   if (c.seed) seed = seedFromDirectory(resolve(baseDir, c.seed));
   if (c.generate) seed = seedGenerated(c.generate);
   return {
@@ -115,18 +157,22 @@ export async function buildEmulatorConfig(options: EmulatorOptions): Promise<Emu
   let fileClock: z.infer<typeof configFileSchema>['clock'];
   if (options.config) {
     const path = resolve(options.config);
-    let raw: unknown;
+    let text: string;
     try {
-      // The YAML reader loads only for a config file; the embedded emulator has none.
-      const { parse: parseYaml } = await import('../util/yaml-parse.js');
-      raw = parseYaml(await readFile(path, 'utf8'));
+      text = await readFile(path, 'utf8');
     } catch (error) {
-      throw new Error(`cannot read the emulator config ${path}: ${(error as Error).message}`);
+      const code = (error as NodeJS.ErrnoException).code;
+      throw new EmulatorConfigError(`cannot read the emulator config ${options.config}: ${code === 'ENOENT' ? 'no such file' : code === 'EISDIR' ? 'it is a folder' : (code ?? (error as Error).message)}`);
     }
-    const parsed = configFileSchema.safeParse(raw);
-    if (!parsed.success) throw new Error(`the emulator config ${path} is not valid:\n  ${describeIssues(parsed.error).join('\n  ')}`);
-    companies = parsed.data.companies.map((c) => settingsFrom(c, dirname(path)));
-    fileClock = parsed.data.clock;
+    // The YAML reader loads only for a config file; the embedded emulator has none.
+    const { checkYamlText, formatProblem } = await import('../util/yaml-places.js');
+    const checked = checkYamlText(text, options.config, configFileSchema, 'an emulator config is a YAML mapping (companies:, clock:)', crossChecks);
+    if (!checked.value) {
+      const count = checked.problems.length;
+      throw new EmulatorConfigError(`the emulator config ${options.config} has ${count} problem${count === 1 ? '' : 's'}; the emulator did not start:\n${checked.problems.map(formatProblem).join('\n')}`);
+    }
+    companies = checked.value.companies.map((c) => settingsFrom(c, dirname(path)));
+    fileClock = checked.value.clock;
   } else {
     const company = companySchema.parse({
       name: 'default',
@@ -154,6 +200,8 @@ export async function buildEmulatorConfig(options: EmulatorOptions): Promise<Emu
   }
   const timeZone = options.timeZone ?? fileClock?.time_zone;
   const startText = options.clockStart ?? fileClock?.start;
+  const clock = clockProblem(timeZone, startText);
+  if (clock) throw new EmulatorConfigError(`the emulator's clock: ${clock.message}`);
   const start = startText ? new Clock({ timeZone }).parse(startText) : undefined;
   return {
     companies,

@@ -5,17 +5,13 @@
  */
 import { readFile } from 'node:fs/promises';
 import { dirname, relative, resolve, isAbsolute } from 'node:path';
-import { LineCounter, isMap, isPair, isScalar, isSeq, parse as parseYaml, parseDocument, visit, type Document, type Node } from 'yaml';
+import { LineCounter, isMap, parse as parseYaml, parseDocument, visit, type Document } from 'yaml';
+import { fieldPath, flattenIssues, issueMessage, openYaml, placeOf, syntaxProblem, type FileProblem, type Issue, type YamlPath } from '../util/yaml-places.js';
 import { pipelineSchema, type PipelineInput } from './schema.js';
 import { EXPORT_STAGE_NAMES, IMPORT_STAGE_NAMES, STAGE_NAMES, stageOptions, type StageName, type StageOptions } from '../stages/options.js';
 
 /** One problem of a pipeline file, at its place. */
-export interface PipelineProblem {
-  file: string;
-  line: number;
-  column: number;
-  message: string;
-}
+export type PipelineProblem = FileProblem;
 
 /** A pipeline file that cannot be run, with each of its problems. */
 export class PipelineFileError extends Error {
@@ -58,7 +54,7 @@ export interface LoadedPipeline {
   retention?: { keep_last?: number; keep_daily?: number; keep_weekly?: number; keep_monthly?: number; keep_yearly?: number };
 }
 
-type Path = (string | number)[];
+type Path = YamlPath;
 
 /** A drop folder leaves files this recent for the next run: a copy into it may still be under way. */
 export const DROP_SETTLE_SECONDS = 10;
@@ -79,19 +75,13 @@ export async function loadPipelineFile(path: string, env: NodeJS.ProcessEnv = pr
 
 /** The checks of {@link loadPipelineFile} on the text of `file` (`shown` is how messages name it). */
 export function checkPipelineText(text: string, shown: string, file: string, env: NodeJS.ProcessEnv): LoadedPipeline {
-  const lines = new LineCounter();
-  const doc = parseDocument(text, { lineCounter: lines, prettyErrors: false, uniqueKeys: true });
-  const problems: PipelineProblem[] = [];
-  const at = (offset: number, message: string): void => {
-    const { line, col } = lines.linePos(offset);
-    problems.push({ file: shown, line, column: col, message });
-  };
+  const { doc, lines, problems, at } = openYaml(text, shown);
   // After the first syntax error the parser's view of the rest is guesswork: one message says enough.
-  const syntax = doc.errors[0];
+  const syntax = syntaxProblem(doc);
   if (syntax) {
-    const lineText = text.split('\n')[lines.linePos(syntax.pos[0]).line - 1] ?? '';
+    const lineText = text.split('\n')[lines.linePos(syntax.offset).line - 1] ?? '';
     const hint = /[[{][^\n]*\$\{/.test(lineText) ? ' (inside [ ] or { }, quote a ${VAR}: "${VAR}")' : '';
-    at(syntax.pos[0], `YAML: ${syntax.message.replace(/ at line \d+, column \d+:[\s\S]*$/, '')}${hint}`);
+    at(syntax.offset, `${syntax.message}${hint}`);
     throw new PipelineFileError(problems);
   }
   if (!isMap(doc.contents)) {
@@ -102,7 +92,7 @@ export function checkPipelineText(text: string, shown: string, file: string, env
   const value = doc.toJS() as unknown;
   const parsed = pipelineSchema.safeParse(value);
   if (!parsed.success) {
-    for (const issue of flatten(parsed.error.issues)) {
+    for (const issue of flattenIssues(parsed.error.issues)) {
       const place = placeOf(doc, issue);
       // A value left unset is already reported as such; that it is no valid value says nothing more.
       if (unset.some(([start, end]) => place >= start && place < end)) continue;
@@ -159,70 +149,15 @@ function safeYaml(text: string): unknown {
   }
 }
 
-type Issue = { code: string; path: PropertyKey[]; message?: string; keys?: string[]; errors?: Issue[][] };
-
-/** A union's issues say only that no branch fit: the branch that came closest says why. */
-function flatten(issues: readonly Issue[]): Issue[] {
-  const out: Issue[] = [];
-  for (const issue of issues) {
-    if (issue.code === 'invalid_union' && issue.errors?.length) {
-      const best = [...issue.errors].sort((a, b) => score(a) - score(b))[0]!;
-      out.push(...flatten(best.map((inner) => ({ ...inner, path: [...issue.path, ...inner.path] }))));
-    } else out.push(issue);
-  }
-  return out;
-}
-
-/** A branch whose keys were wrong is further off than one whose values were. */
-const score = (branch: Issue[]): number =>
-  branch.reduce((sum, i) => sum + (i.code === 'unrecognized_keys' ? 2 * (i.keys?.length ?? 1) : i.code === 'invalid_value' || i.message?.includes('received undefined') ? 3 : 1), 0);
-
-function nodeAt(doc: Document, path: Path): Node | null {
-  const node = doc.getIn(path, true);
-  return node && typeof node === 'object' && 'range' in (node as object) ? (node as Node) : null;
-}
-
-/** The offset an issue points at: its unknown key, or its value, or the nearest key above it that is there. */
-function placeOf(doc: Document, issue: Issue): number {
-  const path = issue.path.filter((p): p is string | number => typeof p !== 'symbol');
-  if (issue.code === 'unrecognized_keys' && issue.keys?.length) {
-    const map = path.length ? nodeAt(doc, path) : doc.contents;
-    if (isMap(map)) {
-      const pair = map.items.find((p) => isPair(p) && isScalar(p.key) && p.key.value === issue.keys![0]);
-      if (pair && isScalar(pair.key) && pair.key.range) return pair.key.range[0];
-    }
-  }
-  for (let n = path.length; n > 0; n -= 1) {
-    const node = nodeAt(doc, path.slice(0, n));
-    // A missing value points at its mapping's first key, not at the end of the file.
-    if (node?.range) return isMap(node) || isSeq(node) ? node.range[0] : node.range[0];
-  }
-  return doc.contents?.range?.[0] ?? 0;
-}
-
-const where = (path: PropertyKey[]): string =>
-  path.map((p, i) => (typeof p === 'number' ? `[${p}]` : `${i ? '.' : ''}${String(p)}`)).join('');
-
 function messageOf(issue: Issue): string {
-  const place = where(issue.path);
-  if (issue.code === 'unrecognized_keys') {
-    const keys = issue.keys ?? [];
-    if (issue.path.length === 2 && issue.path[0] === 'steps') {
-      return `unknown step ${keys.map((k) => `"${k}"`).join(', ')}; the steps are ${STAGE_NAMES.join(', ')}`;
-    }
-    if (issue.path.length === 3 && issue.path[0] === 'steps' && issue.path[2] === 'check' && keys.includes('normalize')) {
-      return `${place}.normalize: converting photos is a stage of its own now; write \`- normalize: { convert: true }\` (or false) instead`;
-    }
-    return `unknown key ${keys.map((k) => `"${k}"`).join(', ')}${place ? ` in ${place}` : ''}`;
+  const keys = issue.keys ?? [];
+  if (issue.code === 'unrecognized_keys' && issue.path.length === 2 && issue.path[0] === 'steps') {
+    return `unknown step ${keys.map((k) => `"${k}"`).join(', ')}; the steps are ${STAGE_NAMES.join(', ')}`;
   }
-  const message = issue.message ?? 'invalid';
-  if (/^Invalid input: expected \w+, received undefined$/.test(message)) return `${place} is required`;
-  const text = message
-    .replace(/^Invalid input: expected (\w+), received (\w+)$/, (_m, want: string, got: string) => `must be ${want === 'int' ? 'a whole number' : `a ${want}`}, not a ${got}`)
-    .replace(/^Invalid option: expected one of (.*)$/, (_m, list: string) => `must be one of ${list.replaceAll('"', '').split('|').join(', ')}`)
-    .replace(/^Too small: expected number to be >=(\S+)$/, 'must be at least $1')
-    .replace(/^Too big: expected number to be <=(\S+)$/, 'must be at most $1');
-  return place ? `${place}: ${text}` : text;
+  if (issue.code === 'unrecognized_keys' && issue.path.length === 3 && issue.path[0] === 'steps' && issue.path[2] === 'check' && keys.includes('normalize')) {
+    return `${fieldPath(issue.path)}.normalize: converting photos is a stage of its own now; write \`- normalize: { convert: true }\` (or false) instead`;
+  }
+  return issueMessage(issue);
 }
 
 /** The rules between the file's parts, which one part's schema cannot see. */

@@ -25,9 +25,11 @@ const HEADER_PATTERNS: RegExp[] = [
  * Secret fields written as `key: value`, `"key": "value"` or `key=value`: the service's answers
  * carry `secret_token` (webhooks) and `password` (users), requests and tokens the others. A quoted
  * value is masked whole, spaces and escaped quotes included, also inside a JSON string (a body
- * quoted in a message); null, true and false are left as they are (no secret is set).
+ * quoted in a message); null, true and false are left as they are (no secret is set). A field named
+ * by its path (`connection.consumer_secret: must be a string`) is a problem's message about the
+ * field, which never quotes its value: masking its first word made it unreadable.
  */
-const SECRET_FIELD = /((?:secret_token|password|access_token|consumer_secret)(?:\\?["'])?\s*[:=]\s*)(?!(?:null|true|false)\b)(\\"(?:[^"\\]|\\\\\\"|\\\\\\\\|\\\\[^"\\])*\\"|"(?:[^"\\]|\\.)*"?|'[^']*'?|[^\s"',}&\\]+)/gi;
+const SECRET_FIELD = /(?<!\.)((?:secret_token|password|access_token|consumer_secret)(?:\\?["'])?\s*[:=]\s*)(?!(?:null|true|false)\b)(\\"(?:[^"\\]|\\\\\\"|\\\\\\\\|\\\\[^"\\])*\\"|"(?:[^"\\]|\\.)*"?|'[^']*'?|[^\s"',}&\\]+)/gi;
 /** The same fields as keys of an answer. */
 const SECRET_FIELD_KEY = /^(?:secret_token|password|access_token|consumer_secret)$/i;
 

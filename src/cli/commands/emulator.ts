@@ -5,6 +5,7 @@
 import type { Argv, CommandModule } from 'yargs';
 import { resolve } from 'node:path';
 import { SAMPLE_COMPANY_DIR } from '../paths.js';
+import { UsageError } from '../connection.js';
 
 interface EmulatorArgs {
   port: number;
@@ -52,7 +53,7 @@ export const emulatorCommand: CommandModule<object, EmulatorArgs> = {
         return true;
       }) as Argv<EmulatorArgs>,
   handler: async (argv) => {
-    const { startEmulator, DEFAULT_CONSUMER_KEY, DEFAULT_CONSUMER_SECRET } = await import('../../emulator/index.js');
+    const { startEmulator, DEFAULT_CONSUMER_KEY, DEFAULT_CONSUMER_SECRET, EmulatorConfigError } = await import('../../emulator/index.js');
     const running = await startEmulator({
       port: argv.port,
       host: argv.host,
@@ -65,6 +66,9 @@ export const emulatorCommand: CommandModule<object, EmulatorArgs> = {
       config: argv.config,
       allowHttpWebhooks: argv['allow-http-webhooks'],
       maintenance: argv.maintenance,
+    }).catch((error: unknown) => {
+      // A config file to mend is the user's input, as a bad option is: exit 2.
+      throw error instanceof EmulatorConfigError ? new UsageError(error.message) : error;
     });
     const companies = running.emulator.companies.map((c) => ({ name: c.name, consumer_key: c.settings.consumerKey, consumer_secret: c.settings.consumerSecret }));
     if (argv.json) {
