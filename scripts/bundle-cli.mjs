@@ -72,7 +72,7 @@ const result = await build({
 
 // A CommonJS package imported with import() becomes a chunk with only a default export, and
 // `const { parse } = await import('yaml')` then finds nothing: such an import must go through a
-// module of ours (src/util/yaml-parse.ts).
+// module of ours (as src/util/yaml-places.ts is, for the emulator config).
 const defaultOnly = [];
 for (const file of Object.keys(result.metafile.outputs)) {
   if (/^export default require_\w+\(\);$/m.test(await readFile(file, 'utf8'))) defaultOnly.push(relative(process.cwd(), file));
