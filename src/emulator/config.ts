@@ -3,7 +3,8 @@
  * configuration. One company by default (`demo-key` / `demo-secret`); a config file can hold
  * several, each with its own credentials, enabled operations, limits, task timing and seed.
  */
-import { readFile } from 'node:fs/promises';
+import { readFile, stat } from 'node:fs/promises';
+import type { FileProblem } from '../util/yaml-places.js';
 import { dirname, resolve } from 'node:path';
 import { z } from 'zod';
 import type { CompanySettings } from './company.js';
@@ -167,10 +168,18 @@ export async function buildEmulatorConfig(options: EmulatorOptions): Promise<Emu
     // The YAML reader loads only for a config file; the embedded emulator has none.
     const { checkYamlText, formatProblem } = await import('../util/yaml-places.js');
     const checked = checkYamlText(text, options.config, configFileSchema, 'an emulator config is a YAML mapping (companies:, clock:)', crossChecks);
-    if (!checked.value) {
-      const count = checked.problems.length;
-      throw new EmulatorConfigError(`the emulator config ${options.config} has ${count} problem${count === 1 ? '' : 's'}; the emulator did not start:\n${checked.problems.map(formatProblem).join('\n')}`);
+    const refused = (problems: FileProblem[]): EmulatorConfigError =>
+      new EmulatorConfigError(`the emulator config ${options.config} has ${problems.length} problem${problems.length === 1 ? '' : 's'}; the emulator did not start:\n${problems.map(formatProblem).join('\n')}`);
+    if (!checked.value) throw refused(checked.problems);
+    // A seed folder that is not there is named at its line, before any company loads.
+    const missing: FileProblem[] = [];
+    for (const [i, c] of checked.value.companies.entries()) {
+      if (c.seed === undefined) continue;
+      const dir = resolve(dirname(path), c.seed);
+      const isFolder = await stat(dir).then((info) => info.isDirectory(), () => false);
+      if (!isFolder) missing.push(checked.locate(['companies', i, 'seed'], `companies[${i}].seed: ${dir} is no folder; a seed is a folder with a company.json (as samples/company)`));
     }
+    if (missing.length > 0) throw refused(missing);
     companies = checked.value.companies.map((c) => settingsFrom(c, dirname(path)));
     fileClock = checked.value.clock;
   } else {

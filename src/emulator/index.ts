@@ -4,6 +4,7 @@ import { buildEmulatorConfig, type EmulatorOptions } from './config.js';
 
 export { Emulator } from './server.js';
 export { DEFAULT_CONSUMER_KEY, DEFAULT_CONSUMER_SECRET, EmulatorConfigError, type EmulatorOptions } from './config.js';
+export { SeedError } from './seed.js';
 
 export interface RunningEmulator {
   /** `http://host:port`: the service's base URL (the API is under `/api/v2.0`). */

@@ -114,7 +114,7 @@ export function checkYamlText<T>(
   /** What the file must be at its top, said when it is no mapping: `an emulator config is a YAML mapping (companies:, clock:)`. */
   mapping: string,
   crossChecks: (value: T) => { path: YamlPath; message: string }[] = () => [],
-): { value: T; problems: [] } | { value: null; problems: FileProblem[] } {
+): { value: T; problems: []; locate: (path: YamlPath, message: string) => FileProblem } | { value: null; problems: FileProblem[] } {
   const { doc, problems, at } = openYaml(text, shown);
   // After the first syntax error the parser's view of the rest is guesswork: one message says enough.
   const syntax = syntaxProblem(doc);
@@ -124,7 +124,14 @@ export function checkYamlText<T>(
     const parsed = schema.safeParse(doc.toJS());
     if (!parsed.success) for (const issue of flattenIssues(parsed.error.issues)) at(placeOf(doc, issue), issueMessage(issue));
     else for (const { path, message } of crossChecks(parsed.data)) at(placeOf(doc, { code: 'custom', path }), message);
-    if (parsed.success && problems.length === 0) return { value: parsed.data, problems: [] };
+    if (parsed.success && problems.length === 0) {
+      // For the checks a caller makes later (the disk's): a problem at the place of `path`.
+      const locate = (path: YamlPath, message: string): FileProblem => {
+        at(placeOf(doc, { code: 'custom', path }), message);
+        return problems.pop()!;
+      };
+      return { value: parsed.data, problems: [], locate };
+    }
   }
   const seen = new Set<string>();
   const unique = problems.filter((p) => !seen.has(formatProblem(p)) && seen.add(formatProblem(p)));

@@ -72,6 +72,16 @@ describe('wds-files emulator --config with a file it cannot use', () => {
     expect(listRun.stderr).toContain(`${list}:1:1: an emulator config is a YAML mapping (companies:, clock:)`);
   }, 30_000);
 
+  it('names a seed folder that is not there at its line, and refuses a bad --seed as a usage error', async () => {
+    const config = write('seed.yaml', 'companies:\n  - { name: acme, consumer_key: k1, consumer_secret: s1, seed: ./no-such-seed }\n');
+    const run = await runCli(['emulator', '--config', config, '--port', '0']);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain(`${config}:2:64: companies[0].seed: ${join(dir, 'no-such-seed')} is no folder; a seed is a folder with a company.json`);
+    const seed = await runCli(['emulator', '--seed', join(dir, 'no-such-seed'), '--port', '0']);
+    expect(seed.code).toBe(2);
+    expect(seed.stderr).toContain(`the seed folder ${join(dir, 'no-such-seed')} is not valid:\n  company.json: cannot be read (ENOENT)`);
+  }, 30_000);
+
   it('refuses a clock start it cannot read as a usage error', async () => {
     const run = await runCli(['emulator', '--clock-start', 'yesterday', '--port', '0']);
     expect(run.code).toBe(2);

@@ -53,7 +53,7 @@ export const emulatorCommand: CommandModule<object, EmulatorArgs> = {
         return true;
       }) as Argv<EmulatorArgs>,
   handler: async (argv) => {
-    const { startEmulator, DEFAULT_CONSUMER_KEY, DEFAULT_CONSUMER_SECRET, EmulatorConfigError } = await import('../../emulator/index.js');
+    const { startEmulator, DEFAULT_CONSUMER_KEY, DEFAULT_CONSUMER_SECRET, EmulatorConfigError, SeedError } = await import('../../emulator/index.js');
     const running = await startEmulator({
       port: argv.port,
       host: argv.host,
@@ -67,8 +67,8 @@ export const emulatorCommand: CommandModule<object, EmulatorArgs> = {
       allowHttpWebhooks: argv['allow-http-webhooks'],
       maintenance: argv.maintenance,
     }).catch((error: unknown) => {
-      // A config file to mend is the user's input, as a bad option is: exit 2.
-      throw error instanceof EmulatorConfigError ? new UsageError(error.message) : error;
+      // A config file or seed folder to mend is the user's input, as a bad option is: exit 2.
+      throw error instanceof EmulatorConfigError || error instanceof SeedError ? new UsageError(error.message) : error;
     });
     const companies = running.emulator.companies.map((c) => ({ name: c.name, consumer_key: c.settings.consumerKey, consumer_secret: c.settings.consumerSecret }));
     if (argv.json) {
