@@ -3,7 +3,7 @@
  * the size and the sha256 of the manifest. Names each mismatch or missing file.
  */
 import { createHash } from 'node:crypto';
-import { lstat, readFile, readdir } from 'node:fs/promises';
+import { lstat, readFile, readdir, stat } from 'node:fs/promises';
 import { join, relative, sep } from 'node:path';
 import { LinkCheck, MANIFEST_NAME, parseManifest, type ManifestLine } from '../sinks/manifest.js';
 import { hashFile } from '../util/hash-file.js';
@@ -108,8 +108,14 @@ export async function verifyExport(target: string): Promise<VerifyResult> {
   let text: string;
   try {
     text = await readFile(join(target, MANIFEST_NAME), 'utf8');
-  } catch {
-    throw new Error(`${target}: no ${MANIFEST_NAME}; it is not an export folder`);
+  } catch (error) {
+    // Which of the target and its manifest is missing, or unreadable, says what to mend.
+    const code = (error as NodeJS.ErrnoException).code;
+    const info = await stat(target).catch(() => null);
+    if (!info) throw new Error(`${target}: no such folder or zip`);
+    if (!info.isDirectory()) throw new Error(`${target}: neither a folder nor a .zip file; verify checks an export folder, a snapshot or an export zip`);
+    if (code === 'ENOENT') throw new Error(`${target}: no ${MANIFEST_NAME}; it is not an export folder`);
+    throw new Error(`${join(target, MANIFEST_NAME)} cannot be read (${code ?? (error as Error).message})`);
   }
   const manifest = parseManifest(text);
   for (const p of manifest.problems) fail(MANIFEST_NAME, p);

@@ -139,3 +139,22 @@ describe('a damaged export', () => {
     expect(summary.problems.map((p) => p.path).sort()).toEqual([changed, deleted, 'attachments/extra.pdf'].sort());
   });
 });
+
+describe('a target that is no export', () => {
+  it('says whether the target or its manifest is missing, or what it is instead', async () => {
+    const dir = tempDir();
+    const missing = join(dir, 'nope');
+    const file = join(dir, 'notes.txt');
+    const empty = join(dir, 'empty');
+    await writeFile(file, 'not an export\n');
+    await cp(join(folder, 'manifest.jsonl'), join(empty, 'kept.jsonl'));
+    const said = async (target: string): Promise<string> => {
+      const run = await runCli(['verify', target]);
+      expect(run.code).toBe(1);
+      return run.stderr.trim();
+    };
+    expect(await said(missing)).toBe(`wds-files: ${missing}: no such folder or zip`);
+    expect(await said(file)).toBe(`wds-files: ${file}: neither a folder nor a .zip file; verify checks an export folder, a snapshot or an export zip`);
+    expect(await said(empty)).toBe(`wds-files: ${empty}: no manifest.jsonl; it is not an export folder`);
+  }, 30_000);
+});
