@@ -5,8 +5,8 @@
  * when two runs start in the same second; they sort in the order the runs were made.
  */
 import { randomBytes } from 'node:crypto';
-import { readFile, readdir, rename, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { readFile, readdir, rename, stat, writeFile } from 'node:fs/promises';
+import { dirname, join, resolve } from 'node:path';
 import { z } from 'zod';
 import { MANIFEST_NAME, parseManifestInTurns, type ManifestLine, type ManifestLines } from '../sinks/manifest.js';
 
@@ -70,6 +70,34 @@ export function parseSnapshotId(id: string): { time: Date; n: number } | null {
   const time = new Date(Date.UTC(+m[1]!, +m[2]! - 1, +m[3]!, +m[4]!, +m[5]!, +m[6]!));
   if (Number.isNaN(time.getTime()) || snapshotIdAt(time) !== id.slice(0, 17)) return null;
   return { time, n: m[7] ? Number(m[7]) : 1 };
+}
+
+/**
+ * The snapshot archive that holds `path` (the path itself or a folder above it), or null. An
+ * archive is a folder whose `snapshots/` holds a snapshot (finished or `.partial`), or that has
+ * `latest`: a `snapshots/` folder alone is not taken for one. A folder or zip written there by
+ * anything but an archive run would change a snapshot behind its manifest and snapshot.json.
+ */
+export async function archiveHolding(path: string): Promise<string | null> {
+  for (let dir = resolve(path); ; dir = dirname(dir)) {
+    if (await isArchiveFolder(dir)) return dir;
+    if (dirname(dir) === dir) return null;
+  }
+}
+
+async function isArchiveFolder(dir: string): Promise<boolean> {
+  const names = await readdir(join(dir, SNAPSHOTS_DIR)).catch(() => null);
+  if (!names) return false;
+  if (names.some((name) => parseSnapshotId(name.endsWith(PARTIAL_SUFFIX) ? name.slice(0, -PARTIAL_SUFFIX.length) : name))) return true;
+  return (await stat(join(dir, LATEST_FILE)).catch(() => null))?.isFile() === true;
+}
+
+/** Why `out` (a folder, or a zip with `zip`) may not be written, being inside a snapshot archive; null when it may. */
+export async function insideArchiveProblem(out: string, zip: boolean): Promise<string | null> {
+  const archive = await archiveHolding(zip ? dirname(resolve(out)) : out);
+  return archive
+    ? `${out} is inside the snapshot archive ${archive}, which holds only what its runs write: an export there could change a snapshot. Name a folder or zip outside it (wds-files archive restore copies a snapshot out)`
+    : null;
 }
 
 export function compareSnapshotIds(a: string, b: string): number {

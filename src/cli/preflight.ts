@@ -91,9 +91,16 @@ export class Preflight {
    * `--out` of an export, then its lock: a folder (made if missing), or a zip file whose folder is
    * made if missing and which, if it is there, is a zip (or `force` is set).
    */
-  async exportTarget(out: string, options: { zip: boolean; force: boolean; waitLock?: string }): Promise<void> {
+  async exportTarget(out: string, options: { zip: boolean; force: boolean; waitLock?: string; archive?: boolean }): Promise<void> {
     const label = `--out ${out}`;
     const abs = resolve(out);
+    // Before anything is made there: a folder, zip or lock inside a snapshot would change it. An
+    // archive itself (`archive forget`, which locks it) is the one place inside it that may be.
+    if (!options.archive) {
+      const { insideArchiveProblem } = await import('../archive/store.js');
+      const inside = await insideArchiveProblem(out, options.zip);
+      if (inside) throw new UsageError(`--out ${inside}`);
+    }
     const info = await statOrNull(abs);
     if (options.zip) {
       if (info?.isDirectory()) throw new UsageError(`${label}: is a folder; a zip export needs a file (or name the folder without .zip)`);

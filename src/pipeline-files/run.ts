@@ -103,7 +103,10 @@ export async function runPipelineOnce(pipeline: LoadedPipeline, options: RunPipe
   try {
     // An export's dry run writes nothing, so it needs no lock (and makes no folder for one).
     const writes = !('service' in pipeline.from && (options.dryRun || pipeline.steps.submit.dry_run));
-    if (writes) lock = await takeLock(pipeline, options, log);
+    if (writes) {
+      await refuseInsideArchive(pipeline);
+      lock = await takeLock(pipeline, options, log);
+    }
     if (lock?.tookOver) log(`${pipeline.name}: took over the lock of an earlier run (${lock.tookOver})`);
     report = await execute(pipeline, options, log, lines, extra, lock ? openSnapshot(pipeline) : undefined);
   } catch (caught) {
@@ -133,6 +136,20 @@ export async function runPipelineOnce(pipeline: LoadedPipeline, options: RunPipe
     ...extra,
   };
   return { summary, report, lines };
+}
+
+/** A pipeline's folder, zip or archive inside a snapshot archive (another one, for an archive) is refused before its lock is made there. */
+async function refuseInsideArchive(pipeline: LoadedPipeline): Promise<void> {
+  const { to } = pipeline;
+  const { archiveHolding, insideArchiveProblem } = await import('../archive/store.js');
+  if ('archive' in to) {
+    const outer = await archiveHolding(dirname(to.archive));
+    if (outer) throw new Error(`to.archive ${to.archive} is inside the snapshot archive ${outer}, which holds only what its runs write. Name a folder outside it`);
+    return;
+  }
+  const out = 'folder' in to ? to.folder : 'zip' in to ? to.zip : null;
+  const inside = out === null ? null : await insideArchiveProblem(out, 'zip' in to);
+  if (inside) throw new Error(`to.${'folder' in to ? 'folder' : 'zip'} ${inside}`);
 }
 
 async function takeLock(pipeline: LoadedPipeline, options: RunPipelineOptions, log: (line: string) => void): Promise<TargetLock> {

@@ -17,6 +17,7 @@ import { planExport } from '../stages/export-plan.js';
 import { DownloadStage } from '../stages/export-download.js';
 import { ExportRecorder, asTargetError, onDisk, openSink, type ExportProgress } from '../stages/export-sink.js';
 import { SnapshotBuild, type SnapshotInfo } from '../sinks/archive.js';
+import { insideArchiveProblem } from '../archive/store.js';
 import { manifestKey, type ManifestLine } from '../sinks/manifest.js';
 import { DEFAULT_RETRY, type RetryPolicy } from '../client/retry.js';
 import { exportEnded, exportStarted } from '../util/runtime.js';
@@ -158,6 +159,8 @@ export async function runExport(options: ExportOptions): Promise<ExportResult> {
     if (options.archive && (options.since !== undefined || isZipTarget(options.out))) {
       throw new RangeError(`an archive is a folder and each snapshot holds every file: ${options.since !== undefined ? 'since cannot be given with archive' : `${options.out} names a zip`}`);
     }
+    const inside = options.archive ? null : await insideArchiveProblem(options.out, isZipTarget(options.out));
+    if (inside) throw new RangeError(inside);
   } catch (error) {
     // A snapshot opened for this run leaves nothing of what it placed ahead.
     await options.archive?.opening?.then((build) => build.discard(), () => undefined);

@@ -7,7 +7,7 @@
  * only the files it lacks.
  */
 import { existsSync } from 'node:fs';
-import { readFile, readdir, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, readdir, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -83,9 +83,13 @@ describe('archive commands', () => {
     expect(ok.code, ok.stdout + ok.stderr).toBe(0);
     expect(ok.stdout).toContain('no problem found');
     // A copy of the archive to damage: the real one stays for the other tests.
-    const damaged = join(tempDir('wds-archive-damaged-'), 'a');
-    const restoreRun = async (id: string) => runCli(['archive', 'restore', archive, `@${id}`, '--out', join(damaged, 'snapshots', id)]);
+    const copies = tempDir('wds-archive-damaged-');
+    const damaged = join(copies, 'a');
+    // Restored outside it, then moved in: nothing but an archive run writes inside an archive.
+    const restoreRun = async (id: string) => runCli(['archive', 'restore', archive, `@${id}`, '--out', join(copies, id)]);
     for (const id of ids) expect((await restoreRun(id)).code).toBe(0);
+    await mkdir(join(damaged, 'snapshots'), { recursive: true });
+    for (const id of ids) await rename(join(copies, id), join(damaged, 'snapshots', id));
     for (const id of ids) await writeFile(join(damaged, 'snapshots', id, 'snapshot.json'), await readFile(join(archive, 'snapshots', id, 'snapshot.json')));
     await writeFile(join(damaged, 'latest'), `${ids[1]}\n`);
     const lines = [...(await manifestOf(join(damaged, 'snapshots', ids[1]!))).values()];

@@ -213,7 +213,7 @@ const forgetCommand: CommandModule<object, ForgetArgs> = {
     const { forgetSnapshots } = await import('../../archive/forget.js');
     const preflight = await preflightOf(argv);
     try {
-      if (!argv['dry-run']) await preflight.exportTarget(dir, { zip: false, force: false, waitLock: argv['wait-lock'] });
+      if (!argv['dry-run']) await preflight.exportTarget(dir, { zip: false, force: false, waitLock: argv['wait-lock'], archive: true });
       const result = await forgetSnapshots(dir, policy, { dryRun: argv['dry-run'] });
       const verb = argv['dry-run'] ? 'would remove' : 'removed';
       print(argv.json, { archive: dir, dry_run: argv['dry-run'], policy, keep: result.decision.keep, remove: result.decision.remove }, () => [
