@@ -110,6 +110,11 @@ export class Preflight {
       await this.ensureDir(dirname(abs), label);
     } else {
       if (info && !info.isDirectory()) throw new UsageError(`${label}: is a file; a folder export needs a folder (or a file name ending in .zip)`);
+      if (info && !options.force && !options.archive) {
+        const { foreignNames, foreignNamesProblem } = await import('../sinks/folder.js');
+        const names = await foreignNames(abs);
+        if (names.length > 0) throw new UsageError(foreignNamesProblem(label, names, ', or add --force to write there all the same'));
+      }
       await this.ensureDir(abs, label);
     }
     await this.takeLock(out, lockFileOf(abs, options.zip ? 'file' : 'folder'), options.waitLock);

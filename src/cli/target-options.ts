@@ -14,7 +14,7 @@ export interface TargetArgs {
 /** `--force` and `--wait-lock` of the commands that write a folder or a zip. */
 export function withTargetOptions<T>(yargs: Argv<T>): Argv<T & TargetArgs> {
   return yargs
-    .option('force', { type: 'boolean', default: false, describe: 'Replace an existing file named *.zip that is not a zip archive' })
+    .option('force', { type: 'boolean', default: false, describe: 'Write into a folder of other files that is no export folder, or replace a file named *.zip that is not a zip archive' })
     .option('wait-lock', { type: 'string', describe: 'If another run is writing the same target, wait for it up to DURATION (30s, 5m, 1h) instead of refusing' })
     .check((argv) => {
       const wait = argv['wait-lock'];

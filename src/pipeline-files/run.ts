@@ -104,7 +104,7 @@ export async function runPipelineOnce(pipeline: LoadedPipeline, options: RunPipe
     // An export's dry run writes nothing, so it needs no lock (and makes no folder for one).
     const writes = !('service' in pipeline.from && (options.dryRun || pipeline.steps.submit.dry_run));
     if (writes) {
-      await refuseInsideArchive(pipeline);
+      await refuseTarget(pipeline);
       lock = await takeLock(pipeline, options, log);
     }
     if (lock?.tookOver) log(`${pipeline.name}: took over the lock of an earlier run (${lock.tookOver})`);
@@ -138,8 +138,11 @@ export async function runPipelineOnce(pipeline: LoadedPipeline, options: RunPipe
   return { summary, report, lines };
 }
 
-/** A pipeline's folder, zip or archive inside a snapshot archive (another one, for an archive) is refused before its lock is made there. */
-async function refuseInsideArchive(pipeline: LoadedPipeline): Promise<void> {
+/**
+ * A pipeline's folder, zip or archive inside a snapshot archive (another one, for an archive), or a
+ * folder of the user's files that is no export folder, is refused before its lock is made there.
+ */
+async function refuseTarget(pipeline: LoadedPipeline): Promise<void> {
   const { to } = pipeline;
   const { archiveHolding, insideArchiveProblem } = await import('../archive/store.js');
   if ('archive' in to) {
@@ -150,6 +153,11 @@ async function refuseInsideArchive(pipeline: LoadedPipeline): Promise<void> {
   const out = 'folder' in to ? to.folder : 'zip' in to ? to.zip : null;
   const inside = out === null ? null : await insideArchiveProblem(out, 'zip' in to);
   if (inside) throw new Error(`to.${'folder' in to ? 'folder' : 'zip'} ${inside}`);
+  if ('folder' in to) {
+    const { foreignNames, foreignNamesProblem } = await import('../sinks/folder.js');
+    const names = await foreignNames(to.folder);
+    if (names.length > 0) throw new Error(`to.folder ${foreignNamesProblem(to.folder, names, '')}`);
+  }
 }
 
 async function takeLock(pipeline: LoadedPipeline, options: RunPipelineOptions, log: (line: string) => void): Promise<TargetLock> {

@@ -4,7 +4,7 @@
  * file as it lands, so a rerun knows what is already there, and is rewritten in order at the end.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdir, open, readFile, rename, rm, stat, writeFile, type FileHandle } from 'node:fs/promises';
+import { mkdir, open, readFile, readdir, rename, rm, stat, writeFile, type FileHandle } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { removeEmptyDirs, type EntryWriter, type ExportSink } from './sink.js';
 import { rest } from './zip-output.js';
@@ -16,6 +16,24 @@ const TMP = '.wds-tmp';
 /** A file's bytes are written in batches of this size (the last one smaller). */
 const FLUSH_BYTES = 256 * 1024;
 const DONE: Promise<void> = Promise.resolve();
+
+/**
+ * The names in `dir` that no export wrote, when it is no export folder: it holds names other than
+ * hidden ones (a lock, a temporary folder) and no manifest. An export there could replace a file
+ * of the user's with one of the service's at the same path; empty when it may write (missing,
+ * empty, or an earlier export's folder).
+ */
+export async function foreignNames(dir: string): Promise<string[]> {
+  const names = await readdir(dir).catch(() => [] as string[]);
+  if (names.includes(MANIFEST_NAME)) return [];
+  return names.filter((name) => !name.startsWith('.')).sort();
+}
+
+/** What foreignNames means for a command about to write `shown` (the folder as the user named it). */
+export function foreignNamesProblem(shown: string, names: string[], force: string): string {
+  const some = names.slice(0, 3).join(', ') + (names.length > 3 ? `, and ${names.length - 3} more` : '');
+  return `${shown} holds ${some}, and no ${MANIFEST_NAME}: it is no export folder, and the export could replace a file there with one of the service's. Name a new or empty folder, or an earlier export's${force}`;
+}
 
 export class FolderSink implements ExportSink {
   private appending: Promise<void> = Promise.resolve();

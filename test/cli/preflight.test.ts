@@ -6,11 +6,12 @@
  * replaces the non-zip x.zip; missing folders are made.
  */
 import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { extname, join } from 'node:path';
 import { expect, it } from 'vitest';
 import { useEmulator, type TestEmulator } from '../helpers/emulator.js';
-import { tempDir } from '../helpers/export.js';
+import { state, tempDir } from '../helpers/export.js';
 import { connectionArgs, runCli, type CliRun } from '../helpers/cli-process.js';
+import { KEY, SECRET } from '../helpers/emulator.js';
 import { verifyExport } from '../../src/pipelines/verify.js';
 
 const MEMBERS = 12;
@@ -116,4 +117,37 @@ it('missing folders of --out and --report are made; --wait-lock takes only a dur
 
   const bad = await counted(emu(), ['photos', 'export', '--out', join(dir, 'p'), '--wait-lock', 'a while']);
   expectRefusedBeforeAnyRequest(bad, '--wait-lock must be a duration such as 30s, 5m or 1h, got "a while"');
+});
+
+it('a folder of other files that is no export folder is left as it was (exit 2); --force writes there, and hidden names alone are no bar', async () => {
+  const dir = tempDir();
+  const member = (await state(emu())).members.find((m) => m.photo)!;
+  // Where the export would put this member's photo.
+  const mineAt = join(dir, 'photos', `${member.code}${extname(member.photo!.file_name)}`);
+  const mine = Buffer.from('a photo of my own, not the service\'s\n');
+  mkdirSync(join(dir, 'photos'));
+  writeFileSync(mineAt, mine);
+  writeFileSync(join(dir, 'notes.txt'), 'notes\n');
+  const run = await counted(emu(), ['photos', 'export', '--out', dir]);
+  expectRefusedBeforeAnyRequest(run, `--out ${dir} holds notes.txt, photos, and no manifest.jsonl: it is no export folder`, '--force');
+  expect(readFileSync(mineAt).equals(mine)).toBe(true);
+  expect(readdirSync(dir).sort()).toEqual(['notes.txt', 'photos']);
+
+  // A pipeline file has no --force: its run fails before its lock, and writes nothing.
+  const pipeline = join(tempDir(), 'to-my-folder.yaml');
+  writeFileSync(pipeline, `name: to-my-folder\nconnection: { base_url: "${emu().url}", consumer_key: ${KEY}, consumer_secret: ${SECRET} }\nfrom: { service: photos }\nto: { folder: ${dir} }\n`);
+  const piped = await runCli(['run', pipeline]);
+  expect(piped.code, piped.stderr).toBe(1);
+  expect(piped.stderr).toContain(`to.folder ${dir} holds notes.txt, photos, and no manifest.jsonl`);
+  expect(readdirSync(dir).sort()).toEqual(['notes.txt', 'photos']);
+
+  const forced = await counted(emu(), ['photos', 'export', '--out', dir, '--force']);
+  expect(forced.code, forced.stderr).toBe(0);
+  expect((await verifyExport(dir)).files).toBe(MEMBERS);
+  expect(readFileSync(join(dir, 'notes.txt'), 'utf8')).toBe('notes\n');
+
+  const hidden = tempDir();
+  writeFileSync(join(hidden, '.DS_Store'), 'finder\n');
+  const plain = await counted(emu(), ['photos', 'export', '--out', hidden]);
+  expect(plain.code, plain.stderr).toBe(0);
 });
