@@ -48,20 +48,6 @@ async function statOrNull(path: string): Promise<import('node:fs').Stats | null>
   }
 }
 
-/** A zip starts with a local file header, or is an empty archive's end record; an empty file holds nothing to lose. */
-async function isZipOrEmpty(path: string): Promise<boolean> {
-  const handle = await open(path, 'r');
-  try {
-    const head = Buffer.alloc(4);
-    const { bytesRead } = await handle.read(head, 0, 4, 0);
-    if (bytesRead === 0) return true;
-    const magic = head.subarray(0, bytesRead).toString('latin1');
-    return magic === 'PK\x03\x04' || magic === 'PK\x05\x06';
-  } finally {
-    await handle.close();
-  }
-}
-
 export class Preflight {
   /** Folders made for this run: `dir`, made from `from` (its first missing ancestor) down. */
   private readonly made: { dir: string; from: string }[] = [];
@@ -104,8 +90,10 @@ export class Preflight {
     const info = await statOrNull(abs);
     if (options.zip) {
       if (info?.isDirectory()) throw new UsageError(`${label}: is a folder; a zip export needs a file (or name the folder without .zip)`);
-      if (info && !options.force && !(await isZipOrEmpty(abs))) {
-        throw new UsageError(`${label}: is a file that is not a zip archive, and the export would replace it; name another file, or add --force to replace it`);
+      if (info && !options.force) {
+        const { foreignZipProblem } = await import('../sinks/zip-earlier-run.js');
+        const problem = await foreignZipProblem(abs);
+        if (problem) throw new UsageError(`${label}: ${problem}, and the export would replace it; name another file, or add --force to replace it`);
       }
       await this.ensureDir(dirname(abs), label);
     } else {

@@ -140,7 +140,7 @@ export async function runPipelineOnce(pipeline: LoadedPipeline, options: RunPipe
 
 /**
  * A pipeline's folder, zip or archive inside a snapshot archive (another one, for an archive), or a
- * folder of the user's files that is no export folder, is refused before its lock is made there.
+ * folder or zip of the user's that is no export, is refused before its lock is made there.
  */
 async function refuseTarget(pipeline: LoadedPipeline): Promise<void> {
   const { to } = pipeline;
@@ -157,6 +157,11 @@ async function refuseTarget(pipeline: LoadedPipeline): Promise<void> {
     const { foreignNames, foreignNamesProblem } = await import('../sinks/folder.js');
     const names = await foreignNames(to.folder);
     if (names.length > 0) throw new Error(`to.folder ${foreignNamesProblem(to.folder, names, '')}`);
+  }
+  if ('zip' in to) {
+    const { foreignZipProblem } = await import('../sinks/zip-earlier-run.js');
+    const problem = await foreignZipProblem(to.zip);
+    if (problem) throw new Error(`to.zip ${to.zip} ${problem}, and the export would replace it; name another file`);
   }
 }
 

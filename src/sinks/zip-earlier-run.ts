@@ -9,7 +9,7 @@
  * such a `.partial` is started over. A run stopped by a signal always leaves a complete one.
  */
 import { createHash } from 'node:crypto';
-import { rename, rm } from 'node:fs/promises';
+import { open, rename, rm, stat } from 'node:fs/promises';
 import { crc32 } from 'node:zlib';
 import type { Readable } from 'node:stream';
 import yauzl, { type Entry, type ZipFile } from 'yauzl';
@@ -17,6 +17,29 @@ import { MANIFEST_NAME, parseManifest, type ManifestLine } from './manifest.js';
 
 /** Manifests larger than this are not read back (20,000 lines take some 6 MB). */
 const MANIFEST_LIMIT = 256 * 1024 * 1024;
+
+/**
+ * Why a zip export may not replace the file at `path`, or null when it may: it is missing, empty,
+ * or an export zip (a zip with its manifest entry), an earlier run's. Anything else is the user's:
+ * a file that is no zip, or a zip of other things (or one too damaged to read its manifest).
+ */
+export async function foreignZipProblem(path: string): Promise<string | null> {
+  const info = await stat(path).catch(() => null);
+  if (!info?.isFile() || info.size === 0) return null;
+  const head = Buffer.alloc(4);
+  const handle = await open(path, 'r');
+  try {
+    await handle.read(head, 0, 4, 0);
+  } finally {
+    await handle.close();
+  }
+  const magic = head.toString('latin1');
+  if (magic !== 'PK\x03\x04' && magic !== 'PK\x05\x06') return 'is a file that is not a zip archive';
+  const earlier = await EarlierZip.open(path);
+  if (!earlier) return `is a zip with no ${MANIFEST_NAME} (a zip of other files, or a damaged export)`;
+  earlier.close();
+  return null;
+}
 
 export class EarlierZip {
   private constructor(

@@ -1,11 +1,14 @@
 /**
  * Checked before the first request (DESIGN.md section 8), with real CLI children: a report or an
- * output that cannot be written, a file where a folder is needed (or the reverse), and an existing
- * file named x.zip that is not a zip are usage errors (exit 2) naming the path and the problem,
- * found before any request but at most the token, and leaving everything as it was. `--force`
- * replaces the non-zip x.zip; missing folders are made.
+ * output that cannot be written, a file where a folder is needed (or the reverse), an existing
+ * file named x.zip that is not a zip or is a zip of other files, and a folder of other files that
+ * is no export folder are usage errors (exit 2) naming the path and the problem, found before any
+ * request but at most the token, and leaving everything as it was. `--force` replaces such a zip
+ * or writes into such a folder; missing folders are made.
  */
-import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { createWriteStream, existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { once } from 'node:events';
+import { ZipArchive } from 'archiver';
 import { extname, join } from 'node:path';
 import { expect, it } from 'vitest';
 import { useEmulator, type TestEmulator } from '../helpers/emulator.js';
@@ -150,4 +153,32 @@ it('a folder of other files that is no export folder is left as it was (exit 2);
   writeFileSync(join(hidden, '.DS_Store'), 'finder\n');
   const plain = await counted(emu(), ['photos', 'export', '--out', hidden]);
   expect(plain.code, plain.stderr).toBe(0);
+});
+
+it('a zip of other files (no manifest.jsonl in it) is left byte for byte (exit 2); --force replaces it', async () => {
+  const dir = tempDir();
+  const zip = join(dir, 'backup.zip');
+  // The user's own zip, made by archiver as any zip tool would make one.
+  const archive = new ZipArchive({ zlib: { level: 6 } });
+  const written = createWriteStream(zip);
+  archive.pipe(written);
+  archive.append('tax return 2025\n', { name: 'docs/tax.txt' });
+  await archive.finalize();
+  await once(written, 'close');
+  const bytes = readFileSync(zip);
+  const run = await counted(emu(), ['photos', 'export', '--out', zip]);
+  expectRefusedBeforeAnyRequest(run, `--out ${zip}: is a zip with no manifest.jsonl (a zip of other files, or a damaged export), and the export would replace it`, '--force');
+  expect(readFileSync(zip).equals(bytes)).toBe(true);
+  expect(readdirSync(dir)).toEqual(['backup.zip']);
+
+  const pipeline = join(tempDir(), 'to-my-zip.yaml');
+  writeFileSync(pipeline, `name: to-my-zip\nconnection: { base_url: "${emu().url}", consumer_key: ${KEY}, consumer_secret: ${SECRET} }\nfrom: { service: photos }\nto: { zip: ${zip} }\n`);
+  const piped = await runCli(['run', pipeline]);
+  expect(piped.code, piped.stderr).toBe(1);
+  expect(piped.stderr).toContain(`to.zip ${zip} is a zip with no manifest.jsonl`);
+  expect(readFileSync(zip).equals(bytes)).toBe(true);
+
+  const forced = await counted(emu(), ['photos', 'export', '--out', zip, '--force']);
+  expect(forced.code, forced.stderr).toBe(0);
+  expect((await verifyExport(zip)).files).toBe(MEMBERS);
 });
