@@ -8,6 +8,7 @@ import { mkdir, open, readFile, readdir, rename, rm, stat, writeFile, type FileH
 import { dirname, join, resolve } from 'node:path';
 import { removeEmptyDirs, type EntryWriter, type ExportSink } from './sink.js';
 import { rest } from './zip-output.js';
+import { isLockFileName } from '../util/target-lock.js';
 import { digestOf, hashFile } from '../util/hash-file.js';
 import { LinkCheck, MANIFEST_NAME, formatLine, manifestChunks, parseManifest, sortLines, type ManifestLine } from './manifest.js';
 import { LineIndex, syncFolder, writeSortedManifest } from './manifest-sort.js';
@@ -19,13 +20,13 @@ const DONE: Promise<void> = Promise.resolve();
 
 /**
  * The names in `dir` that no export wrote, when it is no export folder: it holds names other than
- * hidden ones (a lock, a temporary folder) and no manifest. An export there could replace a file
- * of the user's with one of the service's at the same path; empty when it may write (missing,
- * empty, or an earlier export's folder).
+ * hidden ones and no manifest. An export there could replace a file of the user's with one of the
+ * service's at the same path; empty when it may write (missing, empty, an earlier export's folder,
+ * or one a killed export left before its first manifest line: its lock or temporary folder is there).
  */
 export async function foreignNames(dir: string): Promise<string[]> {
   const names = await readdir(dir).catch(() => [] as string[]);
-  if (names.includes(MANIFEST_NAME)) return [];
+  if (names.some((name) => name === MANIFEST_NAME || name === TMP || isLockFileName(name))) return [];
   return names.filter((name) => !name.startsWith('.')).sort();
 }
 

@@ -13,7 +13,7 @@ import { extname, join } from 'node:path';
 import { expect, it } from 'vitest';
 import { useEmulator, type TestEmulator } from '../helpers/emulator.js';
 import { state, tempDir } from '../helpers/export.js';
-import { connectionArgs, runCli, type CliRun } from '../helpers/cli-process.js';
+import { connectionArgs, finished, runCli, spawnCli, type CliRun } from '../helpers/cli-process.js';
 import { KEY, SECRET } from '../helpers/emulator.js';
 import { verifyExport } from '../../src/pipelines/verify.js';
 
@@ -182,3 +182,29 @@ it('a zip of other files (no manifest.jsonl in it) is left byte for byte (exit 2
   expect(forced.code, forced.stderr).toBe(0);
   expect((await verifyExport(zip)).files).toBe(MEMBERS);
 });
+
+it('a folder a killed export left before its first manifest line is still its own: the rerun completes it', async () => {
+  const dir = join(tempDir(), 'photos-export');
+  await emu().control('POST', '/faults', { storage: { latency_ms: 3_000 } });
+  const child = spawnCli(['photos', 'export', '--out', dir, ...connectionArgs(emu())]);
+  const done = finished(child);
+  try {
+    // Killed while every download waits: its lock and temporary folder stay, and no manifest yet.
+    while (!existsSync(join(dir, '.wds-tmp'))) await new Promise((r) => setTimeout(r, 10));
+    await new Promise((r) => setTimeout(r, 300));
+    child.kill('SIGKILL');
+    expect((await done).signal).toBe('SIGKILL');
+  } finally {
+    await emu().control('DELETE', '/faults');
+  }
+  expect(existsSync(join(dir, 'manifest.jsonl'))).toBe(false);
+  // As if its first file had landed just before the kill, ahead of its manifest line.
+  const member = (await state(emu())).members.find((m) => m.photo)!;
+  mkdirSync(join(dir, 'photos'));
+  writeFileSync(join(dir, 'photos', `${member.code}${extname(member.photo!.file_name)}`), 'half of a run\n');
+  const rerun = await runCli(['photos', 'export', '--out', dir, ...connectionArgs(emu())]);
+  expect(rerun.code, rerun.stderr).toBe(0);
+  const check = await verifyExport(dir);
+  expect(check.problems).toEqual([]);
+  expect(check.files).toBe(MEMBERS);
+}, 60_000);
