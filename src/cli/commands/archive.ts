@@ -137,7 +137,6 @@ const restoreCommand: CommandModule<object, RestoreArgs> = {
     const dir = await archiveDir(argv.archive);
     const snapshot = await snapshotArg(dir, argv.snapshot);
     const out = resolve(argv.out);
-    if (out === dir || out.startsWith(`${dir}/`)) throw new UsageError(`--out ${argv.out} is inside the archive; restore to a folder or zip outside it`);
     const { restoreSnapshot } = await import('../../archive/restore.js');
     const preflight = await preflightOf(argv);
     try {
