@@ -44,6 +44,74 @@ const yargsRoot = {
     });
   },
 };
+/**
+ * string-width (yargs' and cliui's copies) makes an Intl.Segmenter and Unicode-property regexps
+ * (\p{RGI_Emoji} among them) when its module is evaluated: 30-40 ms of ICU work at every start,
+ * help or not. Here its body runs at the first width asked for instead.
+ */
+const lazyStringWidth = {
+  name: 'lazy-string-width',
+  setup(build) {
+    build.onLoad({ filter: /[\\/]string-width[\\/]index\.js$/ }, async ({ path }) => {
+      const source = await readFile(path, 'utf8');
+      if (!/^export default function stringWidth\(/m.test(source)) return undefined; // the CommonJS version 4 makes nothing at load
+      const lines = source.split('\n');
+      const imports = lines.filter((line) => /^import .* from '[^']+';$/.test(line));
+      const body = lines.filter((line) => !imports.includes(line)).join('\n');
+      if (/^\s*(import|export)\b/m.test(body.replace(/^export default function stringWidth\(/m, ''))) {
+        throw new Error(`bundle-cli: ${path} no longer has the shape lazyStringWidth expects (imports, then one default export)`);
+      }
+      return {
+        contents: `${imports.join('\n')}
+let stringWidthNow;
+export default function stringWidth(...args) {
+  stringWidthNow ??= (() => {
+${body.replace(/^export default function stringWidth\(/m, 'function stringWidth(')}
+return stringWidth;
+  })();
+  return stringWidthNow(...args);
+}
+`,
+        loader: 'js',
+      };
+    });
+  },
+};
+/**
+ * When a command's handler starts, yargs renders that command's whole help and keeps it, for a
+ * failure message shown after the handler's promise rejects. Our .fail() never shows help, so that
+ * render (cliui, string widths) was CPU taken from every run's first requests.
+ */
+const noHelpCache = {
+  name: 'no-help-cache',
+  setup(build) {
+    build.onLoad({ filter: /[\\/]yargs[\\/]build[\\/]lib[\\/]command\.js$/ }, async ({ path }) => {
+      const source = await readFile(path, 'utf8');
+      const call = 'yargs.getInternalMethods().getUsageInstance().cacheHelpMessage();';
+      if (source.split(call).length !== 2) throw new Error(`bundle-cli: ${path} no longer caches help as this script expects; see noHelpCache`);
+      return { contents: source.replace(call, ''), loader: 'js' };
+    });
+  },
+};
+/**
+ * zod's namespace `z` carries `z.locales`, its error messages in 60-odd languages: half of its
+ * bundled source, parsed at every start that loads zod. wds-files speaks English only, so the
+ * bundle's `locales` holds `en` alone.
+ */
+const zodEnglishOnly = {
+  name: 'zod-english-only',
+  setup(build) {
+    build.onResolve({ filter: /^\.\.\/locales\/index\.js$/ }, ({ importer }) => {
+      if (!/[\\/]zod[\\/]v4[\\/](classic|core)[\\/]/.test(importer)) return undefined;
+      return { path: join(dirname(importer), '..', 'locales', 'en.js'), namespace: 'zod-locales' };
+    });
+    build.onLoad({ filter: /.*/, namespace: 'zod-locales' }, ({ path }) => ({
+      contents: `export { default as en } from ${JSON.stringify(path)};`,
+      resolveDir: dirname(path),
+      loader: 'js',
+    }));
+  },
+};
 const cli = join(out, 'cli');
 
 const result = await build({
@@ -64,7 +132,7 @@ const result = await build({
   // The CommonJS packages bundled (undici, archiver...) require Node's modules, which an ES module
   // can do only through a require of its own.
   banner: { js: "import { createRequire as __wdsCreateRequire } from 'node:module';\nconst require = __wdsCreateRequire(import.meta.url);" },
-  plugins: [slimUndici, yargsRoot],
+  plugins: [slimUndici, yargsRoot, lazyStringWidth, noHelpCache, zodEnglishOnly],
   legalComments: 'eof',
   logLevel: 'warning',
   metafile: true,
