@@ -21,8 +21,7 @@ const WORKER_CODE = `
 const { parentPort, workerData } = require('node:worker_threads');
 const fs = require('node:fs');
 const NO_HARD_LINKS = new Set(workerData.noHardLinks);
-// Given with the first part a thread started ahead of its run is sent (prewarmLinkThreads).
-let target = workerData.target;
+const target = workerData.target;
 // Paths given are plain relative ones (manifest paths, checked when read), so they are joined and
 // cut by hand: path.join and path.dirname normalising each of 20,000 paths were a fifth of a
 // thread's own time.
@@ -155,8 +154,7 @@ function placeAhead(root, from, to, size) {
 
 // placed[i]: 1 placed, 0 refused, 2 not reached (a file error stopped the batch before it).
 let targetMade = false;
-parentPort.on('message', ({ id, roots, items, ahead, more, to }) => {
-  if (to !== undefined) target = to;
+parentPort.on('message', ({ id, roots, items, ahead, more }) => {
   if (ahead) {
     if (!targetMade) {
       fs.mkdirSync(target, { recursive: true });
@@ -189,60 +187,6 @@ parentPort.on('message', ({ id, roots, items, ahead, more, to }) => {
   }
 });
 `;
-
-/** Threads started before a run needs them (prewarmLinkThreads), idle until a run takes one. */
-const warmThreads: Worker[] = [];
-
-/** A thread for Linker.ahead, its target given with its first part. */
-function aheadThread(): Worker {
-  const worker = new Worker(WORKER_CODE, { eval: true, workerData: { target: '', noHardLinks: NO_HARD_LINKS, made: [] }, resourceLimits: { maxYoungGenerationSizeMb: 4 } });
-  worker.once('online', keepMemoryTuning);
-  return worker;
-}
-
-/**
- * Starts the threads an archive run will place the earlier snapshot's files on, before the run
- * can give them anything (its lock, its snapshot's folder and the earlier manifest come first): a
- * thread's start is Node's whole bootstrap, which took 0.15-0.3 s on two busy cores when the
- * first files were ready. An idle thread keeps no process alive, and one no run takes is ended
- * by releaseWarmLinkThreads or at exit. Nothing is written until a run gives it files.
- */
-export function prewarmLinkThreads(count = LINK_THREADS): void {
-  while (warmThreads.length < count) {
-    const worker = aheadThread();
-    worker.unref();
-    // An idle thread that fails is dropped; a run taking it listens for itself.
-    const drop = (): void => {
-      const at = warmThreads.indexOf(worker);
-      if (at >= 0) warmThreads.splice(at, 1);
-    };
-    worker.on('error', drop);
-    worker.once('exit', drop);
-    warmThreads.push(worker);
-  }
-}
-
-/** Ends the threads started ahead that no run took. */
-export function releaseWarmLinkThreads(): void {
-  for (const worker of warmThreads.splice(0)) void worker.terminate();
-}
-
-function takeWarmThread(): Worker {
-  const worker = warmThreads.shift();
-  if (!worker) return aheadThread();
-  worker.removeAllListeners('error');
-  worker.removeAllListeners('exit');
-  worker.ref();
-  return worker;
-}
-
-/**
- * Threads that make the folders and links of unchanged files. The kernel makes the folders of one
- * parent one at a time, so a second thread helps only an archive of two file parts or more (the
- * linker gives each parent folder to one thread), and more than two would take the cores the
- * downloads of the changed files need.
- */
-export const LINK_THREADS = 2;
 
 /** A thread placing files ahead (Linker.ahead), the files it was given in order, and its answer. */
 interface AheadLane {
@@ -374,8 +318,8 @@ export class Linker {
    * to `#placedInOrder`; its `answer` settles with its answer to the last part.
    */
   #aheadLane(lanes: AheadLane[]): AheadLane {
-    const worker = takeWarmThread();
-    worker.postMessage({ id: -1, ahead: true, more: true, roots: [], items: [], to: this.target });
+    const worker = new Worker(WORKER_CODE, { eval: true, workerData: { target: this.target, noHardLinks: NO_HARD_LINKS, made: [] }, resourceLimits: { maxYoungGenerationSizeMb: 4 } });
+    worker.once('online', keepMemoryTuning);
     const lane: AheadLane = { worker, files: [], answered: 0, answer: null! };
     lane.answer = new Promise<Reply>((resolve, reject) => {
       worker.on('message', (reply: Reply) => {

@@ -104,8 +104,6 @@ export async function runPipelineOnce(pipeline: LoadedPipeline, options: RunPipe
     // An export's dry run writes nothing, so it needs no lock (and makes no folder for one).
     const writes = !('service' in pipeline.from && (options.dryRun || pipeline.steps.submit.dry_run));
     if (writes) {
-      // An archive run's threads start now, while the checks, the lock and the client's loading go on.
-      if ('archive' in pipeline.to && 'service' in pipeline.from) (await import('../archive/linker.js')).prewarmLinkThreads();
       await refuseTarget(pipeline);
       lock = await takeLock(pipeline, options, log);
     }
@@ -115,8 +113,6 @@ export async function runPipelineOnce(pipeline: LoadedPipeline, options: RunPipe
     error = redact(caught instanceof Error ? `${caught.message}${isWdsError(caught) ? ` [${caught.code}]` : ''}` : String(caught));
   } finally {
     await lock?.release();
-    // Threads started for a run that ended before its snapshot took them.
-    if ('archive' in pipeline.to) await import('../archive/linker.js').then(({ releaseWarmLinkThreads }) => releaseWarmLinkThreads(), () => undefined);
   }
   const finished = Date.now();
   // Stopped while waiting for the lock: nothing was done, and that is an interruption, not a failure.

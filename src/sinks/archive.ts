@@ -9,7 +9,7 @@
  */
 import { readFile, rename, rm, rmdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { LINK_THREADS, Linker, prewarmLinkThreads, releaseWarmLinkThreads, type LinkItem } from '../archive/linker.js';
+import { Linker, type LinkItem } from '../archive/linker.js';
 import {
   SNAPSHOT_FILE, listSnapshots, nextSnapshotId, partialDir, readSnapshotManifest, snapshotDir, writeLatest,
   type SnapshotCounts, type SnapshotDoc, type SnapshotEntry,
@@ -35,6 +35,13 @@ export interface SnapshotInfo {
   };
 }
 
+/**
+ * Threads that make the folders and links of unchanged files. The kernel makes the folders of one
+ * parent one at a time, so a second thread helps only an archive of two file parts or more (the
+ * linker gives each parent folder to one thread), and more than two would take the cores the
+ * downloads of the changed files need.
+ */
+const LINK_THREADS = 2;
 /** Unused files removed at once: enough to keep the thread pool busy, few enough to stay small. */
 const REMOVALS_AT_ONCE = 64;
 
@@ -118,29 +125,21 @@ export class SnapshotBuild {
    * finished, paused or discarded.
    */
   static async open(archive: string, pipeline: string, now = new Date()): Promise<SnapshotBuild> {
-    // The threads start while the archive and the earlier manifest are read (a run from a pipeline
-    // file started them before its lock). Those no file part takes are ended once it is read (a
-    // continued .partial, a first snapshot, a single file part).
-    prewarmLinkThreads();
-    try {
-      const { snapshots, partial } = await listSnapshots(archive);
-      const finished = snapshots.filter((s) => s.doc !== null);
-      const id = nextSnapshotId(now, [...snapshots.map((s) => s.id), ...partial]);
-      const resumed = partial.at(-1) ?? null;
-      if (resumed !== null) {
-        await rename(partialDir(archive, resumed), partialDir(archive, id));
-      }
-      const build = new SnapshotBuild(archive, pipeline, id, now, finished.at(-1)?.id ?? null, resumed);
-      const ahead = resumed === null ? build.linker.ahead() : null;
-      try {
-        await build.readEarlier(finished, ahead ? (lines, dir) => ahead.add(lines.map((line) => ({ root: dir, from: line.path, to: line.path, size: line.size }))) : undefined);
-      } finally {
-        ahead?.end();
-      }
-      return build;
-    } finally {
-      releaseWarmLinkThreads();
+    const { snapshots, partial } = await listSnapshots(archive);
+    const finished = snapshots.filter((s) => s.doc !== null);
+    const id = nextSnapshotId(now, [...snapshots.map((s) => s.id), ...partial]);
+    const resumed = partial.at(-1) ?? null;
+    if (resumed !== null) {
+      await rename(partialDir(archive, resumed), partialDir(archive, id));
     }
+    const build = new SnapshotBuild(archive, pipeline, id, now, finished.at(-1)?.id ?? null, resumed);
+    const ahead = resumed === null ? build.linker.ahead() : null;
+    try {
+      await build.readEarlier(finished, ahead ? (lines, dir) => ahead.add(lines.map((line) => ({ root: dir, from: line.path, to: line.path, size: line.size }))) : undefined);
+    } finally {
+      ahead?.end();
+    }
+    return build;
   }
 
   /**
