@@ -47,7 +47,8 @@ const yargsRoot = {
 /**
  * string-width (yargs' and cliui's copies) makes an Intl.Segmenter and Unicode-property regexps
  * (\p{RGI_Emoji} among them) when its module is evaluated: 30-40 ms of ICU work at every start,
- * help or not. Here its body runs at the first width asked for instead.
+ * help or not. Here its body runs at the first width asked of a string that is not all printable
+ * ASCII, which is one column a character in every version (version 8 takes that path itself).
  */
 const lazyStringWidth = {
   name: 'lazy-string-width',
@@ -65,6 +66,7 @@ const lazyStringWidth = {
         contents: `${imports.join('\n')}
 let stringWidthNow;
 export default function stringWidth(...args) {
+  if (typeof args[0] === 'string' && /^[\\u0020-\\u007E]*$/.test(args[0])) return args[0].length;
   stringWidthNow ??= (() => {
 ${body.replace(/^export default function stringWidth\(/m, 'function stringWidth(')}
 return stringWidth;
