@@ -3,9 +3,6 @@
  * the files given, and with `online` what the service must hold for the files to run: the sheets
  * and file parts they name, and the members their sources' files are for.
  */
-import { UnknownTargetError, attachmentTargets } from '../stages/list-urls.js';
-import { openSource } from '../sources/open-source.js';
-import { connectPipeline } from './connection.js';
 import { PipelineFileError, loadPipelineFile, locate, type LoadedPipeline, type PipelineProblem } from './load.js';
 
 export interface ValidateOptions {
@@ -45,6 +42,8 @@ export async function validatePipelineFiles(files: string[], options: ValidateOp
 }
 
 async function onlineProblems(pipeline: LoadedPipeline, shown: string, options: ValidateOptions): Promise<PipelineProblem[]> {
+  // The client and the listing load here: checking files offline makes no request and needs neither.
+  const [{ connectPipeline }, { UnknownTargetError, attachmentTargets }] = await Promise.all([import('./connection.js'), import('../stages/list-urls.js')]);
   const problems: PipelineProblem[] = [];
   let connection;
   try {
@@ -88,7 +87,7 @@ async function membersMissing(pipeline: LoadedPipeline, client: import('../clien
   const { from } = pipeline;
   if ('service' in from) return [];
   const path = 'folder' in from ? from.folder : 'zip' in from ? from.zip : from.csv;
-  const { codeFromName } = await import('../pipelines/photo-import.js');
+  const [{ codeFromName }, { openSource }] = await Promise.all([import('../pipelines/photo-import.js'), import('../sources/open-source.js')]);
   const photos = 'service' in pipeline.to && pipeline.to.service === 'photos';
   const source = await openSource(path);
   const named: { code: string; where: string }[] = [];
