@@ -114,6 +114,24 @@ const zodEnglishOnly = {
     }));
   },
 };
+/**
+ * undici's HTTP/1.1 client requires its HTTP/2 one, and with it Node's http2 module (some 6 ms of
+ * every start that loads the client), though a connection speaks HTTP/2 only when allowH2 is set,
+ * which wds-files never does. Here the HTTP/2 client loads at its first connection.
+ */
+const lazyUndiciH2 = {
+  name: 'lazy-undici-h2',
+  setup(build) {
+    build.onLoad({ filter: /[\\/]undici[\\/]lib[\\/]dispatcher[\\/]client\.js$/ }, async ({ path }) => {
+      const source = await readFile(path, 'utf8');
+      const eager = "const connectH2 = require('./client-h2.js')";
+      if (source.split(eager).length !== 2 || source.split('connectH2').length !== 3) {
+        throw new Error(`bundle-cli: ${path} no longer loads its HTTP/2 client as this script expects; see lazyUndiciH2`);
+      }
+      return { contents: source.replace(eager, "let connectH2Now\nconst connectH2 = (...args) => (connectH2Now ??= require('./client-h2.js'))(...args)"), loader: 'js' };
+    });
+  },
+};
 const cli = join(out, 'cli');
 
 const result = await build({
@@ -134,7 +152,7 @@ const result = await build({
   // The CommonJS packages bundled (undici, archiver...) require Node's modules, which an ES module
   // can do only through a require of its own.
   banner: { js: "import { createRequire as __wdsCreateRequire } from 'node:module';\nconst require = __wdsCreateRequire(import.meta.url);" },
-  plugins: [slimUndici, yargsRoot, lazyStringWidth, noHelpCache, zodEnglishOnly],
+  plugins: [slimUndici, yargsRoot, lazyStringWidth, noHelpCache, zodEnglishOnly, lazyUndiciH2],
   legalComments: 'eof',
   logLevel: 'warning',
   metafile: true,
