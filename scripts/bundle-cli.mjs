@@ -27,23 +27,35 @@ const slimUndici = {
   },
 };
 /**
+ * A plugin that replaces `find` with `replacement` in the one file `filter` matches. `find` must be
+ * there exactly once (and `check`, if given, must hold), or the build fails: an update of the
+ * dependency that changes that code is noticed rather than bundled unchanged.
+ */
+function replaceOnce(name, filter, find, replacement, check = () => true) {
+  return {
+    name,
+    setup(build) {
+      build.onLoad({ filter }, async ({ path }) => {
+        const source = await readFile(path, 'utf8');
+        if (source.split(find).length !== 2 || !check(source)) throw new Error(`bundle-cli: ${path} no longer has the code ${name} rewrites; see scripts/bundle-cli.mjs`);
+        return { contents: source.replace(find, () => replacement), loader: 'js' };
+      });
+    },
+  };
+}
+/**
  * yargs finds "its" package.json (for the version it shows by default) by walking up from the
  * folder above its node_modules, reading each folder's entries. Bundled, its module is no longer
  * under node_modules and it walked up from the working directory instead: a run started in a
  * folder of 20,000 photos, or under a large /tmp, read every name there at each start. The
  * bundle's chunks sit in `<package>/dist/cli/`, so the package's root is `../..` from them.
  */
-const yargsRoot = {
-  name: 'yargs-root',
-  setup(build) {
-    build.onLoad({ filter: /[\\/]yargs[\\/]lib[\\/]platform-shims[\\/]esm\.mjs$/ }, async ({ path }) => {
-      const source = await readFile(path, 'utf8');
-      const walk = "const mainFilename = __dirname.substring(0, __dirname.lastIndexOf('node_modules'));";
-      if (!source.includes(walk)) throw new Error(`bundle-cli: ${path} no longer finds its package as this script expects; see yargsRoot`);
-      return { contents: source.replace(walk, "const mainFilename = fileURLToPath(new URL('../..', import.meta.url));"), loader: 'js' };
-    });
-  },
-};
+const yargsRoot = replaceOnce(
+  'yargs-root',
+  /[\\/]yargs[\\/]lib[\\/]platform-shims[\\/]esm\.mjs$/,
+  "const mainFilename = __dirname.substring(0, __dirname.lastIndexOf('node_modules'));",
+  "const mainFilename = fileURLToPath(new URL('../..', import.meta.url));",
+);
 /**
  * string-width (yargs' and cliui's copies) makes an Intl.Segmenter and Unicode-property regexps
  * (\p{RGI_Emoji} among them) when its module is evaluated: 30-40 ms of ICU work at every start,
@@ -84,17 +96,12 @@ return stringWidth;
  * failure message shown after the handler's promise rejects. Our .fail() never shows help, so that
  * render (cliui, string widths) was CPU taken from every run's first requests.
  */
-const noHelpCache = {
-  name: 'no-help-cache',
-  setup(build) {
-    build.onLoad({ filter: /[\\/]yargs[\\/]build[\\/]lib[\\/]command\.js$/ }, async ({ path }) => {
-      const source = await readFile(path, 'utf8');
-      const call = 'yargs.getInternalMethods().getUsageInstance().cacheHelpMessage();';
-      if (source.split(call).length !== 2) throw new Error(`bundle-cli: ${path} no longer caches help as this script expects; see noHelpCache`);
-      return { contents: source.replace(call, ''), loader: 'js' };
-    });
-  },
-};
+const noHelpCache = replaceOnce(
+  'no-help-cache',
+  /[\\/]yargs[\\/]build[\\/]lib[\\/]command\.js$/,
+  'yargs.getInternalMethods().getUsageInstance().cacheHelpMessage();',
+  '',
+);
 /**
  * zod's namespace `z` carries `z.locales`, its error messages in 60-odd languages: half of its
  * bundled source, parsed at every start that loads zod. wds-files speaks English only, so the
@@ -115,23 +122,18 @@ const zodEnglishOnly = {
   },
 };
 /**
- * undici's HTTP/1.1 client requires its HTTP/2 one, and with it Node's http2 module (some 6 ms of
+ * undici's HTTP/1.1 client requires its HTTP/2 one, and with it Node's http2 module (about 5 ms of
  * every start that loads the client), though a connection speaks HTTP/2 only when allowH2 is set,
- * which wds-files never does. Here the HTTP/2 client loads at its first connection.
+ * which wds-files never does. Here the HTTP/2 client loads at its first HTTP/2 connection.
  */
-const lazyUndiciH2 = {
-  name: 'lazy-undici-h2',
-  setup(build) {
-    build.onLoad({ filter: /[\\/]undici[\\/]lib[\\/]dispatcher[\\/]client\.js$/ }, async ({ path }) => {
-      const source = await readFile(path, 'utf8');
-      const eager = "const connectH2 = require('./client-h2.js')";
-      if (source.split(eager).length !== 2 || source.split('connectH2').length !== 3) {
-        throw new Error(`bundle-cli: ${path} no longer loads its HTTP/2 client as this script expects; see lazyUndiciH2`);
-      }
-      return { contents: source.replace(eager, "let connectH2Now\nconst connectH2 = (...args) => (connectH2Now ??= require('./client-h2.js'))(...args)"), loader: 'js' };
-    });
-  },
-};
+const lazyUndiciH2 = replaceOnce(
+  'lazy-undici-h2',
+  /[\\/]undici[\\/]lib[\\/]dispatcher[\\/]client\.js$/,
+  "const connectH2 = require('./client-h2.js')",
+  "let connectH2Now\nconst connectH2 = (...args) => (connectH2Now ??= require('./client-h2.js'))(...args)",
+  // connectH2 is only called, once: the wrapper stands for it.
+  (source) => source.split('connectH2').length === 3,
+);
 const cli = join(out, 'cli');
 
 const result = await build({
