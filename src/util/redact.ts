@@ -36,15 +36,19 @@ const SECRET_FIELD_KEY = /^(?:secret_token|password|access_token|consumer_secret
 export const REDACTED = '[REDACTED]';
 
 export function redact(text: string): string {
+  // Fields and headers first: a registered secret that is also a word of a field's name (a
+  // consumer secret "secret", say) would otherwise be masked inside "secret_token", and the
+  // field, no longer found, would show its value.
   let out = text;
-  for (const secret of secrets) {
-    if (out.includes(secret)) out = out.split(secret).join(REDACTED);
-  }
   for (const pattern of HEADER_PATTERNS) out = out.replace(pattern, `$1${REDACTED}`);
-  return out.replace(SECRET_FIELD, (_, key: string, value: string) => {
+  out = out.replace(SECRET_FIELD, (_, key: string, value: string) => {
     const quote = value.startsWith('\\"') ? '\\"' : value[0] === '"' || value[0] === "'" ? value[0] : '';
     return `${key}${quote}${REDACTED}${quote}`;
   });
+  for (const secret of secrets) {
+    if (out.includes(secret)) out = out.split(secret).join(REDACTED);
+  }
+  return out;
 }
 
 /** Keys whose string values are secrets wherever they appear. */

@@ -7,7 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import { useEmulator } from '../helpers/emulator.js';
 import { connectionArgs, runCli, type CliRun } from '../helpers/cli-process.js';
-import { REDACTED, redact, redactValue } from '../../src/util/redact.js';
+import { REDACTED, forgetSecret, redact, redactValue, registerSecret } from '../../src/util/redact.js';
 import { RunReport } from '../../src/stages/report.js';
 
 const emu = useEmulator({ limits: { updatesPerMinute: 10_000 } });
@@ -60,6 +60,22 @@ describe('secret fields in text and reports', () => {
     expect(once).toContain('"url":"http://x"');
     expect(redact('{"secret_token": null}')).toBe('{"secret_token": null}');
     expect(redact('password=hunter2&grant_type=client_credentials')).toBe(`password=${REDACTED}&grant_type=client_credentials`);
+  });
+
+  it('masks a secret field even when a word of its name is itself a registered secret', () => {
+    // A consumer secret may be any string; one that is a word of a field's name once made the
+    // field unrecognisable ("[REDACTED]_token") and left its value in the text.
+    for (const word of ['secret', 'token', 'password']) {
+      registerSecret(word);
+      try {
+        const text = redact(`the service answered {"secret_token":${JSON.stringify(SECRET)},"password":"hunter two"}`);
+        for (const part of [...PARTS, 'hunter']) expect(text, word).not.toContain(part);
+        const reason = JSON.stringify(redactValue({ reason: `said {"secret_token":${JSON.stringify(SECRET)}}` }));
+        for (const part of PARTS) expect(reason, word).not.toContain(part);
+      } finally {
+        forgetSecret(word);
+      }
+    }
   });
 
   it('a report written with --report or --json holds no secret from a reason', () => {
