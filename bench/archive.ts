@@ -46,7 +46,7 @@
  */
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { lstat, mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
+import { lstat, mkdir, mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { promisify } from 'node:util';
@@ -248,7 +248,10 @@ async function round(n: number, built: string): Promise<Round[]> {
     // The CLI's start, as the measuring parent forked it: python3's own start is not the CLI's.
     const ended = Date.now();
     if (measured.code !== 0) throw new Error(`${name}: the CLI exited with ${measured.code ?? `signal ${measured.signal}`}:\n${measured.stderr}${measured.stdout}`);
-    if (LOG_DIR && name !== 'full') await writeFile(join(LOG_DIR, `${n}-${CLIS.indexOf(cli)}-${label.replace(/\W+/g, '_')}-${Date.now()}.log`), measured.stderr);
+    if (LOG_DIR && name !== 'full') {
+      await mkdir(LOG_DIR, { recursive: true });
+      await writeFile(join(LOG_DIR, `${n}-${CLIS.indexOf(cli)}-${label.replace(/\W+/g, '_')}-${Date.now()}.log`), measured.stderr);
+    }
     const after = await diskUse(archive, seen, walked);
     const stats = company.stats.toJSON() as { requests: Record<string, number>; storage_downloads: number };
     const latest = (await readFile(join(archive, 'latest'), 'utf8')).trim();
