@@ -29,6 +29,9 @@
  *                                                     1 % change of its own); figures for both
  *   npx tsx bench/archive.ts --cpu-prof DIR           node --cpu-prof of each incremental run into DIR
  *   npx tsx bench/archive.ts --log DIR                each incremental run's request lines (-vv) into DIR
+ *   npx tsx bench/archive.ts --floor                  after the runs, `cp -al` of the latest snapshot:
+ *                                                     what its folders and links alone cost this disk
+ *                                                     on one thread (GNU cp), against the full run
  *
  * Files are of the sizes the export benches use: attachments of 10 KB to 1 MB (documents and
  * scans), photos of 20 to 500 KB (bench/export's mix). The disk ratio depends on them: each
@@ -281,11 +284,28 @@ async function round(n: number, built: string): Promise<Round[]> {
         pairs.push({ full, unchanged: unchanged.get(cli)!, '1 %': await run('1 %', `1 % (${changed})`, cli), changed, cli });
       }
     }
+    if (flag('floor')) await floor(archive, join(work, 'floor-copy'), full.measured.ms);
     return pairs;
   } finally {
     await emu.close();
     works.push(work);
   }
+}
+
+/**
+ * What making a snapshot's folders and links costs this disk with no JavaScript, no listing and
+ * no download: GNU `cp -al` of the latest snapshot (mkdir, lstat and link of each), on one thread.
+ * Run after the round's runs, whose folders it would otherwise slow (it is removed at the end).
+ */
+async function floor(archive: string, to: string, fullMs: number): Promise<void> {
+  const latest = (await readFile(join(archive, 'latest'), 'utf8')).trim();
+  await promisify(execFile)('sync');
+  const copy = await measure('cp', ['-al', join(archive, 'snapshots', latest), to]);
+  if (copy.code !== 0) {
+    console.log(`  floor: cp -al failed (${copy.code ?? copy.signal}): ${copy.stderr.trim()}`);
+    return;
+  }
+  console.log(`  floor: cp -al of snapshot ${latest} (its folders and links, nothing downloaded) ${seconds(copy.ms)}, cpu ${copy.userS.toFixed(2)} s user, ${copy.systemS.toFixed(2)} s system: ${(copy.ms / fullMs).toFixed(3)} x the full run`);
 }
 
 /**
