@@ -94,14 +94,14 @@ export function manifestPathProblem(path: string): string | null {
   return null;
 }
 
-/** One line of manifest text (number from 1), if it is good; what is wrong with it goes to `problems`. */
-function checkManifestLine(raw: string, number: number, problems: string[]): ManifestLine | undefined {
+/** Reads one line of manifest text (number from 1) into `into`; answers the line if it is good. */
+function readManifestLine(raw: string, number: number, into: ManifestLines & { lineNumbers?: Map<string, number> }): ManifestLine | undefined {
   if (!raw.trim()) return undefined;
   let value: unknown;
   try {
     value = JSON.parse(raw);
   } catch {
-    problems.push(`line ${number}: not JSON`);
+    into.problems.push(`line ${number}: not JSON`);
     return undefined;
   }
   let line: ManifestLine;
@@ -109,16 +109,19 @@ function checkManifestLine(raw: string, number: number, problems: string[]): Man
   else {
     const parsed = manifestLineSchema.safeParse(value);
     if (!parsed.success) {
-      problems.push(`line ${number}: ${parsed.error.issues[0]?.path.join('.')}: ${parsed.error.issues[0]?.message}`);
+      into.problems.push(`line ${number}: ${parsed.error.issues[0]?.path.join('.')}: ${parsed.error.issues[0]?.message}`);
       return undefined;
     }
     line = parsed.data;
   }
   const unsafe = manifestPathProblem(line.path);
   if (unsafe) {
-    problems.push(`line ${number}: ${unsafe}`);
+    into.problems.push(`line ${number}: ${unsafe}`);
     return undefined;
   }
+  const key = manifestKey(line);
+  into.lines.set(key, line);
+  into.lineNumbers?.set(key, number);
   return line;
 }
 
@@ -126,11 +129,7 @@ function checkManifestLine(raw: string, number: number, problems: string[]): Man
 export function parseManifest(text: string): ParsedManifest {
   const parsed: ParsedManifest = { lines: new Map(), lineNumbers: new Map(), problems: [] };
   text.split('\n').forEach((raw, i) => {
-    const line = checkManifestLine(raw, i + 1, parsed.problems);
-    if (!line) return;
-    const key = manifestKey(line);
-    parsed.lines.set(key, line);
-    parsed.lineNumbers.set(key, i + 1);
+    readManifestLine(raw, i + 1, parsed);
   });
   return parsed;
 }
@@ -142,40 +141,22 @@ const LINES_PER_TURN = 1000;
  * parseManifest, letting other work run every LINES_PER_TURN lines: an archive run reads the
  * earlier snapshot's manifest while its first requests are under way, and 20,000 lines at once
  * held them back by a tenth of a second. `onTurn` gets each turn's good lines as they are read.
- *
- * With `onTurn`, each turn reads half its lines from the first half of the text and half from the
- * second: a manifest is sorted by file part, and an archive run places each part's files on a
- * thread of its own, so both threads get files from the first turn rather than the second from
- * halfway. Without it, the lines are read (and the map ordered) as they stand.
  */
 export async function parseManifestInTurns(text: string, onTurn?: (lines: ManifestLine[]) => void): Promise<ManifestLines> {
   // Without the line numbers, which only verify's messages use: a map of 20,000 more at the start of an archive run.
   const parsed: ManifestLines = { lines: new Map(), problems: [] };
   const raws = text.split('\n');
-  const half = onTurn ? Math.ceil(raws.length / 2) : raws.length;
-  // The keys read from the second half, whose lines are later than any of the first half's.
-  const later = new Set<string>();
-  const problems: { number: number; problem: string }[] = [];
-  const read = (i: number, turn: ManifestLine[], fromLater: boolean): void => {
-    const found: string[] = [];
-    const line = checkManifestLine(raws[i]!, i + 1, found);
-    for (const problem of found) problems.push({ number: i + 1, problem });
-    if (!line) return;
-    const key = manifestKey(line);
-    if (fromLater) later.add(key);
-    else if (later.has(key)) return;
-    parsed.lines.set(key, line);
-    if (onTurn) turn.push(line);
-  };
-  const step = LINES_PER_TURN / 2;
-  for (let at = 0; at < half; at += step) {
-    if (at > 0) await new Promise((resolve) => setImmediate(resolve));
-    const turn: ManifestLine[] = [];
-    for (let i = at; i < Math.min(at + step, half); i += 1) read(i, turn, false);
-    for (let i = half + at; i < Math.min(half + at + step, raws.length); i += 1) read(i, turn, true);
-    onTurn?.(turn);
+  let turn: ManifestLine[] = [];
+  for (let i = 0; i < raws.length; i += 1) {
+    if (i > 0 && i % LINES_PER_TURN === 0) {
+      onTurn?.(turn);
+      turn = [];
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    const line = readManifestLine(raws[i]!, i + 1, parsed);
+    if (line && onTurn) turn.push(line);
   }
-  parsed.problems = problems.sort((a, b) => a.number - b.number).map((p) => p.problem);
+  onTurn?.(turn);
   return parsed;
 }
 

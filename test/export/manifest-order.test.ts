@@ -7,7 +7,7 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { formatLine, manifestChunks, manifestKey, parseManifest, parseManifestInTurns, sortLines, type ManifestLine } from '../../src/sinks/manifest.js';
+import { formatLine, manifestChunks, manifestKey, sortLines, type ManifestLine } from '../../src/sinks/manifest.js';
 import { writeSortedManifest } from '../../src/sinks/manifest-sort.js';
 
 const line = (kind: 'photo' | 'attachment', code: string, extra: Partial<ManifestLine> = {}): ManifestLine => ({
@@ -83,38 +83,5 @@ describe('the final manifest of a folder, sorted from the lines appended', () =>
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
-  });
-});
-
-describe('reading an earlier snapshot in turns (parseManifestInTurns)', () => {
-  // 2,400 lines: the first 1,200 of field 10, the rest of field 11, as a sorted manifest has them.
-  const lines = Array.from({ length: 2400 }, (_, i) => line('attachment', `m${String(i % 1200).padStart(4, '0')}`, { custom_field_id: i < 1200 ? 10 : 11, path: `attachments/1/${i < 1200 ? 10 : 11}/m${i % 1200}/f.pdf` }));
-
-  it('gives the second half of the lines from the first turn, and reads the same lines as parseManifest', async () => {
-    const text = lines.map(formatLine).join('');
-    const turns: ManifestLine[][] = [];
-    const read = await parseManifestInTurns(text, (turn) => turns.push(turn));
-    expect(turns[0]!.some((l) => l.custom_field_id === 11)).toBe(true);
-    expect(turns.flat()).toHaveLength(2400);
-    expect([...read.lines.keys()].sort()).toEqual([...parseManifest(text).lines.keys()].sort());
-    // Without a reader of turns, the map keeps the manifest's order.
-    expect([...(await parseManifestInTurns(text)).lines.values()].map((l) => l.path)).toEqual(lines.map((l) => l.path));
-  });
-
-  it('keeps the later of two lines for one file, in whichever half each is, and the problems by line number', async () => {
-    const key = lines[5]!;
-    const text = [
-      ...lines.slice(0, 1200).map(formatLine),
-      'not json\n',
-      formatLine({ ...key, sha256: '1'.repeat(64) }),
-      ...lines.slice(1200, 2300).map(formatLine),
-      formatLine({ ...key, sha256: '2'.repeat(64) }),
-      '{"kind":"photo"}\n',
-      ...lines.slice(2300).map(formatLine),
-    ].join('');
-    const read = await parseManifestInTurns(text, () => undefined);
-    expect(read.lines.get(manifestKey(key))!.sha256).toBe('2'.repeat(64));
-    expect(read.problems.map((p) => p.split(':')[0])).toEqual(['line 1201', 'line 2304']);
-    expect(read.problems).toEqual(parseManifest(text).problems);
   });
 });
