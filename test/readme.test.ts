@@ -177,6 +177,7 @@ const NOT_RUN: Record<string, string> = {
   'npx tsx bench/storage.ts': 'a benchmark: minutes, and its figures are about the machine',
   'npm run bench': 'the benchmarks: minutes, and their figures are about the machine',
   'npx tsx bench/import.ts': 'a benchmark: minutes, and its figures are about the machine',
+  'npx tsx bench/archive.ts': 'a benchmark: minutes and 10 GB of disk, and its figures are about the machine',
 };
 
 const HANDLERS: Record<string, Handler> = {
