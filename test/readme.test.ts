@@ -99,7 +99,7 @@ const state = async (): Promise<{ members: { code: string; photo: { sha256: stri
   emu().control('GET', '/state');
 
 /** The manifest's lines of an export folder. */
-const manifest = (dir: string): { kind: string; path: string }[] =>
+const manifest = (dir: string): { kind: string; code: string; path: string }[] =>
   readFileSync(join(dir, 'manifest.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
 
 /**
@@ -307,6 +307,12 @@ const HANDLERS: Record<string, Handler> = {
   'npm run --silent wds -- archive restore out/archive/attachments latest --out restored.zip': async (l) => {
     expectOk(await finished(inWork(l.command)), l.raw);
     expectOk(await finished(inWork(`${WDS}verify restored.zip`)), 'verify restored.zip');
+  },
+  'npm run --silent wds -- archive restore out/archive/attachments latest --member A0003 --out A0003': async (l) => {
+    expectOk(await finished(inWork(l.command)), l.raw);
+    expectOk(await finished(inWork(`${WDS}verify A0003`)), 'verify A0003');
+    const codes = new Set(manifest(join(work, 'A0003')).map((line) => line.code));
+    expect([...codes]).toEqual(['A0003']);
   },
   'npm run --silent wds -- archive check out/archive/attachments --read-data 10': async (l) => {
     expectOk(await finished(inWork(l.command)), l.raw);

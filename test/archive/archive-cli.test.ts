@@ -78,6 +78,33 @@ describe('archive commands', () => {
     expect(inside.code).toBe(2);
   });
 
+  it('restore --member gives the files of the members named alone, and refuses a code the snapshot does not hold', async () => {
+    const out = tempDir('wds-restore-member-');
+    const first = await manifestOf(join(archive, 'snapshots', ids[0]!));
+    // The member deleted since the first snapshot: its files come back from that snapshot alone.
+    const theirs = [...first.values()].filter((l) => l.code === 'G000003');
+    expect(theirs.length).toBeGreaterThan(0);
+    const target = join(out, 'g3');
+    const run = await runCli(['archive', 'restore', archive, `@${ids[0]}`, '--member', 'G000003', '--out', target]);
+    expect(run.code, run.stderr + run.stdout).toBe(0);
+    expect(run.stdout).toContain(`snapshot ${ids[0]} (the files of G000003) restored to ${target}`);
+    const verified = await verifyExport(target);
+    expect(verified.problems).toEqual([]);
+    expect([...(await manifestOf(target)).values()].map((l) => l.path).sort()).toEqual(theirs.map((l) => l.path).sort());
+    for (const line of theirs) expect(await readFile(join(target, line.path))).toEqual(await readFile(join(archive, 'snapshots', ids[0]!, line.path)));
+
+    const two = await runCli(['archive', 'restore', archive, `@${ids[0]}`, '--member', 'G000003', '--member', 'G000004', '--out', join(out, 'two.zip'), '--json']);
+    expect(two.code, two.stderr).toBe(0);
+    expect(JSON.parse(two.stdout)).toMatchObject({ members: ['G000003', 'G000004'] });
+    expect((await verifyExport(join(out, 'two.zip'))).files).toBe([...first.values()].filter((l) => l.code === 'G000003' || l.code === 'G000004').length);
+
+    // G000003 is in no later snapshot: asked of the latest, nothing is made.
+    const missing = await runCli(['archive', 'restore', archive, '--member', 'G000003', '--member', 'NOPE', '--out', join(out, 'none')]);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toContain(`snapshot ${ids[1]} holds no file of G000003, NOPE; nothing was restored`);
+    expect(existsSync(join(out, 'none'))).toBe(false);
+  });
+
   it('check passes, then names a file cut short and one whose bytes changed (--read-data 100), exit 3', async () => {
     const ok = await runCli(['archive', 'check', archive, '--read-data', '100']);
     expect(ok.code, ok.stdout + ok.stderr).toBe(0);

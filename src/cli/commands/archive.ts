@@ -124,7 +124,7 @@ const diffCommand: CommandModule<object, DiffArgs> = {
   },
 };
 
-interface RestoreArgs extends ArchiveArgs, TargetArgs { snapshot?: string; out: string; report?: string }
+interface RestoreArgs extends ArchiveArgs, TargetArgs { snapshot?: string; out: string; report?: string; member?: string[] }
 
 const restoreCommand: CommandModule<object, RestoreArgs> = {
   command: 'restore <archive> [snapshot]',
@@ -132,18 +132,27 @@ const restoreCommand: CommandModule<object, RestoreArgs> = {
   builder: (y: Argv) => withTargetOptions(withArchive(y))
     .positional('snapshot', { type: 'string', describe: '@ID, latest or latest~N (the Nth complete snapshot before latest)' })
     .option('out', { alias: 'o', type: 'string', demandOption: true, describe: 'A folder, or a file ending in .zip' })
+    .option('member', { type: 'string', array: true, describe: 'Only the files of this member (by code); give it again for more' })
     .option('report', { type: 'string', describe: 'Write the per-file report (JSON) to FILE' }) as unknown as Argv<RestoreArgs>,
   handler: async (argv) => {
     const dir = await archiveDir(argv.archive);
     const snapshot = await snapshotArg(dir, argv.snapshot);
     const out = resolve(argv.out);
-    const { restoreSnapshot } = await import('../../archive/restore.js');
+    const { linesToRestore, restoreSnapshot, UnknownMembersError } = await import('../../archive/restore.js');
+    const members = argv.member?.map(String);
+    if (members) {
+      // A code the snapshot does not hold is refused before the target is touched.
+      await linesToRestore(snapshot, members).catch((error: unknown) => {
+        throw error instanceof UnknownMembersError ? new UsageError(error.message) : error;
+      });
+    }
     const preflight = await preflightOf(argv);
     try {
       await preflight.report(argv.report);
       await preflight.exportTarget(argv.out, { zip: out.toLowerCase().endsWith('.zip'), force: argv.force ?? false, waitLock: argv['wait-lock'] });
-      const result = await restoreSnapshot(dir, snapshot.id, out, { signal: stopSignal() });
-      await finishRun(argv, result.report, { snapshot: result.snapshot, out }, [`snapshot ${result.snapshot} restored to ${out}`, ...result.report.notes]);
+      const result = await restoreSnapshot(dir, snapshot.id, out, { signal: stopSignal(), members });
+      const whose = members ? ` (the files of ${members.join(', ')})` : '';
+      await finishRun(argv, result.report, { snapshot: result.snapshot, out, ...(members ? { members } : {}) }, [`snapshot ${result.snapshot}${whose} restored to ${out}`, ...result.report.notes]);
     } finally {
       await preflight.end();
     }
