@@ -1,9 +1,10 @@
 /**
  * `archive restore [@ID] --out DIR|ZIP [--member CODE]`: a snapshot, or the files of some of its
  * members, copied out as an ordinary export folder or zip (DESIGN.md section 4) through the
- * export's own sinks, so the result verifies and imports like any export. Each file's bytes are checked against the snapshot's manifest as they are copied: a
- * file that differs is left out and reported, never written. The copies share nothing with the
- * archive. A rerun into the same place copies only what is not there yet.
+ * export's own sinks, so the result verifies and imports like any export. Each file's bytes are
+ * checked against the snapshot's manifest as they are copied: a file that differs is left out and
+ * reported, never written. The copies share nothing with the archive. A rerun into the same place
+ * copies only what is not there yet.
  */
 import { createReadStream } from 'node:fs';
 import { createHash } from 'node:crypto';
@@ -12,7 +13,7 @@ import { FolderSink } from '../sinks/folder.js';
 import { TargetError, type ExportSink } from '../sinks/sink.js';
 import { LinkCheck, manifestKey, sortLines, type ManifestLine, type ManifestLines } from '../sinks/manifest.js';
 import { RunReport } from '../stages/report.js';
-import { findSnapshot, readSnapshotManifest, type SnapshotEntry } from './store.js';
+import { readSnapshotManifest, type SnapshotEntry } from './store.js';
 
 export interface RestoreResult {
   snapshot: string;
@@ -50,30 +51,30 @@ async function copyInto(sink: ExportSink, from: string, line: ManifestLine): Pro
 /** Members asked for that the snapshot holds no file of: nothing was restored. */
 export class UnknownMembersError extends Error {}
 
-export interface RestoreOptions {
-  signal?: AbortSignal;
-  /** Only the files of these members (by code); every file when absent. */
-  members?: readonly string[];
+/** What a restore copies: the snapshot, its manifest, and the lines to restore in manifest order. */
+export interface RestorePlan {
+  snapshot: SnapshotEntry;
+  manifest: ManifestLines;
+  lines: ManifestLine[];
 }
 
 /**
- * The snapshot's manifest and the lines to restore, in manifest order: all of them, or those of
- * `members`. A member the snapshot holds no file of is an UnknownMembersError, before anything is
- * written: a mistyped code restores nothing rather than an export of the other members' files.
+ * The plan of restoring `snapshot`: every file, or those of `members` (by code). A member the
+ * snapshot holds no file of is an UnknownMembersError, before anything is written: a mistyped code
+ * restores nothing rather than an export of the other members' files.
  */
-export async function linesToRestore(snapshot: SnapshotEntry, members?: readonly string[]): Promise<{ manifest: ManifestLines; lines: ManifestLine[] }> {
+export async function planRestore(snapshot: SnapshotEntry, members?: readonly string[]): Promise<RestorePlan> {
   const manifest = await readSnapshotManifest(snapshot.dir);
-  if (!members) return { manifest, lines: sortLines(manifest.lines.values()) };
+  if (!members) return { snapshot, manifest, lines: sortLines(manifest.lines.values()) };
   const wanted = new Set(members);
   const held = new Set([...manifest.lines.values()].map((line) => line.code));
   const missing = [...wanted].filter((code) => !held.has(code));
   if (missing.length > 0) throw new UnknownMembersError(`snapshot ${snapshot.id} holds no file of ${missing.join(', ')}; nothing was restored`);
-  return { manifest, lines: sortLines([...manifest.lines.values()].filter((line) => wanted.has(line.code))) };
+  return { snapshot, manifest, lines: sortLines([...manifest.lines.values()].filter((line) => wanted.has(line.code))) };
 }
 
-export async function restoreSnapshot(archive: string, ref: string | undefined, out: string, options: RestoreOptions = {}): Promise<RestoreResult> {
-  const snapshot = await findSnapshot(archive, ref);
-  const { manifest, lines } = await linesToRestore(snapshot, options.members);
+export async function restoreSnapshot(plan: RestorePlan, out: string, options: { signal?: AbortSignal } = {}): Promise<RestoreResult> {
+  const { snapshot, manifest, lines } = plan;
   const report = new RunReport('archive restore');
   for (const problem of manifest.problems) report.notes.push(`${join(snapshot.dir, 'manifest.jsonl')} ${problem}; that line is not restored`);
   const onDisk = async <T>(step: () => Promise<T>): Promise<T> => {

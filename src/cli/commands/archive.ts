@@ -138,19 +138,17 @@ const restoreCommand: CommandModule<object, RestoreArgs> = {
     const dir = await archiveDir(argv.archive);
     const snapshot = await snapshotArg(dir, argv.snapshot);
     const out = resolve(argv.out);
-    const { linesToRestore, restoreSnapshot, UnknownMembersError } = await import('../../archive/restore.js');
+    const { planRestore, restoreSnapshot, UnknownMembersError } = await import('../../archive/restore.js');
     const members = argv.member?.map(String);
-    if (members) {
-      // A code the snapshot does not hold is refused before the target is touched.
-      await linesToRestore(snapshot, members).catch((error: unknown) => {
-        throw error instanceof UnknownMembersError ? new UsageError(error.message) : error;
-      });
-    }
+    // Planned before the target is touched: a code the snapshot does not hold makes nothing there.
+    const plan = await planRestore(snapshot, members).catch((error: unknown) => {
+      throw error instanceof UnknownMembersError ? new UsageError(error.message) : error;
+    });
     const preflight = await preflightOf(argv);
     try {
       await preflight.report(argv.report);
       await preflight.exportTarget(argv.out, { zip: out.toLowerCase().endsWith('.zip'), force: argv.force ?? false, waitLock: argv['wait-lock'] });
-      const result = await restoreSnapshot(dir, snapshot.id, out, { signal: stopSignal(), members });
+      const result = await restoreSnapshot(plan, out, { signal: stopSignal() });
       const whose = members ? ` (the files of ${members.join(', ')})` : '';
       await finishRun(argv, result.report, { snapshot: result.snapshot, out, ...(members ? { members } : {}) }, [`snapshot ${result.snapshot}${whose} restored to ${out}`, ...result.report.notes]);
     } finally {
