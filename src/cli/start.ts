@@ -55,8 +55,8 @@ try {
   }
   // The photo folder resumes by its manifest; the zip is written afresh each time.
   await rm(attachmentsZip, { force: true });
-  const photos = await runExport({ client, what: 'photos', out: photosDir });
-  const attachments = await runExport({ client, what: 'attachments', out: attachmentsZip });
+  const photos = await runExport({ client, what: 'photos', out: photosDir, lock: false });
+  const attachments = await runExport({ client, what: 'attachments', out: attachmentsZip, lock: false });
   const checkPhotos = await verifyExport(photosDir);
   const checkZip = await verifyExport(attachmentsZip);
   problems = photos.report.problems + attachments.report.problems + checkPhotos.problems.length + checkZip.problems.length;

@@ -230,6 +230,8 @@ async function executeWith(
         client,
         what: from.service,
         out,
+        // The run holds the target's lock (takeLock) and checked the target (refuseTarget).
+        lock: false,
         since: steps.list.since,
         concurrency: steps.download.concurrency,
         signal: options.signal,

@@ -5,9 +5,10 @@
  * folder, a zip or a snapshot with its manifest line; the report says what became of each.
  */
 import { setMaxListeners } from 'node:events';
+import { mkdir, stat } from 'node:fs/promises';
+import { dirname, resolve } from 'node:path';
 import type { WdsClient } from '../client/client.js';
 import type { DownloadJob, JobFeed } from '../stages/download.js';
-import type { ExportSink } from '../sinks/sink.js';
 import type { UrlLister } from '../stages/list-urls.js';
 import { EarlyDownloads } from '../stages/export-early.js';
 import { RunReport, interruptedBy } from '../stages/report.js';
@@ -16,11 +17,13 @@ import { openLister, type Listed } from '../stages/export-list.js';
 import { planExport } from '../stages/export-plan.js';
 import { DownloadStage } from '../stages/export-download.js';
 import { ExportRecorder, asTargetError, onDisk, openSink, type ExportProgress } from '../stages/export-sink.js';
+import { removeEmptyDirs, type ExportSink } from '../sinks/sink.js';
 import { SnapshotBuild, type SnapshotInfo } from '../sinks/archive.js';
 import { insideArchiveProblem } from '../archive/store.js';
 import { manifestKey, type ManifestLine } from '../sinks/manifest.js';
 import { DEFAULT_RETRY, type RetryPolicy } from '../client/retry.js';
 import { exportEnded, exportStarted } from '../util/runtime.js';
+import { acquireTargetLock, lockFileOf, type TargetLock } from '../util/target-lock.js';
 import { DEFAULT_EXPORT_CONCURRENCY, PHOTO_EXPORT_CONCURRENCY, isZipTarget } from './export-defaults.js';
 
 export { DEFAULT_EXPORT_CONCURRENCY, PHOTO_EXPORT_CONCURRENCY, isZipTarget };
@@ -71,12 +74,27 @@ export interface ExportOptions {
     /** Recorded in `snapshot.json` as the pipeline that made the snapshot. */
     pipeline: string;
     /**
-     * @internal The snapshot, opened already (`SnapshotBuild.open` of `out`, under the lock), so
-     * that it started before this run's modules loaded. The export then owns it: it finishes,
-     * pauses or discards it.
+     * @internal The snapshot, opened already (`SnapshotBuild.open` of `out`, under the lock the
+     * caller holds, with `lock: false`), so that it started before this run's modules loaded. The
+     * export then owns it: it finishes, pauses or discards it.
      */
     opening?: Promise<SnapshotBuild>;
   };
+  /**
+   * Whether the run takes its target's lock (DESIGN.md section 8): `FOLDER/.wds-lock`,
+   * `NAME.zip.lock` beside a zip, or the archive's `.wds-lock`, held until the run ends. The
+   * default, true: a target another run holds is refused at once with a `TargetLockedError` that
+   * names it, and a target that is not an export is refused unless `force` (see there). False when
+   * the caller holds the lock and has checked the target (the CLI does, before its first request).
+   */
+  lock?: boolean;
+  /**
+   * Writes into a folder of other files that is no export folder (it holds names and no
+   * manifest.jsonl), or replaces a file named `*.zip` that is no export zip. Without it such a
+   * target is refused with a RangeError before anything is written: the export could replace a
+   * file of the caller's with one of the service's at the same path. Default false.
+   */
+  force?: boolean;
 }
 
 /** What an export did. */
@@ -145,13 +163,14 @@ async function abandon(staging: Promise<Stage> | null, opening: Promise<Snapshot
 /**
  * Exports photos or attachments into a folder or a zip, with a `manifest.jsonl` listing each
  * file's member, size and sha256. A rerun into the same place downloads only what is missing or
- * changed. Takes a lock on the target, so two runs never write the same one.
+ * changed. Takes the target's lock (unless the caller holds it: `lock: false`), so two runs never
+ * write the same one.
  */
 export async function runExport(options: ExportOptions): Promise<ExportResult> {
-  const { client } = options;
   const where = `${options.what} export`;
   let since: string | undefined;
   let concurrency: number;
+  let held: HeldTarget | null = null;
   try {
     // The list and download stages' options, through the schemas pipeline files use (stages/options.ts).
     since = stageOptions('list', { since: options.since }, where).since;
@@ -161,11 +180,68 @@ export async function runExport(options: ExportOptions): Promise<ExportResult> {
     }
     const inside = options.archive ? null : await insideArchiveProblem(options.out, isZipTarget(options.out));
     if (inside) throw new RangeError(inside);
+    if (options.lock !== false) held = await holdTarget(options);
   } catch (error) {
     // A snapshot opened for this run leaves nothing of what it placed ahead.
     await options.archive?.opening?.then((build) => build.discard(), () => undefined);
     throw error;
   }
+  try {
+    return await exportHeld(options, where, since, concurrency);
+  } finally {
+    await held?.lock.release();
+    // A folder made for the lock, left empty by a run that could not list, goes again.
+    if (held) await removeEmptyDirs(held.dir, held.made);
+  }
+}
+
+/** A target runExport locked itself, and the first folder it made for it (undefined when none). */
+interface HeldTarget {
+  lock: TargetLock;
+  dir: string;
+  made: string | undefined;
+}
+
+/**
+ * The target of a run that takes its own lock: refused when it is not an export (unless `force`)
+ * or is the wrong kind, then locked, as the CLI's checks do before its first request.
+ */
+async function holdTarget(options: ExportOptions): Promise<HeldTarget> {
+  const zip = !options.archive && isZipTarget(options.out);
+  const target = resolve(options.out);
+  const info = await stat(target).catch(() => null);
+  if (zip && info?.isDirectory()) throw new RangeError(`${options.out} is a folder; a zip export needs a file (or name the folder without .zip)`);
+  if (!zip && info && !info.isDirectory()) throw new RangeError(`${options.out} is a file; ${options.archive ? 'an archive' : 'a folder export'} needs a folder`);
+  if (info && !options.force && !options.archive) {
+    if (zip) {
+      const { foreignZipProblem } = await import('../sinks/zip-earlier-run.js');
+      const problem = await foreignZipProblem(target);
+      if (problem) throw new RangeError(`${options.out} ${problem}, and the export would replace it; name another file, or pass force: true to replace it`);
+    } else {
+      const { foreignNames, foreignNamesProblem } = await import('../sinks/folder.js');
+      const names = await foreignNames(target);
+      if (names.length > 0) throw new RangeError(foreignNamesProblem(options.out, names, ', or pass force: true to write there all the same'));
+    }
+  }
+  const dir = zip ? dirname(target) : target;
+  let made: string | undefined;
+  try {
+    made = await mkdir(dir, { recursive: true });
+  } catch (error) {
+    throw new Error(`${options.out}: the folder ${dir} cannot be made (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`, { cause: error });
+  }
+  try {
+    const lock = await acquireTargetLock(lockFileOf(target, zip ? 'file' : 'folder'), { command: `runExport (${options.what}) in ${process.argv[1] ?? 'node'}` });
+    return { lock, dir, made };
+  } catch (error) {
+    await removeEmptyDirs(dir, made);
+    throw error;
+  }
+}
+
+/** runExport once its options are checked and its target is held. */
+async function exportHeld(options: ExportOptions, where: string, since: string | undefined, concurrency: number): Promise<ExportResult> {
+  const { client } = options;
   const report = new RunReport(where);
   if (options.keepItems === false) report.countOnly();
   else report.keepItemsOnDisk();

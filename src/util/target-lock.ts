@@ -30,9 +30,13 @@ export const lockFileOf = (target: string, kind: 'folder' | 'file'): string =>
 /** Whether a name in a folder target belongs to its lock (the lock, or a takeover's claim). */
 export const isLockFileName = (name: string): boolean => name === FOLDER_LOCK_NAME || name.startsWith(`${FOLDER_LOCK_NAME}.`);
 
+/** Who holds a target's lock, as its lock file says. */
 export interface LockHolder {
+  /** The holding process. */
   pid: number;
+  /** The host it runs on: a pid is checked for life only on the same host. */
   host: string;
+  /** What it runs (a command line without secrets, or `runExport (photos) in SCRIPT`). */
   command: string;
   /** ISO time the run took the lock. */
   started_at: string;
@@ -48,8 +52,15 @@ interface Seen {
   identity: string;
 }
 
+/** A run's target is locked by another run that is alive (DESIGN.md section 8); its message names it. */
 export class TargetLockedError extends Error {
+  /** `TargetLockedError`, as `instanceof` would say across copies of the package. */
   override readonly name = 'TargetLockedError';
+  /**
+   * @param lockFile The lock file: `FOLDER/.wds-lock`, or `NAME.zip.lock` beside a zip.
+   * @param holder Who holds it; null while its details are not readable.
+   * @param heartbeatAgeMs How long ago the holder last touched it (it does every 10 s).
+   */
   constructor(readonly lockFile: string, readonly holder: LockHolder | null, readonly heartbeatAgeMs: number) {
     super(holder
       ? `${lockFile} is held by pid ${holder.pid} on ${holder.host} (${holder.command}), since ${holder.started_at}`

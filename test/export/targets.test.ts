@@ -54,7 +54,8 @@ it('a sheet that does not exist, or a field that is not a file part, is refused 
   const earlier = join(tempDir(), 'earlier');
   mkdirSync(earlier);
   writeFileSync(join(earlier, 'notes.txt'), 'kept');
-  await expect(runExport({ client: api(), what: 'attachments', out: earlier, sheet: 9999 })).rejects.toThrow(UnknownTargetError);
+  // (force: a folder of other files is refused before any listing without it; see sdk-target.test.ts)
+  await expect(runExport({ client: api(), what: 'attachments', out: earlier, sheet: 9999, force: true })).rejects.toThrow(UnknownTargetError);
   expect(readdirSync(earlier)).toEqual(['notes.txt']);
   // An earlier export, one of its files since changed by hand: a run that cannot list leaves its
   // manifest as it was (checking and rewriting it waits for a listing).

@@ -70,6 +70,8 @@ async function exportWith(what: 'photos' | 'attachments', argv: ExportArgs): Pro
       client: connection.client,
       what,
       out: resolve(argv.out),
+      // Taken with the other checks of --out before the first request (preflight).
+      lock: false,
       since: argv.since,
       sheet: argv.sheet,
       field: argv.field,
