@@ -21,7 +21,9 @@
  * A run stopped by a signal (`pause`) completes the zip as `<name>.partial`. The next run moves it
  * to `<name>.partial.prev`, copies the entries it keeps from there into its own `.partial` (each
  * checked, see zip-earlier-run.ts), and removes `.prev` only once its own zip is complete, as
- * `.partial` or as the zip: a run killed meanwhile loses nothing the first one fetched.
+ * `.partial` or as the zip: a run killed meanwhile loses nothing the first one fetched. With no
+ * `.partial`, a rerun copies in the same way from the complete zip at `<name>`, which its own zip
+ * replaces by a rename once complete.
  */
 import { createReadStream } from 'node:fs';
 import { mkdir, open, rename, rm, type FileHandle } from 'node:fs/promises';
@@ -67,8 +69,10 @@ export class ZipSink implements ExportSink {
   private readonly partial: string;
   private readonly previous: string;
   private readonly spoolDir: string;
-  /** The zip an earlier, stopped run left, read from by `keep`. */
+  /** The zip an earlier, stopped run left, or the complete one at the target, read from by `keep`. */
   private earlier: EarlierZip | null = null;
+  /** `earlier` is the complete zip at the target: left where it is whatever becomes of this run. */
+  private earlierIsTarget = false;
   /** Whether `keep` copied every entry it was given (the new zip then holds all the earlier did). */
   private keptAll = false;
   /** The first folder `create` made for the zip, if its folder was not there. */
@@ -127,29 +131,38 @@ export class ZipSink implements ExportSink {
     const createdFrom = await mkdir(dirname(resolve(file)), { recursive: true });
     await rm(`${file}.partial.d`, { recursive: true, force: true });
     await mkdir(`${file}.partial.d`);
-    const earlier = await EarlierZip.takeOver(`${file}.partial`, `${file}.partial.prev`);
+    let earlier = await EarlierZip.takeOver(`${file}.partial`, `${file}.partial.prev`);
+    // With no `.partial`, a complete export zip there is read from as a rerun into a folder reads
+    // its files: what it still holds is copied, checked, and only new or changed files downloaded.
+    // It stays as it is until the new zip replaces it whole.
+    let earlierIsTarget = false;
+    if (!earlier) {
+      earlier = await EarlierZip.open(file);
+      earlierIsTarget = earlier !== null;
+    }
     let handle: FileHandle;
     try {
       handle = await open(`${file}.partial`, 'w');
     } catch (error) {
       earlier?.close();
-      if (earlier) await rename(earlier.path, `${file}.partial`).catch(() => undefined);
+      if (earlier && !earlierIsTarget) await rename(earlier.path, `${file}.partial`).catch(() => undefined);
       throw error;
     }
     const sink = new ZipSink(file, handle);
     sink.createdFrom = createdFrom;
     sink.earlier = earlier;
+    sink.earlierIsTarget = earlierIsTarget;
     return sink;
   }
 
-  /** The entries of the earlier run's `.partial` that its manifest lists, by their sizes. */
+  /** The entries of the earlier zip (a stopped run's `.partial`, or the complete zip) that its manifest lists, by their sizes. */
   async intactFromEarlierRun(): Promise<Map<string, ManifestLine>> {
     const lines = (await this.earlier?.lines()) ?? [];
     return new Map(lines.map((line) => [manifestKey(line), line]));
   }
 
   /**
-   * Copies the entries of `lines` from the earlier `.partial`, one at a time, each read whole and
+   * Copies the entries of `lines` from the earlier zip, one at a time, each read whole and
    * checked (CRC-32, size, sha256) before it is appended; answers the lines not copied. Entries
    * over WHOLE_LIMIT are not carried over (the service keeps files to 5 MB): downloading them
    * again costs less than holding them in memory to check them first.
@@ -414,7 +427,7 @@ export class ZipSink implements ExportSink {
     await this.dropEarlier();
   }
 
-  /** Drops this run's zip; an earlier run's `.partial` is put back as it was. */
+  /** Drops this run's zip; an earlier run's `.partial` is put back as it was (a complete zip stays where it is). */
   async abort(): Promise<void> {
     this.archive.abort();
     this.output.destroy();
@@ -423,7 +436,7 @@ export class ZipSink implements ExportSink {
     const earlier = this.earlier;
     this.earlier = null;
     earlier?.close();
-    if (earlier) await rename(earlier.path, this.partial).catch(() => undefined);
+    if (earlier && !this.earlierIsTarget) await rename(earlier.path, this.partial).catch(() => undefined);
     // A run that failed leaves no folder it made for the zip.
     else await removeEmptyDirs(dirname(resolve(this.target)), this.createdFrom);
   }

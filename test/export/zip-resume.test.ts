@@ -3,8 +3,10 @@
  * 8): it copies those entries, each checked, and downloads only the rest. The earlier `.partial`
  * is not lost before the new zip is complete (a rerun stopped again, or killed with SIGKILL); an
  * entry whose bytes are damaged, or whose file changed on the service since, is downloaded again;
- * a `.partial` without its central directory is not trusted.
+ * a `.partial` without its central directory is not trusted. A rerun into a complete export zip
+ * copies from it in the same way, and leaves it as it was until its own zip replaces it.
  */
+import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { open, readFile, readdir, stat, truncate } from 'node:fs/promises';
 import { basename, join } from 'node:path';
@@ -160,5 +162,52 @@ describe('the rerun of a stopped zip export', () => {
     await stopAfter(out, 20);
     await truncate(`${out}.partial`, Math.floor((await stat(`${out}.partial`)).size / 2));
     await complete(out, total);
+  });
+});
+
+describe('the rerun of a complete zip export', () => {
+  const fileHash = async (path: string): Promise<string> => createHash('sha256').update(await readFile(path)).digest('hex');
+
+  it('copies the entries the zip still holds and downloads only the changed file; a stop leaves the zip as it was', { timeout: 60_000 }, async () => {
+    const out = join(tempDir(), 'photos.zip');
+    await complete(out, total);
+    const changed = [...(await readZipExport(out)).files.keys()].find((path) => path.startsWith('photos/'))!;
+    await emu().control('POST', '/clock', { advance_seconds: 60 });
+    setPhoto(emu(), changed.slice('photos/'.length, -'.jpg'.length), await jpeg(120, 90, 8));
+    const before = await fileHash(out);
+
+    // Stopped while the changed file downloads, every other entry copied already.
+    await emu().control('POST', '/faults', { storage: { latency_ms: 2_000 } });
+    const stop = new AbortController();
+    const stopped = await runExport({
+      client: client(), what: 'photos', out, concurrency: CONCURRENCY, signal: stop.signal,
+      onProgress: (p) => {
+        if (p.skipped === total - 1) stop.abort('SIGINT');
+      },
+    });
+    await emu().control('DELETE', '/faults');
+    expect(stopped.report.interrupted).toEqual({ signal: 'SIGINT', total });
+    expect(await fileHash(out)).toBe(before);
+    expect(existsSync(`${out}.partial`)).toBe(true);
+
+    // The next run continues the stopped one's .partial: one download, the rest carried over, and
+    // the zip then holds the service's files, the changed photo's new bytes among them.
+    await complete(out, 1);
+  });
+
+  it('downloads again an entry whose bytes were damaged in the zip, and copies the others', { timeout: 60_000 }, async () => {
+    const out = join(tempDir(), 'photos.zip');
+    await complete(out, total);
+    const damaged = [...(await readZipExport(out)).files.keys()][7]!;
+    const handle = await open(out, 'r+');
+    try {
+      const at = (await dataOffset(out, damaged)) + 100;
+      const byte = Buffer.alloc(1);
+      await handle.read(byte, 0, 1, at);
+      await handle.write(Buffer.from([byte[0]! ^ 0xff]), 0, 1, at);
+    } finally {
+      await handle.close();
+    }
+    await complete(out, 1);
   });
 });
