@@ -92,11 +92,14 @@ async function isArchiveFolder(dir: string): Promise<boolean> {
   return (await stat(join(dir, LATEST_FILE)).catch(() => null))?.isFile() === true;
 }
 
-/** Why `out` (a folder, or a zip with `zip`) may not be written, being inside a snapshot archive; null when it may. */
-export async function insideArchiveProblem(out: string, zip: boolean): Promise<string | null> {
+/**
+ * Why `out` (a folder, or a zip with `zip`) may not be written, being inside a snapshot archive;
+ * null when it may. `shown` names it in the message.
+ */
+export async function insideArchiveProblem(out: string, zip: boolean, shown = out): Promise<string | null> {
   const archive = await archiveHolding(zip ? dirname(resolve(out)) : out);
   return archive
-    ? `${out} is inside the snapshot archive ${archive}, which holds only what its runs write: an export there could change a snapshot. Name a folder or zip outside it (wds-files archive restore copies a snapshot out)`
+    ? `${shown} is inside the snapshot archive ${archive}, which holds only what its runs write: an export there could change a snapshot. Name a folder or zip outside it (wds-files archive restore copies a snapshot out)`
     : null;
 }
 

@@ -80,31 +80,12 @@ export class Preflight {
   async exportTarget(out: string, options: { zip: boolean; force: boolean; waitLock?: string; archive?: boolean }): Promise<void> {
     const label = `--out ${out}`;
     const abs = resolve(out);
-    // Before anything is made there: a folder, zip or lock inside a snapshot would change it. An
-    // archive itself (`archive forget`, which locks it) is the one place inside it that may be.
-    if (!options.archive) {
-      const { insideArchiveProblem } = await import('../archive/store.js');
-      const inside = await insideArchiveProblem(out, options.zip);
-      if (inside) throw new UsageError(`--out ${inside}`);
-    }
-    const info = await statOrNull(abs);
-    if (options.zip) {
-      if (info?.isDirectory()) throw new UsageError(`${label}: is a folder; a zip export needs a file (or name the folder without .zip)`);
-      if (info && !options.force) {
-        const { foreignZipProblem } = await import('../sinks/zip-earlier-run.js');
-        const problem = await foreignZipProblem(abs);
-        if (problem) throw new UsageError(`${label}: ${problem}, and the export would replace it; name another file, or add --force to replace it`);
-      }
-      await this.ensureDir(dirname(abs), label);
-    } else {
-      if (info && !info.isDirectory()) throw new UsageError(`${label}: is a file; a folder export needs a folder (or a file name ending in .zip)`);
-      if (info && !options.force && !options.archive) {
-        const { foreignNames, foreignNamesProblem } = await import('../sinks/folder.js');
-        const names = await foreignNames(abs);
-        if (names.length > 0) throw new UsageError(foreignNamesProblem(label, names, ', or add --force to write there all the same'));
-      }
-      await this.ensureDir(abs, label);
-    }
+    // Before anything is made there (src/sinks/target-check.ts, as the SDK checks). An archive
+    // itself (`archive forget`, which locks it) is the one place inside an archive that may be.
+    const { exportTargetProblem } = await import('../sinks/target-check.js');
+    const problem = await exportTargetProblem(out, { kind: options.archive ? 'archive' : options.zip ? 'zip' : 'folder', shown: label, force: options.force, forceHow: 'add --force' });
+    if (problem) throw new UsageError(problem);
+    await this.ensureDir(options.zip ? dirname(abs) : abs, label);
     await this.takeLock(out, lockFileOf(abs, options.zip ? 'file' : 'folder'), options.waitLock);
   }
 

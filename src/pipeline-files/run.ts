@@ -144,25 +144,12 @@ export async function runPipelineOnce(pipeline: LoadedPipeline, options: RunPipe
  */
 async function refuseTarget(pipeline: LoadedPipeline): Promise<void> {
   const { to } = pipeline;
-  const { archiveHolding, insideArchiveProblem } = await import('../archive/store.js');
-  if ('archive' in to) {
-    const outer = await archiveHolding(dirname(to.archive));
-    if (outer) throw new Error(`to.archive ${to.archive} is inside the snapshot archive ${outer}, which holds only what its runs write. Name a folder outside it`);
-    return;
-  }
-  const out = 'folder' in to ? to.folder : 'zip' in to ? to.zip : null;
-  const inside = out === null ? null : await insideArchiveProblem(out, 'zip' in to);
-  if (inside) throw new Error(`to.${'folder' in to ? 'folder' : 'zip'} ${inside}`);
-  if ('folder' in to) {
-    const { foreignNames, foreignNamesProblem } = await import('../sinks/folder.js');
-    const names = await foreignNames(to.folder);
-    if (names.length > 0) throw new Error(`to.folder ${foreignNamesProblem(to.folder, names, '')}`);
-  }
-  if ('zip' in to) {
-    const { foreignZipProblem } = await import('../sinks/zip-earlier-run.js');
-    const problem = await foreignZipProblem(to.zip);
-    if (problem) throw new Error(`to.zip ${to.zip} ${problem}, and the export would replace it; name another file`);
-  }
+  const [key, out] = 'archive' in to ? ['archive', to.archive] as const : 'folder' in to ? ['folder', to.folder] as const : 'zip' in to ? ['zip', to.zip] as const : [null, null];
+  if (key === null) return;
+  // A pipeline file has no force: a folder or zip of the user's is never written (src/sinks/target-check.ts).
+  const { exportTargetProblem } = await import('../sinks/target-check.js');
+  const problem = await exportTargetProblem(out, { kind: key, shown: `to.${key} ${out}` });
+  if (problem) throw new Error(problem);
 }
 
 async function takeLock(pipeline: LoadedPipeline, options: RunPipelineOptions, log: (line: string) => void): Promise<TargetLock> {

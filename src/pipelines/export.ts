@@ -5,7 +5,7 @@
  * folder, a zip or a snapshot with its manifest line; the report says what became of each.
  */
 import { setMaxListeners } from 'node:events';
-import { mkdir, stat } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import type { WdsClient } from '../client/client.js';
 import type { DownloadJob, JobFeed } from '../stages/download.js';
@@ -20,6 +20,7 @@ import { ExportRecorder, asTargetError, onDisk, openSink, type ExportProgress } 
 import { removeEmptyDirs, type ExportSink } from '../sinks/sink.js';
 import { SnapshotBuild, type SnapshotInfo } from '../sinks/archive.js';
 import { insideArchiveProblem } from '../archive/store.js';
+import { exportTargetProblem } from '../sinks/target-check.js';
 import { manifestKey, type ManifestLine } from '../sinks/manifest.js';
 import { DEFAULT_RETRY, type RetryPolicy } from '../client/retry.js';
 import { exportEnded, exportStarted } from '../util/runtime.js';
@@ -178,9 +179,12 @@ export async function runExport(options: ExportOptions): Promise<ExportResult> {
     if (options.archive && (options.since !== undefined || isZipTarget(options.out))) {
       throw new RangeError(`an archive is a folder and each snapshot holds every file: ${options.since !== undefined ? 'since cannot be given with archive' : `${options.out} names a zip`}`);
     }
-    const inside = options.archive ? null : await insideArchiveProblem(options.out, isZipTarget(options.out));
-    if (inside) throw new RangeError(inside);
     if (options.lock !== false) held = await holdTarget(options);
+    else {
+      // The caller checked and locked the target; only a place inside an archive is refused here too.
+      const inside = options.archive ? null : await insideArchiveProblem(options.out, isZipTarget(options.out));
+      if (inside) throw new RangeError(inside);
+    }
   } catch (error) {
     // A snapshot opened for this run leaves nothing of what it placed ahead.
     await options.archive?.opening?.then((build) => build.discard(), () => undefined);
@@ -204,25 +208,13 @@ interface HeldTarget {
 
 /**
  * The target of a run that takes its own lock: refused when it is not an export (unless `force`)
- * or is the wrong kind, then locked, as the CLI's checks do before its first request.
+ * or is the wrong kind (src/sinks/target-check.ts, as the CLI and pipeline runs check), then locked.
  */
 async function holdTarget(options: ExportOptions): Promise<HeldTarget> {
   const zip = !options.archive && isZipTarget(options.out);
+  const problem = await exportTargetProblem(options.out, { kind: options.archive ? 'archive' : zip ? 'zip' : 'folder', shown: options.out, force: options.force, forceHow: 'pass force: true' });
+  if (problem) throw new RangeError(problem);
   const target = resolve(options.out);
-  const info = await stat(target).catch(() => null);
-  if (zip && info?.isDirectory()) throw new RangeError(`${options.out} is a folder; a zip export needs a file (or name the folder without .zip)`);
-  if (!zip && info && !info.isDirectory()) throw new RangeError(`${options.out} is a file; ${options.archive ? 'an archive' : 'a folder export'} needs a folder`);
-  if (info && !options.force && !options.archive) {
-    if (zip) {
-      const { foreignZipProblem } = await import('../sinks/zip-earlier-run.js');
-      const problem = await foreignZipProblem(target);
-      if (problem) throw new RangeError(`${options.out} ${problem}, and the export would replace it; name another file, or pass force: true to replace it`);
-    } else {
-      const { foreignNames, foreignNamesProblem } = await import('../sinks/folder.js');
-      const names = await foreignNames(target);
-      if (names.length > 0) throw new RangeError(foreignNamesProblem(options.out, names, ', or pass force: true to write there all the same'));
-    }
-  }
   const dir = zip ? dirname(target) : target;
   let made: string | undefined;
   try {

@@ -15,10 +15,14 @@ import { useEmulator, type TestEmulator } from '../helpers/emulator.js';
 import { state, tempDir } from '../helpers/export.js';
 import { connectionArgs, finished, runCli, spawnCli, type CliRun } from '../helpers/cli-process.js';
 import { KEY, SECRET } from '../helpers/emulator.js';
+import { useClient } from '../helpers/client.js';
+import { runExport } from '../../src/pipelines/export.js';
 import { verifyExport } from '../../src/pipelines/verify.js';
 
 const MEMBERS = 12;
 const emu = useEmulator({ generate: { members: MEMBERS, photo_ratio: 1, photo_bytes: [8_192, 10_000], attachments_per_member: [1, 1], attachment_bytes: [2_048, 4_000] } });
+
+const api = useClient(emu);
 
 type Stats = { requests: Record<string, number>; storage_downloads: number };
 
@@ -79,13 +83,31 @@ it('an --out under a file, or a file where the folder export needs a folder: exi
   const zipUnder = await counted(emu(), ['attachments', 'export', '--out', join(file, 'deeper', 'a.zip')]);
   expectRefusedBeforeAnyRequest(zipUnder, `${file} is a file, not a folder`);
   const onFile = await counted(emu(), ['photos', 'export', '--out', file]);
-  expectRefusedBeforeAnyRequest(onFile, `--out ${file}: is a file; a folder export needs a folder`);
+  expectRefusedBeforeAnyRequest(onFile, `--out ${file} is a file; a folder export needs a folder`);
   const zipFolder = join(dir, 'folder.zip');
   mkdirSync(zipFolder);
   const onFolder = await counted(emu(), ['photos', 'export', '--out', zipFolder]);
-  expectRefusedBeforeAnyRequest(onFolder, `--out ${zipFolder}: is a folder; a zip export needs a file`);
+  expectRefusedBeforeAnyRequest(onFolder, `--out ${zipFolder} is a folder; a zip export needs a file`);
   expect(readFileSync(file, 'utf8')).toBe('kept');
   expect(readdirSync(dir).sort()).toEqual(['folder.zip', 'taken']);
+});
+
+it('a file where a pipeline\'s folder or archive goes fails its run before its lock, as the CLI and the SDK refuse it', async () => {
+  const dir = tempDir();
+  const file = join(dir, 'taken');
+  writeFileSync(file, 'kept');
+  for (const [key, needs] of [['folder', 'a folder export needs a folder'], ['archive', 'an archive needs a folder']] as const) {
+    const pipeline = join(tempDir(), `to-a-file-${key}.yaml`);
+    writeFileSync(pipeline, `name: to-a-file\nconnection: { base_url: "${emu().url}", consumer_key: ${KEY}, consumer_secret: ${SECRET} }\nfrom: { service: photos }\nto: { ${key}: ${file} }\n`);
+    const before = (await emu().control('GET', '/stats')) as Stats;
+    const piped = await runCli(['run', pipeline]);
+    expect(piped.code, piped.stderr).toBe(1);
+    expect(piped.stderr).toContain(`to.${key} ${file} is a file; ${needs}`);
+    expect(((await emu().control('GET', '/stats')) as Stats).storage_downloads).toBe(before.storage_downloads);
+  }
+  await expect(runExport({ client: api(), what: 'photos', out: file })).rejects.toThrow(`${file} is a file; a folder export needs a folder`);
+  expect(readFileSync(file, 'utf8')).toBe('kept');
+  expect(readdirSync(dir)).toEqual(['taken']);
 });
 
 it('an existing file named x.zip that is not a zip is left byte for byte (exit 2); --force replaces it', async () => {
@@ -94,7 +116,7 @@ it('an existing file named x.zip that is not a zip is left byte for byte (exit 2
   const bytes = Buffer.from('quarterly numbers, not a zip at all\n');
   writeFileSync(zip, bytes);
   const run = await counted(emu(), ['photos', 'export', '--out', zip]);
-  expectRefusedBeforeAnyRequest(run, `--out ${zip}: is a file that is not a zip archive`, '--force');
+  expectRefusedBeforeAnyRequest(run, `--out ${zip} is a file that is not a zip archive`, '--force');
   expect(readFileSync(zip).equals(bytes)).toBe(true);
   expect(readdirSync(dir)).toEqual(['x.zip']);
 
@@ -167,7 +189,7 @@ it('a zip of other files (no manifest.jsonl in it) is left byte for byte (exit 2
   await once(written, 'close');
   const bytes = readFileSync(zip);
   const run = await counted(emu(), ['photos', 'export', '--out', zip]);
-  expectRefusedBeforeAnyRequest(run, `--out ${zip}: is a zip with no manifest.jsonl (a zip of other files, or a damaged export), and the export would replace it`, '--force');
+  expectRefusedBeforeAnyRequest(run, `--out ${zip} is a zip with no manifest.jsonl (a zip of other files, or a damaged export), and the export would replace it`, '--force');
   expect(readFileSync(zip).equals(bytes)).toBe(true);
   expect(readdirSync(dir)).toEqual(['backup.zip']);
 
