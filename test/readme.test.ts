@@ -197,6 +197,11 @@ const HANDLERS: Record<string, Handler> = {
     const held = manifest(join(snapshots, second!));
     expect(held).toHaveLength(55);
     for (const line of held) expect(statSync(join(snapshots, second!, line.path)).ino).toBe(statSync(join(snapshots, first!, line.path)).ino);
+    // Run again, both exports resume: nothing is downloaded, and the zip still verifies.
+    const again = await throughNpm('npm start', { WDS_OUT: out });
+    expectOk(again, 'npm start (again)');
+    expect(again.stdout).toMatch(/photos +0 downloaded, +26 already there, 0 failed; .*verify: 26\/26 match/);
+    expect(again.stdout).toMatch(/attachments +0 downloaded, +55 already there, 0 failed; .*verify: 55\/55 match/);
   },
   'npm run --silent wds -- emulator': (l) => daemon(l.command, async (url) => {
     expect(await memberCount(url)).toBe(30);

@@ -6,7 +6,7 @@
  * time, the service clock starts at 01:30 so that the first run is not refused.
  */
 import { relative, resolve } from 'node:path';
-import { readFile, rm } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { startEmulator } from '../emulator/index.js';
 import { Clock } from '../emulator/clock.js';
 import { DEFAULT_CONSUMER_KEY, DEFAULT_CONSUMER_SECRET } from '../emulator/config.js';
@@ -53,8 +53,7 @@ try {
     console.error(`npm start: ${(error as Error).message}`);
     process.exit(EXIT.fatal);
   }
-  // The photo folder resumes by its manifest; the zip is written afresh each time.
-  await rm(attachmentsZip, { force: true });
+  // A rerun resumes both: the folder by its manifest, the zip by copying the entries it holds.
   const photos = await runExport({ client, what: 'photos', out: photosDir, lock: false });
   const attachments = await runExport({ client, what: 'attachments', out: attachmentsZip, lock: false });
   const checkPhotos = await verifyExport(photosDir);
