@@ -347,15 +347,21 @@ async function exportHeld(options: ExportOptions, where: string, since: string |
     // plan
     const { jobs, kept: planned, link } = planExport(listed.files, intact, build?.reference());
     build?.noteListing(listed.files.map((file) => file.key));
+    // What a zip holds that this run lists no more (a member deleted since, a file older than
+    // `since`) stays in it, as a folder keeps such files: an export adds and refreshes, and only
+    // an archive's snapshots follow deletions.
+    const unlisted = build ? [] : unlistedLines(intact, listed.files);
     // Files a zip's earlier run holds but cannot hand over whole are downloaded again, to the
     // same path; those a stop kept it from reaching are not reported.
-    const notKept = new Set((await onDisk(options.out, () => sink.keep(planned, signal))).map(manifestKey));
+    const notKept = new Set((await onDisk(options.out, () => sink.keep(unlisted.length > 0 ? [...planned, ...unlisted] : planned, signal))).map(manifestKey));
     if (notKept.size > 0) {
       const files = new Map(listed.files.map((file) => [file.key, file]));
       for (const line of planned) {
         const file = notKept.has(manifestKey(line)) ? files.get(manifestKey(line)) : undefined;
         if (file) jobs.push({ file, path: line.path });
       }
+      const dropped = signal?.aborted ? 0 : unlisted.filter((line) => notKept.has(manifestKey(line))).length;
+      if (dropped > 0) report.notes.push(`${dropped} file${dropped === 1 ? '' : 's'} the zip held, which the service lists no more, failed their check in it (CRC-32, size or sha256) and ${dropped === 1 ? 'is' : 'are'} left out`);
     }
     // From here only the jobs hold the files, and `pool` lets each go once it is done with it: a
     // run of 20,000 files does not keep every download URL to its end.
@@ -413,4 +419,11 @@ async function exportHeld(options: ExportOptions, where: string, since: string |
   }
   report.finish();
   return { report, relists: lister.relists, changed: recorder.changed, out: options.out, ...(snapshot ? { snapshot } : {}) };
+}
+
+/** The lines of `intact` that name no file of `listing`. */
+function unlistedLines(intact: ReadonlyMap<string, ManifestLine>, listing: readonly { key: string }[]): ManifestLine[] {
+  if (intact.size === 0) return [];
+  const listed = new Set(listing.map((file) => file.key));
+  return [...intact].filter(([key]) => !listed.has(key)).map(([, line]) => line);
 }

@@ -16,8 +16,10 @@ import { useEmulator } from '../helpers/emulator.js';
 import { useClient } from '../helpers/client.js';
 import { expectMatchesState, expectedFiles, readZipExport, state, tempDir } from '../helpers/export.js';
 import { connectionArgs, finished, spawnCli } from '../helpers/cli-process.js';
-import { addSheet, companyOf, field, jpeg, setPhoto } from '../helpers/fixtures.js';
+import { addMember, addSheet, companyOf, field, jpeg, setPhoto } from '../helpers/fixtures.js';
+import { deleteMember } from '../archive/helpers.js';
 import { runExport } from '../../src/pipelines/export.js';
+import { verifyExport } from '../../src/pipelines/verify.js';
 
 const emu = useEmulator({ generate: { members: 120, photo_bytes: [10_000, 20_000], attachments_per_member: [0, 0] } });
 const client = useClient(emu);
@@ -209,5 +211,32 @@ describe('the rerun of a complete zip export', () => {
       await handle.close();
     }
     await complete(out, 1);
+  });
+
+  it('keeps what the service lists no more, as a folder does: a deleted member\'s photo, and every file a --since rerun leaves out', { timeout: 60_000 }, async () => {
+    const out = join(tempDir(), 'photos.zip');
+    addMember(emu(), 'Z000001');
+    setPhoto(emu(), 'Z000001', await jpeg(80, 60, 5));
+    await runExport({ client: client(), what: 'photos', out, concurrency: CONCURRENCY });
+    const held = await readZipExport(out);
+    expect(held.manifest.some((line) => line.code === 'Z000001')).toBe(true);
+    const contents = async (): Promise<unknown> => {
+      const now = await readZipExport(out);
+      return { manifest: [...now.manifest].sort((a, b) => a.path.localeCompare(b.path)), files: [...now.files].sort() };
+    };
+    const expected = { manifest: [...held.manifest].sort((a, b) => a.path.localeCompare(b.path)), files: [...held.files].sort() };
+    await deleteMember(emu(), 'Z000001');
+
+    // A rerun that lists nothing (`since` after every file) downloads nothing and drops nothing.
+    const before = await storageDownloads();
+    const since = await runExport({ client: client(), what: 'photos', out, since: '2099-01-01', concurrency: CONCURRENCY });
+    expect(since.report.counts).toMatchObject({ ok: 0, failed: 0 });
+    expect(await contents()).toEqual(expected);
+    // A full rerun copies every entry and keeps the deleted member's photo.
+    const full = await runExport({ client: client(), what: 'photos', out, concurrency: CONCURRENCY });
+    expect(full.report.counts).toMatchObject({ ok: 0, skipped: total, failed: 0 });
+    expect(await storageDownloads() - before).toBe(0);
+    expect(await contents()).toEqual(expected);
+    expect((await verifyExport(out)).problems).toEqual([]);
   });
 });
