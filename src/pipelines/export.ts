@@ -348,9 +348,14 @@ async function exportHeld(options: ExportOptions, where: string, since: string |
     const { jobs, kept: planned, link } = planExport(listed.files, intact, build?.reference());
     build?.noteListing(listed.files.map((file) => file.key));
     // What a zip holds that this run lists no more (a member deleted since, a file older than
-    // `since`) stays in it, as a folder keeps such files: an export adds and refreshes, and only
-    // an archive's snapshots follow deletions.
-    const unlisted = build ? [] : unlistedLines(intact, listed.files);
+    // `since`) stays in it, as a folder keeps such files: an export adds and refreshes. A snapshot
+    // follows deletions: a resumed one gives up what the service no longer lists.
+    const unlisted = unlistedLines(intact, listed.files);
+    if (build && unlisted.length > 0) {
+      await onDisk(build.dir, () => sink.drop!(unlisted));
+      report.notes.push(`${unlisted.length} file${unlisted.length === 1 ? '' : 's'} the interrupted run had placed in the snapshot, which the service lists no more, ${unlisted.length === 1 ? 'was' : 'were'} taken out of it`);
+      unlisted.length = 0;
+    }
     // Files a zip's earlier run holds but cannot hand over whole are downloaded again, to the
     // same path; those a stop kept it from reaching are not reported.
     const notKept = new Set((await onDisk(options.out, () => sink.keep(unlisted.length > 0 ? [...planned, ...unlisted] : planned, signal))).map(manifestKey));

@@ -10,7 +10,7 @@ import { removeEmptyDirs, type EntryWriter, type ExportSink } from './sink.js';
 import { rest } from './zip-output.js';
 import { isLockFileName } from '../util/target-lock.js';
 import { digestOf, hashFile } from '../util/hash-file.js';
-import { LinkCheck, MANIFEST_NAME, formatLine, manifestChunks, parseManifest, sortLines, type ManifestLine } from './manifest.js';
+import { LinkCheck, MANIFEST_NAME, formatLine, manifestChunks, manifestKey, parseManifest, sortLines, type ManifestLine } from './manifest.js';
 import { LineIndex, syncFolder, writeSortedManifest } from './manifest-sort.js';
 
 const TMP = '.wds-tmp';
@@ -47,7 +47,7 @@ export class FolderSink implements ExportSink {
   private counter = 0;
   private readonly madeDirs = new Set<string>();
   /** Where each line of the manifest is, for the final manifest (LineIndex). */
-  private readonly index = new LineIndex();
+  private index = new LineIndex();
   /** Folders on the way to the files, checked for links once each. */
   private readonly links: LinkCheck;
   /** The first folder `create` made for the target, if it was not there. */
@@ -98,6 +98,25 @@ export class FolderSink implements ExportSink {
     await rename(temp, join(this.target, MANIFEST_NAME));
     for (const line of sorted) this.index.add(line, Buffer.byteLength(formatLine(line)));
     return intact;
+  }
+
+  /**
+   * Takes out files an earlier run left that this run does not keep (in a resumed snapshot, those
+   * of a member deleted since): first their manifest lines, then the files. Called before this run
+   * records a line.
+   */
+  async drop(lines: ManifestLine[]): Promise<void> {
+    if (lines.length === 0) return;
+    if (this.manifest || this.queued.length > 0) throw new Error('drop is for files of an earlier run, before this run records any');
+    const gone = new Set(lines.map(manifestKey));
+    const text = await readFile(join(this.target, MANIFEST_NAME), 'utf8');
+    const left = sortLines([...parseManifest(text).lines].filter(([key]) => !gone.has(key)).map(([, line]) => line));
+    const temp = join(this.target, TMP, MANIFEST_NAME);
+    await writeFile(temp, manifestChunks(left));
+    await rename(temp, join(this.target, MANIFEST_NAME));
+    this.index = new LineIndex();
+    for (const line of left) this.index.add(line, Buffer.byteLength(formatLine(line)));
+    for (const line of lines) await rm(join(this.target, line.path), { force: true });
   }
 
   async open(path: string): Promise<EntryWriter> {

@@ -39,6 +39,8 @@ export interface ExportSink {
    * again. Stops early when `signal` is aborted, answering the lines not reached.
    */
   keep(lines: ManifestLine[], signal?: AbortSignal): Promise<ManifestLine[]>;
+  /** Takes out files of `intactFromEarlierRun` this run does not keep (a folder's; see FolderSink). */
+  drop?(lines: ManifestLine[]): Promise<void>;
   /** Paths in use by files not part of this run's listing, which new files must not take. */
   open(path: string, expectedSize?: number): Promise<EntryWriter>;
   /** Records a committed file in the manifest. */

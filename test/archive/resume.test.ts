@@ -150,6 +150,25 @@ describe('an interrupted archive run', () => {
     expect((await readFile(join(archive, 'latest'), 'utf8')).trim()).toBe(rerun.snapshot!.id);
   });
 
+  it('gives up the files of a member deleted since it was stopped: the snapshot holds what the service lists', async () => {
+    const archive = join(tempDir('wds-archive-'), 'a');
+    const stopped = await stoppedRun(archive, 10);
+    const held = [...(await manifestOf(stopped.snapshot!.path)).values()];
+    const victim = held[0]!.code;
+    const theirs = held.filter((l) => l.code === victim);
+    await deleteMember(emu(), victim);
+
+    const rerun = await archiveRun(api(), archive);
+    const s = await state(emu());
+    expect(rerun.snapshot!.complete).toBe(true);
+    expect(rerun.snapshot!.counts).toMatchObject({ files: s.attachments.length, failed: 0 });
+    expect(rerun.report.notes.join('\n')).toContain(`${theirs.length} file${theirs.length === 1 ? '' : 's'} the interrupted run had placed in the snapshot, which the service lists no more`);
+    const kept = new Map([...(await manifestOf(rerun.snapshot!.path)).values()].map((l) => [fileId(l), l.sha256]));
+    expect(kept).toEqual(new Map(s.attachments.map((f) => [`${f.sheet_id}/${f.custom_field_id}/${f.code}/${f.file_name}`, f.sha256])));
+    for (const line of theirs) expect(existsSync(join(rerun.snapshot!.path, line.path)), line.path).toBe(false);
+    expect((await verifyExport(rerun.snapshot!.path)).problems).toEqual([]);
+  });
+
   it('after what a SIGKILL leaves (a cut manifest line, temporary files, a file cut short), fetches only what is missing or damaged', async () => {
     const archive = join(tempDir('wds-archive-'), 'a');
     const first = (await archiveRun(api(), archive)).snapshot!;
