@@ -7,7 +7,8 @@
  * - Before a run starts, the service is asked its time: in its nightly window (01:00-01:30), or
  *   while it answers 503, the run waits for the window to end.
  * - Times missed while the scheduler was down are found from the state file at start and caught
- *   up once, or skipped (`catch_up: skip`).
+ *   up once, or skipped (`catch_up: skip`). A due time counts as dealt with once its run has
+ *   ended: a run stopped by SIGTERM, or a scheduler killed mid-run, is caught up at the next start.
  * - When `signal` aborts, nothing new starts, waits end, and the runs under way get the signal
  *   and end cleanly; `finished()` resolves once they have.
  */
@@ -46,6 +47,8 @@ interface Slot {
   /** The run under way (or waiting for the service), if any. */
   busy: Promise<void> | null;
   busySince: Date | null;
+  /** The latest time due while the run under way went on (skipped): dealt with when that run ends. */
+  coveredUntil: Date | null;
   /** State writes one after the other. */
   saving: Promise<void>;
 }
@@ -82,6 +85,7 @@ export class Scheduler {
         state: saved ?? { pipeline: job.name, handled_until: this.now().toISOString() },
         busy: null,
         busySince: null,
+        coveredUntil: null,
         saving: Promise.resolve(),
       };
       this.slots.push(slot);
@@ -131,7 +135,8 @@ export class Scheduler {
     }
     if (!last) return;
     const count = missed >= MISSED_COUNT_LIMIT ? `at least ${missed} runs were` : missed === 1 ? '1 run was' : `${missed} runs were`;
-    const what = `${count} due since ${since.toISOString()} while the scheduler was not running (last at ${last.toISOString()})`;
+    const cut = slot.state.last_run?.status === 'interrupted' ? `; the run started ${slot.state.last_run.started_at} was stopped before its end` : '';
+    const what = `${count} due since ${since.toISOString()} while the scheduler was not running (last at ${last.toISOString()}${cut})`;
     if (slot.job.catchUp === 'skip') {
       this.options.log(`${slot.job.name}: ${what}; skipped (catch_up: skip)`);
       this.metrics.skip(slot.job.name, 'missed', missed);
@@ -146,11 +151,10 @@ export class Scheduler {
 
   private due(slot: Slot, at: Date): void {
     if (this.options.signal.aborted) return;
-    slot.state.handled_until = at.toISOString();
     if (slot.busy) {
       this.options.log(`${slot.job.name}: due at ${at.toISOString()} while the run started ${slot.busySince!.toISOString()} is still going; skipped (one run at a time)`);
       this.metrics.skip(slot.job.name, 'busy');
-      this.save(slot);
+      slot.coveredUntil = at;
       return;
     }
     slot.busySince = this.now();
@@ -165,7 +169,6 @@ export class Scheduler {
     const { job } = slot;
     const { signal, log } = this.options;
     this.metrics.setRunning(job.name, true);
-    this.save(slot);
     if (job.baseUrl) {
       const waited = await waitForService(job.baseUrl, { timeZone: this.options.timeZone, signal, probe: this.options.probe, onWait: (message) => log(`${job.name}: ${message}`) });
       if (signal.aborted) {
@@ -184,6 +187,9 @@ export class Scheduler {
       files: outcome.files, bytes: outcome.bytes, ...(outcome.error ? { error: redact(outcome.error) } : {}),
     };
     if (outcome.status === 'ok' || outcome.status === 'partial') slot.state.last_success_at = outcome.finished_at;
+    // A run the scheduler's stop cut short has not dealt with its time: the next start runs it again.
+    if (outcome.status !== 'interrupted') this.handled(slot, slot.coveredUntil && slot.coveredUntil > dueAt ? slot.coveredUntil : dueAt);
+    slot.coveredUntil = null;
     this.save(slot);
     this.options.onRun?.(job, outcome);
     if (job.afterRun) {
@@ -207,6 +213,11 @@ export class Scheduler {
         files: 0, bytes: 0, error: (error as Error).message,
       };
     }
+  }
+
+  /** Every due time up to `at` has been dealt with (handled_until never goes back). */
+  private handled(slot: Slot, at: Date): void {
+    if (at.getTime() > Date.parse(slot.state.handled_until)) slot.state.handled_until = at.toISOString();
   }
 
   private save(slot: Slot): void {

@@ -109,6 +109,47 @@ describe('missed runs', () => {
     expect(second.lines.join('\n')).not.toMatch(/were due since|was due since/);
   });
 
+  it('include a run cut short by the scheduler\'s stop: the next start runs its time again', async () => {
+    const folder = mkdtempSync(join(tmpdir(), 'wds-schedule-'));
+    let started = false;
+    const stubborn: ScheduledJob = {
+      name: 'nightly', file: 'nightly.yaml', cron: '* * * * * *', catchUp: 'once',
+      run: async ({ signal }) => {
+        const at = new Date();
+        started = true;
+        await new Promise<void>((resolve) => (signal.aborted ? resolve() : signal.addEventListener('abort', () => resolve(), { once: true })));
+        return outcome('interrupted', at);
+      },
+    };
+    const first = setUp([stubborn], { stateFolder: folder });
+    await first.scheduler.start();
+    await expect.poll(() => started, { timeout: 3_000 }).toBe(true);
+    first.stop.abort('SIGTERM');
+    await first.scheduler.finished();
+    const due = first.lines.map((l) => /^nightly: starting \(due at ([^;)]+)/.exec(l)?.[1]).find(Boolean)!;
+    const saved = JSON.parse(readFileSync(first.state.pathOf('nightly'), 'utf8'));
+    expect(saved.last_run.status).toBe('interrupted');
+    expect(Date.parse(saved.handled_until)).toBeLessThan(Date.parse(due));
+
+    // Restarted with a daily cron of that very second (service time), now past: caught up once.
+    const tokyo = new Date(Date.parse(due) + 9 * 3_600_000);
+    const cron = `${tokyo.getUTCSeconds()} ${tokyo.getUTCMinutes()} ${tokyo.getUTCHours()} * * *`;
+    const runs: Date[] = [];
+    const second = setUp([{ ...stubborn, cron, run: async () => { runs.push(new Date()); return outcome('ok', new Date()); } }], { stateFolder: folder });
+    await second.scheduler.start();
+    await sleep(300);
+    expect(runs.length).toBe(1);
+    expect(second.lines.join('\n')).toMatch(/nightly: 1 run was due since .*; the run started .* was stopped before its end\); catching up once now/);
+    second.stop.abort('SIGTERM');
+    await second.scheduler.finished();
+    // Its run ended: a third start has nothing to catch up.
+    const third = setUp([{ ...stubborn, cron, run: async () => { runs.push(new Date()); return outcome('ok', new Date()); } }], { stateFolder: folder });
+    await third.scheduler.start();
+    await sleep(300);
+    expect(runs.length).toBe(1);
+    expect(third.lines.join('\n')).not.toMatch(/was due since/);
+  });
+
   it('are not invented on a first start, which has no state', async () => {
     const runs: Date[] = [];
     const { scheduler, lines, state } = setUp([hourly('fresh', 'once', runs)]);
