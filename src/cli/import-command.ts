@@ -3,7 +3,8 @@
  * checked before the first request, the source opened, the progress view and the connection (its
  * waits shown on the view), the company's journal, the stop signal, and the summary.
  */
-import { resolve } from 'node:path';
+import { stat } from 'node:fs/promises';
+import { basename, dirname, resolve } from 'node:path';
 import type { WdsClient } from '../client/client.js';
 import type { WindowOption } from '../client/options.js';
 import type { ImportProgress } from '../pipelines/import-progress.js';
@@ -15,6 +16,7 @@ import { connect, type ConnectionArgs } from './connection.js';
 import { createImportProgress } from './import-progress.js';
 import { finishRun, type OutputArgs } from './output.js';
 import { Preflight } from './preflight.js';
+import type { Place } from './path-clash.js';
 import { stopSignal } from './stop-signal.js';
 
 export interface ImportCommandArgs extends ConnectionArgs, OutputArgs {
@@ -47,7 +49,7 @@ export async function runImportCommand(label: string, argv: ImportCommandArgs, r
   // anything is sent, not after.
   const preflight = new Preflight(argv);
   try {
-    await preflight.report(argv.report);
+    await preflight.report(argv.report, await sourcePlaces(argv.source));
     const source = await openSource(resolve(argv.source));
     // On a terminal the progress line shows the waits as a countdown; elsewhere each wait is a line.
     // The client's update window is known once connected.
@@ -84,4 +86,12 @@ export async function runImportCommand(label: string, argv: ImportCommandArgs, r
   } finally {
     await preflight.end();
   }
+}
+
+/** The places an import reads: its folder (an export's, for its manifest.jsonl), or its file. */
+async function sourcePlaces(source: string): Promise<Place[]> {
+  const what = 'the import source';
+  if (basename(source) === 'manifest.jsonl') return [{ path: dirname(source), folder: true, what }];
+  const folder = await stat(source).then((info) => info.isDirectory(), () => false);
+  return [{ path: source, folder, what }];
 }

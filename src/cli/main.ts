@@ -60,6 +60,18 @@ export async function main(argv: string[]): Promise<void> {
         // Loaded here, with zod, once a command is about to run: --help and --version never need it.
         const { checkNumberOptions } = await import('./number-options.js');
         checkNumberOptions(args, argv);
+        const logFile = args['log-file'] as string | undefined;
+        if (logFile !== undefined) {
+          const { clashProblem } = await import('./path-clash.js');
+          const str = (value: unknown): string | undefined => (typeof value === 'string' ? value : undefined);
+          const [out, report, source] = [str(args.out), str(args.report), str(args.source)];
+          const clash = clashProblem(logFile, [
+            ...(out !== undefined ? [{ path: out, folder: !/\.zip$/i.test(out), what: '--out' }] : []),
+            ...(report !== undefined ? [{ path: report, folder: false, what: '--report' }] : []),
+            ...(source !== undefined ? [{ path: source, folder: !/\.(zip|csv|jsonl)$/i.test(source), what: 'the import source' }] : []),
+          ]);
+          if (clash) throw new UsageError(`--log-file ${logFile}: ${clash}`);
+        }
         configureLog({ verbose: Number(args.verbose ?? 0), quiet: Boolean(args.quiet), logFile: args['log-file'] as string | undefined });
       } catch (error) {
         const text = error instanceof UsageError ? error.message : `--log-file ${String(args['log-file'])} cannot be written: ${(error as Error).message}`;

@@ -7,6 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdir, open, stat, unlink } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { UsageError, say } from './connection.js';
+import { clashProblem, type Place } from './path-clash.js';
 import { exitCodeOf, stopSignal, stoppedBy } from './stop-signal.js';
 import { removeEmptyDirs } from '../sinks/sink.js';
 import { formatDuration, parseDuration } from '../util/duration.js';
@@ -55,10 +56,15 @@ export class Preflight {
 
   constructor(private readonly args: { quiet?: boolean }) {}
 
-  /** `--report FILE`: a file that can be written, in a folder made if missing. */
-  async report(path: string | undefined): Promise<void> {
+  /**
+   * `--report FILE`: a file that can be written, in a folder made if missing, and none of the
+   * places the command reads or writes (`places`).
+   */
+  async report(path: string | undefined, places: Place[] = []): Promise<void> {
     if (path === undefined) return;
     const label = `--report ${path}`;
+    const clash = clashProblem(path, places);
+    if (clash) throw new UsageError(`${label}: ${clash}`);
     const abs = resolve(path);
     const info = await statOrNull(abs);
     if (info?.isDirectory()) throw new UsageError(`${label}: is a folder; name a file for the report`);

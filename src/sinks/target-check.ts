@@ -23,6 +23,8 @@ export interface TargetRules {
  */
 export async function exportTargetProblem(out: string, rules: TargetRules): Promise<string | null> {
   const { kind, shown } = rules;
+  // `x.zip/` is a folder to the checks and a zip once resolved: refused rather than guessed.
+  if (/\.zip[\\/]+$/i.test(out)) return `${shown} ends in .zip and a slash: name the zip file without the slash, or a folder whose name does not end in .zip`;
   const { archiveHolding, insideArchiveProblem } = await import('../archive/store.js');
   if (kind === 'archive') {
     const outer = await archiveHolding(dirname(resolve(out)));

@@ -110,6 +110,31 @@ it('a file where a pipeline\'s folder or archive goes fails its run before its l
   expect(readdirSync(dir)).toEqual(['taken']);
 });
 
+it('a --report or --log-file that is the export, a file in it, or the import source: exit 2 before any request, all left as they were', async () => {
+  const dir = tempDir();
+  const zip = join(dir, 'photos.zip');
+  const folder = join(dir, 'photos');
+  expect((await counted(emu(), ['photos', 'export', '--out', zip])).code).toBe(0);
+  expect((await counted(emu(), ['photos', 'export', '--out', folder])).code).toBe(0);
+  const zipBytes = readFileSync(zip);
+  const manifest = readFileSync(join(folder, 'manifest.jsonl'));
+
+  expectRefusedBeforeAnyRequest(await counted(emu(), ['photos', 'export', '--out', zip, '--report', zip]), `--report ${zip}: is the export itself, which it would replace`);
+  expectRefusedBeforeAnyRequest(await counted(emu(), ['photos', 'export', '--out', zip, '--report', `${zip}.partial`]), `--report ${zip}.partial: is a file the export ${zip} keeps beside it`);
+  expectRefusedBeforeAnyRequest(await counted(emu(), ['photos', 'export', '--out', folder, '--report', join(folder, 'manifest.jsonl')]), `is inside the export ${folder}, among the files it holds`);
+  expectRefusedBeforeAnyRequest(await counted(emu(), ['photos', 'export', '--out', zip, '--log-file', zip]), `--log-file ${zip}: is --out itself`);
+  // An import's report may not be its source, nor fall among the files it reads.
+  expectRefusedBeforeAnyRequest(await counted(emu(), ['photos', 'import', folder, '--dry-run', '--report', join(folder, 'manifest.jsonl')]), 'is inside the import source');
+  expectRefusedBeforeAnyRequest(await counted(emu(), ['photos', 'import', zip, '--dry-run', '--report', zip]), `--report ${zip}: is the import source itself`);
+  expect(readFileSync(zip).equals(zipBytes)).toBe(true);
+  expect(readFileSync(join(folder, 'manifest.jsonl')).equals(manifest)).toBe(true);
+  expect(readdirSync(dir).sort()).toEqual(['photos', 'photos.zip']);
+
+  // `x.zip/` is neither a zip nor a folder to guess at.
+  expectRefusedBeforeAnyRequest(await counted(emu(), ['photos', 'export', '--out', `${join(dir, 'new.zip')}/`]), 'ends in .zip and a slash');
+  expect(existsSync(join(dir, 'new.zip'))).toBe(false);
+});
+
 it('an existing file named x.zip that is not a zip is left byte for byte (exit 2); --force replaces it', async () => {
   const dir = tempDir();
   const zip = join(dir, 'x.zip');

@@ -146,7 +146,7 @@ const restoreCommand: CommandModule<object, RestoreArgs> = {
     });
     const preflight = await preflightOf(argv);
     try {
-      await preflight.report(argv.report);
+      await preflight.report(argv.report, [{ path: argv.out, folder: !out.toLowerCase().endsWith('.zip'), what: 'the restore' }, { path: dir, folder: true, what: 'the archive' }]);
       await preflight.exportTarget(argv.out, { zip: out.toLowerCase().endsWith('.zip'), force: argv.force ?? false, waitLock: argv['wait-lock'] });
       const result = await restoreSnapshot(plan, out, { signal: stopSignal() });
       const whose = members ? ` (the files of ${members.join(', ')})` : '';

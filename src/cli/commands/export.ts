@@ -50,7 +50,7 @@ async function handle(what: 'photos' | 'attachments', argv: ExportArgs): Promise
   const { Preflight } = await import('../preflight.js');
   const preflight = new Preflight(argv);
   try {
-    await preflight.report(argv.report);
+    await preflight.report(argv.report, [{ path: argv.out, folder: !isZipTarget(argv.out), what: 'the export' }]);
     await preflight.exportTarget(argv.out, { zip: isZipTarget(argv.out), force: argv.force ?? false, waitLock: argv['wait-lock'] });
     await exportWith(what, argv);
   } finally {

@@ -54,7 +54,12 @@ export const runCommand: CommandModule<object, RunArgs> = {
     ]);
     const preflight = new Preflight(argv);
     try {
-      await preflight.report(argv.report);
+      const { from, to } = pipeline;
+      const places = [
+        ...('archive' in to ? [{ path: to.archive, folder: true, what: 'to.archive' }] : 'folder' in to ? [{ path: to.folder, folder: true, what: 'to.folder' }] : 'zip' in to ? [{ path: to.zip, folder: false, what: 'to.zip' }] : []),
+        ...('folder' in from ? [{ path: from.folder, folder: true, what: 'from.folder' }] : 'zip' in from ? [{ path: from.zip, folder: false, what: 'from.zip' }] : 'csv' in from ? [{ path: from.csv, folder: false, what: 'from.csv' }] : []),
+      ];
+      await preflight.report(argv.report, places);
       const { summary, report, lines } = await runPipelineOnce(pipeline, {
         signal: stopSignal(),
         dryRun: argv['dry-run'],
