@@ -168,7 +168,13 @@ export class ZipSink implements ExportSink {
    * again costs less than holding them in memory to check them first.
    */
   async keep(lines: ManifestLine[], signal?: AbortSignal): Promise<ManifestLine[]> {
-    const earlier = this.earlier;
+    const { lost, reached } = await this.copyFrom(this.earlier, lines, signal);
+    this.keptAll = reached === lines.length;
+    return [...lost, ...lines.slice(reached)];
+  }
+
+  /** Copies the entries of `lines` from `earlier`, each checked; answers those not copied and how far it got before `signal`. */
+  private async copyFrom(earlier: EarlierZip | null, lines: ManifestLine[], signal?: AbortSignal): Promise<{ lost: ManifestLine[]; reached: number }> {
     const lost: ManifestLine[] = [];
     let at = 0;
     for (; at < lines.length && !signal?.aborted; at += 1) {
@@ -190,8 +196,33 @@ export class ZipSink implements ExportSink {
       if (copied) this.lines.push(line);
       else lost.push(line);
     }
-    this.keptAll = at === lines.length;
-    return [...lost, ...lines.slice(at)];
+    return { lost, reached: at };
+  }
+
+  /**
+   * Copies what the earlier zip holds and this run's zip lacks (the old version of a changed file
+   * whose download failed), since the new zip replaces it. A `.partial` taken over came from a run
+   * that started from the complete zip at the target, which then holds the last copy of such files.
+   */
+  private async carryOver(): Promise<void> {
+    if (!this.earlier) return;
+    const atTarget = this.earlierIsTarget ? null : await EarlierZip.open(this.target);
+    try {
+      const keys = new Set(this.lines.map(manifestKey));
+      const paths = new Set(this.lines.map((line) => line.path));
+      for (const source of atTarget ? [this.earlier, atTarget] : [this.earlier]) {
+        const missing = (await source.lines()).filter((line) => !keys.has(manifestKey(line)) && !paths.has(line.path));
+        const { lost } = await this.copyFrom(source, missing);
+        const lostKeys = new Set(lost.map(manifestKey));
+        for (const line of missing) {
+          if (lostKeys.has(manifestKey(line))) continue;
+          keys.add(manifestKey(line));
+          paths.add(line.path);
+        }
+      }
+    } finally {
+      atTarget?.close();
+    }
   }
 
   /**
@@ -412,6 +443,7 @@ export class ZipSink implements ExportSink {
   }
 
   async finish(onLine?: (line: ManifestLine) => void): Promise<void> {
+    await this.carryOver();
     await this.complete(onLine);
     await rename(this.partial, this.target);
     await this.dropEarlier();

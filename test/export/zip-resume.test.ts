@@ -213,6 +213,26 @@ describe('the rerun of a complete zip export', () => {
     await complete(out, 1);
   });
 
+  it('keeps the old version of a changed file whose new download fails, and the next run replaces it', { timeout: 60_000 }, async () => {
+    const out = join(tempDir(), 'photos.zip');
+    await complete(out, total);
+    const held = await readZipExport(out);
+    const path = [...held.files.keys()].find((p) => p.startsWith('photos/'))!;
+    const code = path.slice('photos/'.length, -'.jpg'.length);
+    const old = held.files.get(path)!.sha256;
+    await emu().control('POST', '/clock', { advance_seconds: 60 });
+    setPhoto(emu(), code, await jpeg(100, 80, 11));
+    await emu().control('POST', '/faults', { storage: { error_rate: 1, path_contains: code } });
+    const failed = await runExport({ client: client(), what: 'photos', out, concurrency: CONCURRENCY, retry: { maxAttempts: 2, baseDelayMs: 10, maxDelayMs: 20 } });
+    await emu().control('DELETE', '/faults');
+    expect(failed.report.counts).toMatchObject({ ok: 0, failed: 1, skipped: total - 1 });
+    const after = await readZipExport(out);
+    expect(after.files.get(path)?.sha256).toBe(old);
+    expect(after.manifest.find((line) => line.path === path)?.sha256).toBe(old);
+    expect((await verifyExport(out)).problems).toEqual([]);
+    await complete(out, 1);
+  });
+
   it('keeps what the service lists no more, as a folder does: a deleted member\'s photo, and every file a --since rerun leaves out', { timeout: 60_000 }, async () => {
     const out = join(tempDir(), 'photos.zip');
     addMember(emu(), 'Z000001');
