@@ -35,6 +35,14 @@ export async function validatePipelineFiles(files: string[], options: ValidateOp
     if (first) problems.push(await locate(pipeline.file, shown, ['name'], `name: "${pipeline.name}" is also the name of ${first}; a name is the pipeline's lock, report and notifications, so each must be unique`));
     else names.set(pipeline.name, shown);
   }
+  // One archive, one pipeline: its retention and its unchanged files are counted per archive.
+  const archives = new Map<string, string>();
+  for (const { pipeline, shown } of pipelines) {
+    if (!('archive' in pipeline.to)) continue;
+    const first = archives.get(pipeline.to.archive);
+    if (first) problems.push(await locate(pipeline.file, shown, ['to', 'archive'], `to.archive ${pipeline.to.archive} is also the archive of ${first}; each pipeline needs an archive of its own (retention would remove the other pipeline's snapshots)`));
+    else archives.set(pipeline.to.archive, shown);
+  }
   if (options.online) {
     for (const { pipeline, shown } of pipelines) problems.push(...(await onlineProblems(pipeline, shown, options)));
   }

@@ -15,6 +15,7 @@ import {
   type SnapshotCounts, type SnapshotDoc, type SnapshotEntry,
 } from '../archive/store.js';
 import { MANIFEST_NAME, manifestKey, type ManifestLine } from './manifest.js';
+import { TargetRefusedError } from './sink.js';
 
 /** What a run made of its snapshot (`ExportResult.snapshot`). */
 export interface SnapshotInfo {
@@ -127,6 +128,12 @@ export class SnapshotBuild {
   static async open(archive: string, pipeline: string, now = new Date()): Promise<SnapshotBuild> {
     const { snapshots, partial } = await listSnapshots(archive);
     const finished = snapshots.filter((s) => s.doc !== null);
+    const owner = finished.at(-1)?.doc?.pipeline;
+    if (owner !== undefined && owner !== pipeline) {
+      // Retention and the unchanged files go by the archive's snapshots: another pipeline's would
+      // count as this one's, and its files as deleted.
+      throw new TargetRefusedError(`${archive} holds the snapshots of pipeline "${owner}", not of "${pipeline}": each pipeline needs an archive of its own. Name another archive, or, if the pipeline was renamed, give it its name "${owner}" back`);
+    }
     const id = nextSnapshotId(now, [...snapshots.map((s) => s.id), ...partial]);
     const resumed = partial.at(-1) ?? null;
     if (resumed !== null) {

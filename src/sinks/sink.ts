@@ -73,6 +73,11 @@ const CAUSES: Record<string, string> = {
   EIO: 'an input/output error on the disk',
 };
 
+/** A target the run may not write for a reason of its own, not the disk's: passed on as it is, not as a TargetError. */
+export class TargetRefusedError extends Error {
+  override name = 'TargetRefusedError';
+}
+
 /**
  * A fatal error writing an export: names the target (the folder or zip the user gave) and the
  * cause, and says what a rerun does.

@@ -6,7 +6,7 @@ import { SinkError, type DownloadResult } from './download.js';
 import type { RunReport } from './report.js';
 import { lineOf } from './export-plan.js';
 import { FolderSink } from '../sinks/folder.js';
-import { TargetError, type ExportSink } from '../sinks/sink.js';
+import { TargetError, TargetRefusedError, type ExportSink } from '../sinks/sink.js';
 import { MANIFEST_NAME, manifestKey, type ManifestLine } from '../sinks/manifest.js';
 import { fileLanded } from '../util/runtime.js';
 
@@ -38,6 +38,7 @@ export async function onDisk<T>(out: string, step: () => Promise<T>): Promise<T>
   try {
     return await step();
   } catch (error) {
+    if (error instanceof TargetRefusedError) throw error;
     const named = asTargetError(out, error);
     throw named instanceof TargetError ? named : new TargetError(out, error);
   }

@@ -40,7 +40,7 @@ describe.skipIf(!isRoot)('an archive on a file system out of inodes', () => {
 
     await takeInodes(0);
     const file = join(tempDir('wds-no-inodes-'), 'archive.yaml');
-    await writeFile(file, ['name: no-inodes', 'from: { service: attachments }', `to: { archive: ${archive} }`, 'connection:', `  base_url: ${emu().url}`, `  consumer_key: ${KEY}`, `  consumer_secret: ${SECRET}`, ''].join('\n'));
+    await writeFile(file, ['name: test-archive', 'from: { service: attachments }', `to: { archive: ${archive} }`, 'connection:', `  base_url: ${emu().url}`, `  consumer_key: ${KEY}`, `  consumer_secret: ${SECRET}`, ''].join('\n'));
     const run = await runCli(['run', file]);
     expect(run.code, run.stderr).toBe(1);
     // The lock, or the first folder after it, is where it fails.

@@ -161,6 +161,25 @@ describe('pipeline files: run and plan', () => {
     expect((await verifyExport(join(archive, 'snapshots', second.snapshot!))).problems).toEqual([]);
   });
 
+  it('two pipelines with one archive: validate names the second at to.archive, and its run fails leaving the other\'s snapshot as it was', async () => {
+    const contracts = await pipeline(['name: contracts', 'from: { service: attachments, sheets: [1] }', 'to: { archive: archive }', 'retention: { keep_last: 1 }']);
+    const archive = join(contracts, '..', 'archive');
+    const quals = join(contracts, '..', 'quals.yaml');
+    await writeFile(quals, (await readFile(contracts, 'utf8')).replace('name: contracts', 'name: quals').replace('sheets: [1]', 'sheets: [2]'));
+    const { problems } = await validatePipelineFiles([contracts, quals], { env: { TEST_SECRET: SECRET } });
+    expect(problems.map((p) => `${p.line}:${p.column}: ${p.message}`)).toEqual([expect.stringMatching(/^3:\d+: to\.archive .* is also the archive of .*pipeline\.yaml; each pipeline needs an archive of its own/)]);
+
+    const first = await runPipelineFile(await load(contracts));
+    expect(first).toMatchObject({ status: 'ok' });
+    const held = await names(join(archive, 'snapshots'));
+    const second = await runPipelineFile(await load(quals));
+    expect(second).toMatchObject({ status: 'failed', exit_code: 1 });
+    expect(second.error).toContain(`holds the snapshots of pipeline "contracts", not of "quals": each pipeline needs an archive of its own`);
+    expect(second.error).not.toContain('run the export again');
+    expect(await names(join(archive, 'snapshots'))).toEqual(held);
+    expect((await readFile(join(archive, 'latest'), 'utf8')).trim()).toBe(first.snapshot);
+  });
+
   it('validate --online names a sheet the service lacks and the members a source names that it lacks, at their lines', async () => {
     const sheet = await pipeline(['name: online-sheet', 'from:', '  service: attachments', '  sheets: [ 999 ]', 'to: { folder: out }']);
     const drop = await pipeline(['name: online-drop', 'from: { folder: inbox }', 'to: { service: photos }']);
