@@ -66,7 +66,7 @@ export { verifyExport } from './pipelines/verify.js';
 export type { VerifyProblem, VerifyResult } from './pipelines/verify.js';
 export { openSource } from './sources/open-source.js';
 export type { OpenSourceOptions } from './sources/open-source.js';
-export type { ImportSource, RefusedFile, SourceEntry, SourceFile } from './sources/source.js';
+export type { ImportSource, RefusedFile, SourceEntry, SourceFile, SourceWant } from './sources/source.js';
 export { ImportJournal } from './stages/journal.js';
 export { RunReport, OUTCOMES } from './stages/report.js';
 export type { ItemReport, Outcome } from './stages/report.js';

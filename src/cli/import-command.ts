@@ -78,6 +78,7 @@ export async function runImportCommand(label: string, argv: ImportCommandArgs, r
       await finishRun(argv, result.report, { requests: r, waited_ms: result.waitedMs, check_ms: result.checkMs, first_request_ms: result.firstRequestMs }, [
         `${n} update request${n === 1 ? '' : 's'} (${r.register} register, ${r.update} update; the fewest possible: ${r.minimum})${r.resubmitted ? `; ${r.resubmitted} files sent again after their request ended NG for others` : ''}`,
         `waited ${(result.waitedMs / 1000).toFixed(1)} s on the service's limits`,
+        ...result.report.notes,
       ]);
     } finally {
       progress.stop();

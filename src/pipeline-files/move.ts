@@ -100,8 +100,8 @@ export function settledOnly(source: ImportSource, seconds: number, log: (line: s
   return {
     label: source.label,
     close: () => source.close(),
-    async *entries() {
-      for await (const entry of source.entries()) {
+    async *entries(want) {
+      for await (const entry of source.entries(want)) {
         if (entry.kind === 'file') {
           const info = await stat(entry.file.where).catch(() => null);
           if (info && Date.now() - info.mtimeMs < seconds * 1000) {

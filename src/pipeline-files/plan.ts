@@ -106,7 +106,8 @@ async function planImport(pipeline: LoadedPipeline, client: WdsClient): Promise<
   const sizes: { code: string; size: number }[] = [];
   let refused = 0;
   try {
-    for await (const entry of source.entries()) {
+    // An export's files for the other kind of import are not this run's.
+    for await (const entry of source.entries({ kind: to.service === 'photos' ? 'photo' : 'attachment' })) {
       if (entry.kind === 'refused') refused += 1;
       else sizes.push({ code: entry.file.code ?? codeFromName(entry.file.relPath), size: entry.file.size });
     }

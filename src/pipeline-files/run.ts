@@ -259,14 +259,14 @@ async function executeWith(
           client, source, mode: to.mode, trimming: steps.submit.trim, normalize: steps.normalize.convert, concurrency: steps.check.concurrency, dryRun, signal: options.signal, journal,
         });
         report = result.report;
-        lines.push(requestLine(result.requests));
+        lines.push(requestLine(result.requests), ...result.report.notes);
       } else {
         const { runAttachmentImport } = await import('../pipelines/attachment-import.js');
         const result = await runAttachmentImport({
           client, source, sheet: to.sheet, field: to.field, mode: to.mode, concurrency: steps.check.concurrency, dryRun, signal: options.signal, journal,
         });
         report = result.report;
-        lines.push(requestLine(result.requests));
+        lines.push(requestLine(result.requests), ...result.report.notes);
       }
     } finally {
       await source.close();

@@ -76,7 +76,10 @@ async function onlineProblems(pipeline: LoadedPipeline, shown: string, options: 
     }
     if ('service' in to && to.service === 'attachments') await target({ sheet: to.sheet, field: to.field }, to.field !== undefined ? ['to', 'field'] : ['to', 'sheet']);
     if (!('service' in from)) {
-      const missing = await membersMissing(pipeline, client);
+      // A source that cannot be read (an export holding nothing for this import) is a problem of `from`, not of the service.
+      const named = await sourceCodes(pipeline).catch((error: unknown) => (error as Error).message);
+      if (typeof named === 'string') problems.push(await locate(pipeline.file, shown, ['from'], named));
+      const missing = typeof named === 'string' ? [] : await membersMissing(named, client);
       if (missing.length) {
         const list = missing.slice(0, MISSING_SHOWN).map((m) => `${m.code} (${m.where})`).join(', ');
         problems.push(await locate(pipeline.file, shown, ['from'], `the source names members the service does not have: ${list}${missing.length > MISSING_SHOWN ? ` and ${missing.length - MISSING_SHOWN} more` : ''}`));
@@ -90,8 +93,8 @@ async function onlineProblems(pipeline: LoadedPipeline, shown: string, options: 
   return problems;
 }
 
-/** The files of the source whose member code no member has. */
-async function membersMissing(pipeline: LoadedPipeline, client: import('../client/client.js').WdsClient): Promise<{ code: string; where: string }[]> {
+/** The member code of each file of the source the pipeline imports. */
+async function sourceCodes(pipeline: LoadedPipeline): Promise<{ code: string; where: string }[]> {
   const { from } = pipeline;
   if ('service' in from) return [];
   const path = 'folder' in from ? from.folder : 'zip' in from ? from.zip : from.csv;
@@ -100,7 +103,8 @@ async function membersMissing(pipeline: LoadedPipeline, client: import('../clien
   const source = await openSource(path);
   const named: { code: string; where: string }[] = [];
   try {
-    for await (const entry of source.entries()) {
+    // An export's files for the other kind of import are not this run's.
+    for await (const entry of source.entries({ kind: photos ? 'photo' : 'attachment' })) {
       if (entry.kind !== 'file') continue;
       const file = entry.file;
       // Attachments laid out <code>/<file> name the member by their folder.
@@ -110,6 +114,11 @@ async function membersMissing(pipeline: LoadedPipeline, client: import('../clien
   } finally {
     await source.close();
   }
+  return named;
+}
+
+/** The files whose member code no member has. */
+async function membersMissing(named: { code: string; where: string }[], client: import('../client/client.js').WdsClient): Promise<{ code: string; where: string }[]> {
   const members = new Set((await client.members.list()).member_data.map((m) => m.code));
   return named.filter((n) => !members.has(n.code));
 }

@@ -148,7 +148,7 @@ export async function runAttachmentImport(options: AttachmentImportOptions): Pro
   let batches: AsyncIterable<Batch<CheckedFile, string>> | undefined;
   try {
     // read: every name and size, no bytes.
-    const named = await readNames(source, report, signal);
+    const named = await readNames(source, { kind: 'attachment' }, report, signal);
     entries = named.entries;
     if (signal?.aborted) return result();
 

@@ -146,7 +146,7 @@ export async function runPhotoImport(options: PhotoImportOptions): Promise<Photo
     listed.catch(() => undefined);
 
     // read: every name and size, no bytes.
-    const named = await readNames(source, report, signal);
+    const named = await readNames(source, { kind: 'photo' }, report, signal);
     entries = named.entries;
     if (signal?.aborted) return result();
 

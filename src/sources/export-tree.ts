@@ -5,13 +5,14 @@
  * the sheet, the field and the record index. Lines come in the manifest's order (photos by code,
  * attachments by sheet, field, code and record index), which keeps each member's records in the
  * order of the source. A line whose file is missing, a link, or differs in size or sha256 from
- * the manifest is refused with the reason; files the manifest does not name are ignored.
+ * the manifest is refused with the reason; files the manifest does not name are ignored. An import
+ * takes only the lines of its kind: one export can hold photos and attachments.
  */
 import { createHash } from 'node:crypto';
 import { lstat, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
-import type { ImportSource, SourceEntry, SourceFile } from './source.js';
+import type { ImportSource, SourceEntry, SourceFile, SourceWant } from './source.js';
 import { LinkCheck, MANIFEST_NAME, parseManifest, sortLines, type ManifestLine } from '../sinks/manifest.js';
 import { MANIFEST_FILE, errorAbout, readLimited } from './file-rules.js';
 import { LINK_REFUSED, diskFile, openNoFollow } from './folder.js';
@@ -45,6 +46,28 @@ function lineProblem(line: ManifestLine): string | null {
     return 'the manifest line of an attachment lacks sheet_id, custom_field_id or record_index';
   }
   return null;
+}
+
+/** Whether an import that wants `want` takes this line. */
+function takes(want: SourceWant, line: ManifestLine): boolean {
+  return line.kind === want.kind;
+}
+
+const count = (n: number, what: string): string => `${n} ${what}${n === 1 ? '' : 's'}`;
+
+/** What an import wants, in words. */
+function wantWords(want: SourceWant): string {
+  return want.kind === 'photo' ? 'photos' : 'attachments';
+}
+
+/** What manifest lines hold, in words: `26 photos, 500 attachments of sheet 1 field 1204`. */
+function linesWords(lines: ManifestLine[]): string {
+  const groups = new Map<string, number>();
+  for (const line of lines) {
+    const key = line.kind === 'photo' ? 'photo' : `sheet ${line.sheet_id} field ${line.custom_field_id}`;
+    groups.set(key, (groups.get(key) ?? 0) + 1);
+  }
+  return [...groups].map(([key, n]) => (key === 'photo' ? count(n, 'photo') : `${count(n, 'attachment')} of ${key}`)).join(', ');
 }
 
 /** The same words as `wds-files verify`. */
@@ -82,16 +105,31 @@ abstract class ExportTree implements ImportSource {
   /** The file a valid line names, checked against the manifest, or why it is refused. */
   protected abstract check(line: ManifestLine): Promise<Checked>;
 
-  async *entries(): AsyncGenerator<SourceEntry> {
+  async *entries(want?: SourceWant): AsyncGenerator<SourceEntry> {
+    const lines = want ? this.wanted(want) : this.lines;
     for (const problem of this.problems) {
       yield { kind: 'refused', refused: { where: this.whereOf(MANIFEST_NAME), relPath: MANIFEST_NAME, reason: `${MANIFEST_NAME} ${problem}` } };
     }
-    for (const line of this.lines) {
+    for (const line of lines) {
       const problem = lineProblem(line);
       const checked = problem ? { reason: problem } : await this.check(line);
       if ('reason' in checked) yield { kind: 'refused', refused: { where: this.whereOf(line.path), relPath: line.path, reason: checked.reason } };
       else yield { kind: 'file', file: checked.file };
     }
+  }
+
+  /**
+   * The lines an import of `want` takes. The others are passed over unread, with a note: they are
+   * files for another import, not faults (one export folder can hold photos and attachments).
+   * An export whose lines are all for another import is an error naming it, as nothing would be done.
+   */
+  private wanted(want: SourceWant): ManifestLine[] {
+    const taken = this.lines.filter((line) => takes(want, line));
+    const passed = this.lines.filter((line) => !takes(want, line));
+    if (!passed.length) return taken;
+    if (!taken.length) throw errorAbout(this.label, `the export holds no ${wantWords(want)} (its ${MANIFEST_NAME} lists ${linesWords(passed)})`);
+    want.note?.(`${this.label}: passed over ${linesWords(passed)} of the export; this import takes its ${wantWords(want)}`);
+    return taken;
   }
 
   abstract close(): Promise<void>;

@@ -64,12 +64,26 @@ export type SourceEntry =
       refused: RefusedFile;
     };
 
+/**
+ * What an import takes from a source whose files say what they are (an export's manifest: photos
+ * and attachments of any sheet can share one); sources whose files do not say it ignore it.
+ */
+export interface SourceWant {
+  /** Photos or attachments: files of the other kind are passed over, not refused. */
+  kind: 'photo' | 'attachment';
+  /** Told, in words for the run's notes, how many files were passed over and why. */
+  note?: (line: string) => void;
+}
+
 /** Where an import reads its files: a folder, a zip, a CSV manifest or an export. Open one with {@link openSource}. */
 export interface ImportSource {
   /** What the user named. */
   readonly label: string;
-  /** The files, one at a time, so memory does not grow with the source. */
-  entries(): AsyncIterable<SourceEntry>;
+  /**
+   * The files, one at a time, so memory does not grow with the source; with `want`, only those an
+   * export says are of that kind (it rejects, naming the source, when it holds files but none of them).
+   */
+  entries(want?: SourceWant): AsyncIterable<SourceEntry>;
   /** Closes the files the source holds open. */
   close(): Promise<void>;
 }

@@ -4,7 +4,7 @@
  * so duplicates and unknown members are found before anything is read or sent; the bytes are
  * read later, a batch at a time, by the check stage.
  */
-import type { ImportSource, SourceFile } from '../sources/source.js';
+import type { ImportSource, SourceFile, SourceWant } from '../sources/source.js';
 import type { RunReport } from './report.js';
 
 export interface NamedFiles {
@@ -15,13 +15,14 @@ export interface NamedFiles {
 }
 
 /**
- * The source's files; an entry the source refuses (a link, a path out of the root, an unreadable
- * name) is reported invalid with its rule. Stopped by `signal`: the names read so far, none reported.
+ * The source's files of the kind (sheet, field) the import wants; an entry the source refuses (a
+ * link, a path out of the root, an unreadable name) is reported invalid with its rule, and what an
+ * export holds for other imports is a note. Stopped by `signal`: the names read so far, none reported.
  */
-export async function readNames(source: ImportSource, report: RunReport, signal?: AbortSignal): Promise<NamedFiles> {
+export async function readNames(source: ImportSource, want: Omit<SourceWant, 'note'>, report: RunReport, signal?: AbortSignal): Promise<NamedFiles> {
   const files: SourceFile[] = [];
   let entries = 0;
-  for await (const entry of source.entries()) {
+  for await (const entry of source.entries({ ...want, note: (line) => report.notes.push(line) })) {
     entries += 1;
     if (signal?.aborted) continue;
     if (entry.kind === 'refused') {
