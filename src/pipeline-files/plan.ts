@@ -106,8 +106,9 @@ async function planImport(pipeline: LoadedPipeline, client: WdsClient): Promise<
   const sizes: { code: string; size: number }[] = [];
   let refused = 0;
   try {
-    // An export's files for the other kind of import are not this run's.
-    for await (const entry of source.entries({ kind: to.service === 'photos' ? 'photo' : 'attachment' })) {
+    // An export's files for the other kind of import, or another sheet or field, are not this run's.
+    const want = to.service === 'photos' ? { kind: 'photo' as const } : { kind: 'attachment' as const, sheetId: to.sheet, fieldId: to.field };
+    for await (const entry of source.entries(want)) {
       if (entry.kind === 'refused') refused += 1;
       else sizes.push({ code: entry.file.code ?? codeFromName(entry.file.relPath), size: entry.file.size });
     }

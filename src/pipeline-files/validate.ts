@@ -103,8 +103,11 @@ async function sourceCodes(pipeline: LoadedPipeline): Promise<{ code: string; wh
   const source = await openSource(path);
   const named: { code: string; where: string }[] = [];
   try {
-    // An export's files for the other kind of import are not this run's.
-    for await (const entry of source.entries({ kind: photos ? 'photo' : 'attachment' })) {
+    // An export's files for the other kind of import, or another sheet or field, are not this run's.
+    const want = 'service' in pipeline.to && pipeline.to.service === 'attachments'
+      ? { kind: 'attachment' as const, sheetId: pipeline.to.sheet, fieldId: pipeline.to.field }
+      : { kind: photos ? 'photo' as const : 'attachment' as const };
+    for await (const entry of source.entries(want)) {
       if (entry.kind !== 'file') continue;
       const file = entry.file;
       // Attachments laid out <code>/<file> name the member by their folder.

@@ -39,10 +39,11 @@ export interface AttachmentImportOptions {
   source: ImportSource;
   /**
    * The sheet the files go to, for a source laid out `<member code>/<file>`. An export's manifest
-   * or its layout `attachments/<sheet>/<field>/<code>/<file>` says it itself. Default: none.
+   * or its layout `attachments/<sheet>/<field>/<code>/<file>` says it itself; from an export, only
+   * the files of this sheet are restored (none is an error). Default: none (an export's every sheet).
    */
   sheet?: number;
-  /** The file part of `sheet` the files go to (with `sheet`). Default: none. */
+  /** The file part of `sheet` the files go to (with `sheet`); from an export, only its files are restored. Default: none. */
   field?: number;
   /** `upsert` (default): replace a file of the same name, else add; `add`: add only; `replace`: replace only. */
   mode?: AttachmentImportMode;
@@ -148,7 +149,8 @@ export async function runAttachmentImport(options: AttachmentImportOptions): Pro
   let batches: AsyncIterable<Batch<CheckedFile, string>> | undefined;
   try {
     // read: every name and size, no bytes.
-    const named = await readNames(source, { kind: 'attachment' }, report, signal);
+    // From an export, the sheet and field say which of its files are restored.
+    const named = await readNames(source, { kind: 'attachment', sheetId: options.sheet, fieldId: options.field }, report, signal);
     entries = named.entries;
     if (signal?.aborted) return result();
 

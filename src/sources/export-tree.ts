@@ -6,7 +6,7 @@
  * attachments by sheet, field, code and record index), which keeps each member's records in the
  * order of the source. A line whose file is missing, a link, or differs in size or sha256 from
  * the manifest is refused with the reason; files the manifest does not name are ignored. An import
- * takes only the lines of its kind: one export can hold photos and attachments.
+ * takes only the lines of its kind (and sheet and field): one export can hold photos and attachments.
  */
 import { createHash } from 'node:crypto';
 import { lstat, readFile } from 'node:fs/promises';
@@ -50,14 +50,18 @@ function lineProblem(line: ManifestLine): string | null {
 
 /** Whether an import that wants `want` takes this line. */
 function takes(want: SourceWant, line: ManifestLine): boolean {
-  return line.kind === want.kind;
+  if (line.kind !== want.kind) return false;
+  if (want.sheetId !== undefined && line.sheet_id !== want.sheetId) return false;
+  return want.fieldId === undefined || line.custom_field_id === want.fieldId;
 }
 
 const count = (n: number, what: string): string => `${n} ${what}${n === 1 ? '' : 's'}`;
 
-/** What an import wants, in words. */
+/** What an import wants, in words: `photos`, `attachments of sheet 2 field 1306`. */
 function wantWords(want: SourceWant): string {
-  return want.kind === 'photo' ? 'photos' : 'attachments';
+  if (want.kind === 'photo') return 'photos';
+  const where = [want.sheetId !== undefined ? `sheet ${want.sheetId}` : '', want.fieldId !== undefined ? `field ${want.fieldId}` : ''].filter(Boolean).join(' ');
+  return where ? `attachments of ${where}` : 'attachments';
 }
 
 /** What manifest lines hold, in words: `26 photos, 500 attachments of sheet 1 field 1204`. */

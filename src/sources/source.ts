@@ -71,6 +71,10 @@ export type SourceEntry =
 export interface SourceWant {
   /** Photos or attachments: files of the other kind are passed over, not refused. */
   kind: 'photo' | 'attachment';
+  /** Attachments of this sheet only. Default: every sheet. */
+  sheetId?: number;
+  /** Attachments of this file part (custom field) only. Default: every file part. */
+  fieldId?: number;
   /** Told, in words for the run's notes, how many files were passed over and why. */
   note?: (line: string) => void;
 }
@@ -81,7 +85,8 @@ export interface ImportSource {
   readonly label: string;
   /**
    * The files, one at a time, so memory does not grow with the source; with `want`, only those an
-   * export says are of that kind (it rejects, naming the source, when it holds files but none of them).
+   * export says are of that kind, sheet and file part (it rejects, naming the source, when it holds
+   * files but none of them).
    */
   entries(want?: SourceWant): AsyncIterable<SourceEntry>;
   /** Closes the files the source holds open. */

@@ -2,17 +2,18 @@
  * An export as an import source holds photos, attachments, or both in one manifest (DESIGN.md
  * section 4): a photos import takes only its `kind: photo` lines and an attachments import only its
  * `kind: attachment` lines, passing the others over with a note; an export holding none of the kind
- * is an error naming it, and nothing is sent.
+ * is an error naming it, and nothing is sent. An attachments import given a sheet and field takes
+ * only the export's lines of that file part, the same way.
  */
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { useEmulator } from '../helpers/emulator.js';
 import { useClient } from '../helpers/client.js';
 import { connectionArgs, runCli } from '../helpers/cli-process.js';
-import { tempDir } from '../helpers/export.js';
+import { state, tempDir } from '../helpers/export.js';
 import { runExport } from '../../src/pipelines/export.js';
 import { importPhotos, photoHashes, photoRequests } from './photo-helpers.js';
-import { attachmentFacts, attachmentRequests, importAttachments, QUALIFICATIONS } from './attachment-helpers.js';
+import { attachmentFacts, attachmentRequests, CONTRACT, importAttachments, QUALIFICATIONS } from './attachment-helpers.js';
 
 const emu = useEmulator({ seed: 'samples/company', limits: { updatesPerMinute: 10_000 } });
 const api = useClient(emu, { limits: { update: { limit: 10_000, windowMs: 60_000 } } });
@@ -87,5 +88,38 @@ describe('an export imported by the other kind of import', () => {
     const refused = await runCli(['photos', 'import', quals, ...connectionArgs(emu())]);
     expect(refused.code).toBe(1);
     expect(refused.stderr).toContain(`${quals}: the export holds no photos`);
+  });
+});
+
+describe('an attachments export imported with --sheet and --field', () => {
+  /** `updated_at` of each file of one sheet, by code, record and name. */
+  const storedAt = async (sheet: number): Promise<Map<string, string>> =>
+    new Map((await state(emu())).attachments.filter((a) => a.sheet_id === sheet).map((a) => [`${a.code}:${a.record_index}:${a.file_name}`, a.updated_at]));
+
+  it('restores only that sheet and file part; the other files are passed over in a note', async () => {
+    await emu().control('POST', '/reset');
+    const out = join(tempDir('wds-kinds-'), 'attachments');
+    await runExport({ client: api(), what: 'attachments', out, concurrency: 4 });
+    const contracts = await storedAt(CONTRACT.sheet);
+    const quals = await storedAt(QUALIFICATIONS.sheet);
+    const result = await importAttachments(api(), out, { sheet: QUALIFICATIONS.sheet, field: QUALIFICATIONS.field });
+    expect(result.report.counts).toMatchObject({ conflict: 0, invalid: 0, failed: 0 });
+    expect(result.report.items).toHaveLength(QUALS);
+    expect(result.report.items.every((i) => (i.path ?? '').startsWith(join(out, 'attachments', '2', '1306')))).toBe(true);
+    expect(result.report.notes).toContain(`${out}: passed over ${CONTRACTS} attachments of sheet 1 field 1204 of the export; this import takes its attachments of sheet 2 field 1306`);
+    // No contract was sent again; the qualifications that went were replaced.
+    expect(await storedAt(CONTRACT.sheet)).toEqual(contracts);
+    const after = await storedAt(QUALIFICATIONS.sheet);
+    expect([...after].filter(([key, at]) => quals.get(key) !== at)).toHaveLength(result.report.counts.ok);
+    expect(result.report.counts.ok).toBeGreaterThan(0);
+  });
+
+  it('an export holding no file of that sheet and field is an error naming it; nothing is sent', async () => {
+    await emu().control('POST', '/reset');
+    const out = await qualifications('zip');
+    const sent = await attachmentRequests(emu());
+    await expect(importAttachments(api(), out, { sheet: CONTRACT.sheet, field: CONTRACT.field }))
+      .rejects.toThrow(`${out}: the export holds no attachments of sheet 1 field 1204 (its manifest.jsonl lists ${QUALS} attachments of sheet 2 field 1306)`);
+    expect(await attachmentRequests(emu())).toEqual(sent);
   });
 });

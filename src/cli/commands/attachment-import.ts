@@ -20,8 +20,8 @@ export const attachmentsImportCommand: CommandModule<object, AttachmentImportArg
   builder: (y: Argv) =>
     withConnection(y)
       .positional('source', { type: 'string', demandOption: true, describe: 'Export folder or zip, folder, .zip or .csv' })
-      .option('sheet', { type: 'number', describe: 'Sheet id for a source that does not say it' })
-      .option('field', { type: 'number', describe: 'File part (custom field id) for a source that does not say it' })
+      .option('sheet', { type: 'number', describe: 'Sheet id for a source that does not say it; from an export, restore only this sheet\'s files' })
+      .option('field', { type: 'number', describe: 'File part (custom field id) for a source that does not say it; from an export, only its files' })
       .option('mode', { choices: ['upsert', 'add', 'replace'] as const, default: 'upsert' as const, describe: 'upsert: replace a file of the same name, else add' })
       .option('dry-run', { type: 'boolean', default: false, describe: 'Check everything and send with Dry-Run: 1; change nothing' })
       .option('emulator', { type: 'boolean', default: false, describe: 'With no --base-url, import into the embedded emulator all the same (it forgets everything when the command ends)' })
