@@ -3,7 +3,7 @@
  *
  *   read → dedupe → route → check → normalize → batch → submit → report
  *
- * Names come first (no bytes): two files for one member and unknown members are found before any
+ * Names come first (no bytes): names off the extension list, two files for one member and unknown members are found before any
  * file is read, and each photo is routed to register (a member without a photo) or partial update
  * (a member with one) from one listing. Then the photos are checked (and converted where needed)
  * route by route, and a request leaves as soon as its batch is checked: the next batch is checked
@@ -22,7 +22,7 @@ import type { WdsClient } from '../client/client.js';
 import type { ImportSource } from '../sources/source.js';
 import { stageOptions } from '../stages/options.js';
 import { closingOnError, readNames, refuse } from '../stages/read.js';
-import { PhotoRouting, dedupePhotos, listPhotos, type PhotoImportMode, type PhotoRoute, type RoutedPhoto } from '../stages/photo-route.js';
+import { PhotoRouting, dedupePhotos, listPhotos, photoNamesAccepted, type PhotoImportMode, type PhotoRoute, type RoutedPhoto } from '../stages/photo-route.js';
 import { PhotoCheckStage, normalizePhoto, type CheckedPhoto, type PhotoVerdict } from '../stages/photo-check-stage.js';
 import { batchInLanes, type Batch } from '../stages/batch.js';
 import { shortEnds } from '../stages/batch-order.js';
@@ -150,8 +150,8 @@ export async function runPhotoImport(options: PhotoImportOptions): Promise<Photo
     entries = named.entries;
     if (signal?.aborted) return result();
 
-    // dedupe: one file per member.
-    const single = dedupePhotos(named.files, report);
+    // dedupe: one file per member, among the names a photo may have.
+    const single = dedupePhotos(photoNamesAccepted(named.files, report), report);
 
     // route: a stop cuts the listings, and the run ends as stopped, having sent nothing.
     const listing = await listed.catch((error: unknown) => {

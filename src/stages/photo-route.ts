@@ -1,12 +1,14 @@
 /**
  * The dedupe and route stages of the photo import, from the files' names and one listing (no
- * bytes read): two files for one member are a conflict, a code no member has is refused, and each
+ * bytes read): a name with an extension outside the list is refused, two files for one member are
+ * a conflict, a code no member has is refused, and each
  * photo goes to register (a member without a photo) or update (a member with one) as the mode
  * allows. Whether the journal knows a file's very bytes as applied needs its sha256, so that is
  * settled after the check ({@link PhotoRouting.appliedBefore}).
  */
 import type { WdsClient } from '../client/client.js';
 import type { SourceFile } from '../sources/source.js';
+import { PHOTO_EXTENSIONS, extensionOf, isPhotoExtension } from '../spec/extensions.js';
 import type { ImportJournal, JournalFile } from './journal.js';
 import { alreadyApplied } from './journal-settle.js';
 import { refuse } from './read.js';
@@ -36,6 +38,31 @@ export function codeFromName(name: string): string {
 }
 
 const codeOf = (file: SourceFile): string => file.code ?? codeFromName(file.fileName);
+
+/**
+ * Image types the check stage converts to JPEG (photo-check.ts), by their usual extensions: the
+ * service refuses them, but a photo from a phone or a scanner is often one of them.
+ */
+export const CONVERTED_PHOTO_EXTENSIONS = ['heic', 'heif', 'webp', 'tif', 'tiff', 'bmp', 'avif'] as const;
+
+/** Why a photo's name rules it out (service-rules.md: an extension outside the list is invalid), or null. */
+export function photoNameProblem(fileName: string): string | null {
+  const ext = extensionOf(fileName);
+  if (isPhotoExtension(ext) || (CONVERTED_PHOTO_EXTENSIONS as readonly string[]).includes(ext)) return null;
+  return `the extension ${ext ? `.${ext}` : '(none)'} is not accepted for photos (accepted: ${PHOTO_EXTENSIONS.join(', ')}; ${CONVERTED_PHOTO_EXTENSIONS.join(', ')} are converted to JPEG)`;
+}
+
+/**
+ * Before the dedupe stage: a file whose extension is off the list is invalid and not read, so a
+ * sidecar (`A0001.xmp`) neither goes as a photo nor counts as a second file for its member.
+ */
+export function photoNamesAccepted(files: SourceFile[], report: RunReport): SourceFile[] {
+  return files.filter((file) => {
+    const problem = photoNameProblem(file.fileName);
+    if (problem) refuse(report, file, codeOf(file), 'invalid', problem);
+    return !problem;
+  });
+}
 
 /** The dedupe stage: one file per member; two files for one code are a conflict the user resolves, and neither is read. */
 export function dedupePhotos(files: SourceFile[], report: RunReport): SourceFile[] {

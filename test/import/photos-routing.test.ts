@@ -1,5 +1,6 @@
 /**
- * Which photo goes where (DESIGN.md section 5; api-v2.md 4.4 Members 7): two files for one member
+ * Which photo goes where (DESIGN.md section 5; api-v2.md 4.4 Members 7): a name with an extension
+ * outside the list (jpg, jpeg, gif, png, and the types converted) is invalid, two files for one member
  * are a conflict for both, a code no member has is invalid, and neither is sent; `register` is
  * only for members without a photo and `update` only for members with one, so the wrong mode is a
  * conflict found before sending; `upsert` lists the photos once and sends register (POST) for
@@ -56,6 +57,30 @@ describe('refused before sending', () => {
     expect(itemFor(result, 'A0005.jpg').outcome).toBe('ok');
     expect(sentCodes()).toEqual(['PATCH A0005']);
     expect((await photoHashes(emu())).get('A0001')).toBe(before.get('A0001'));
+  });
+
+  it('an extension off the list: invalid naming the rule, never sent, and no second file for its member', async () => {
+    const dir = await writeFiles(tempDir('wds-photos-'), {
+      'A0001.jpg': await jpeg(1), 'A0001.xmp': '<x:xmpmeta/>',
+      'A0002.jpg': await jpeg(2), 'A0002.txt': 'taken 2026-03-01',
+      // JPEG bytes under names a photo may not have.
+      'A0010.txt': await jpeg(10), 'A0011.pdf': await jpeg(11), 'A0012': await jpeg(12),
+      // A type the import converts keeps its usual name.
+      'A0013.tiff': await plain(40, 40, 13).tiff().toBuffer(),
+    });
+    const before = await photoHashes(emu());
+    const result = await importPhotos(client, dir);
+    for (const [name, ext] of [['A0001.xmp', '.xmp'], ['A0002.txt', '.txt'], ['A0010.txt', '.txt'], ['A0011.pdf', '.pdf'], ['/A0012', '(none)']] as const) {
+      const item = itemFor(result, name);
+      expect(item.outcome, name).toBe('invalid');
+      expect(item.reason).toBe(`the extension ${ext} is not accepted for photos (accepted: jpg, jpeg, gif, png; heic, heif, webp, tif, tiff, bmp, avif are converted to JPEG)`);
+    }
+    expect(itemFor(result, 'A0001.jpg').outcome).toBe('ok');
+    expect(itemFor(result, 'A0002.jpg').outcome).toBe('ok');
+    expect(itemFor(result, 'A0013.tiff').outcome).toBe('converted');
+    expect(sentCodes().sort()).toEqual(['PATCH A0001', 'PATCH A0002', 'PATCH A0013']);
+    const after = await photoHashes(emu());
+    for (const code of ['A0010', 'A0011', 'A0012']) expect(after.get(code), code).toBe(before.get(code));
   });
 
   it('a code no member has: invalid, and nothing is sent for it', async () => {
