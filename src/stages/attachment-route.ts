@@ -3,7 +3,7 @@
  * of the file parts involved (no bytes read): where each file goes (an export's manifest, the
  * export layout `attachments/<sheet>/<field>/<code>/<file>`, or `<code>/<file>` with a sheet and
  * field), the field confirmed as a file part, unknown members, a second file of one name for a
- * member, and whether each file adds (register) or replaces (update) as the mode allows
+ * member, several files for a member's one file of a single-record sheet, and whether each file adds (register) or replaces (update) as the mode allows
  * (api-v2.md 4.4 Sheets 8).
  *
  * Two answers need a file's bytes, so they wait for its check: a name the service cannot take is
@@ -12,6 +12,7 @@
  */
 import type { WdsClient } from '../client/client.js';
 import type { SourceFile } from '../sources/source.js';
+import { extensionProblem } from './attachment-check.js';
 import { HeldFiles } from './held-files.js';
 import { targetOf, type ImportJournal, type JournalFile } from './journal.js';
 import { alreadyApplied } from './journal-settle.js';
@@ -144,7 +145,7 @@ export class AttachmentRouting {
   route(files: PlacedFile[], mode: AttachmentImportMode, report: RunReport): RoutedFile[] {
     const routed: RoutedFile[] = [];
     const sourceNames = new Map<string, number>();
-    const singleTaken = new Set<string>();
+    const crowded = this.crowdedSlots(files);
     for (const item of files) {
       const part = `${item.sheetId}:${item.fieldId}`;
       const { multi, held } = this.#parts.get(part)!;
@@ -158,12 +159,12 @@ export class AttachmentRouting {
       const key = `${part}\u0000${item.code}\u0000${item.fileName}`;
       const repeats = (sourceNames.get(key) ?? 0) + 1;
       sourceNames.set(key, repeats);
-      const member = `${part}\u0000${item.code}`;
-      if (!multi && singleTaken.has(member)) {
-        refuse(report, item.file, item.code, 'conflict', `member ${item.code} has more than one file for the single-record ${where}; it holds one file`);
+      const rivals = crowded.get(`${part}\u0000${item.code}`);
+      if (rivals) {
+        const list = rivals.map((f) => f.file.where).join(', ');
+        refuse(report, item.file, item.code, 'conflict', `${rivals.length} files are for member ${item.code} in the single-record ${where}, which holds one file (${list}); keep one`);
         continue;
       }
-      if (!multi) singleTaken.add(member);
       // Where the service cannot take this name (several records hold it, it comes twice, or add
       // mode), a file whose bytes it already holds under the name needs no request.
       const skipIfHeld = (same > 1 || repeats > 1 || (same > 0 && mode === 'add')) && same > 0;
@@ -192,6 +193,22 @@ export class AttachmentRouting {
       refuse(report, file.file, file.code, 'conflict', file.refusal!);
       return false;
     });
+  }
+
+  /**
+   * The files of each single-record slot (file part and member) given more than one. None of them
+   * goes: which one the member should hold is the user's choice, as for two photos of one member.
+   * Names off the extension list are left out, being refused whatever else comes.
+   */
+  private crowdedSlots(files: PlacedFile[]): Map<string, PlacedFile[]> {
+    const slots = new Map<string, PlacedFile[]>();
+    for (const item of files) {
+      const part = `${item.sheetId}:${item.fieldId}`;
+      if (this.#parts.get(part)!.multi || !this.#members.has(item.code) || extensionProblem(item.fileName)) continue;
+      const slot = `${part}\u0000${item.code}`;
+      slots.set(slot, [...(slots.get(slot) ?? []), item]);
+    }
+    return new Map([...slots].filter(([, same]) => same.length > 1));
   }
 
   /**

@@ -2,8 +2,8 @@
  * Duplicate names and routing (api-v2.md 4.4 Sheets 7 and 8; DESIGN.md section 5), found from the
  * source and the current listing before anything is sent, each reported per file: a name twice
  * for one member in the source, register of a name the member holds, replace of a name held in
- * two records (A0005's certificate.pdf) or held nowhere, and on the single-record sheet a second
- * file or a file of another name. Upsert sends register (POST) for new names and partial update
+ * two records (A0005's certificate.pdf) or held nowhere, and on the single-record sheet two files
+ * for one member (both refused, as two photos of one member are) or a file of another name. Upsert sends register (POST) for new names and partial update
  * (PATCH) for held ones, counted by the emulator; files refused are never in a request.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -146,10 +146,12 @@ describe('the multiple-record sheet', () => {
 describe('the single-record sheet', () => {
   const c = { sheet: CONTRACT.sheet, field: CONTRACT.field };
 
-  it('a file exists: adding another name is a conflict, the same name replaces it; no file yet: register', async () => {
+  it('a file exists: adding another name is a conflict, the same name replaces it; no file yet: register; two files for one member: neither', async () => {
     const files = {
       'A0001/other-contract.pdf': pdf(3000),
       'A0003/employment-contract.pdf': pdf(3100),
+      'A0005/employment-contract.pdf': pdf(3150),
+      'A0005/scan.pdf': pdf(3160),
       'A0017/contract.pdf': pdf(3200),
       'A0026/contract.pdf': pdf(3300),
       'A0030/a-contract.pdf': pdf(3400),
@@ -162,23 +164,30 @@ describe('the single-record sheet', () => {
       'A0001/other-contract.pdf': 'conflict',
       'A0003/employment-contract.pdf': 'ok',
       'A0017/contract.pdf': 'ok',
+      'A0005/employment-contract.pdf': 'conflict',
+      'A0005/scan.pdf': 'conflict',
       'A0026/contract.pdf': 'ok',
-      'A0030/a-contract.pdf': 'ok',
+      'A0030/a-contract.pdf': 'conflict',
       'A0030/b-contract.pdf': 'conflict',
     });
     const why = reasons(result, dir);
     expect(why['A0001/other-contract.pdf']).toBe(
       'member A0001 already holds "employment-contract.pdf" in the single-record sheet 1 field 1204; only a file of the same name can replace it',
     );
-    expect(why['A0030/b-contract.pdf']).toBe('member A0030 has more than one file for the single-record sheet 1 field 1204; it holds one file');
+    // Two files for one member's one file: each names the other, and neither is sent.
+    for (const [code, a, b] of [['A0030', 'a-contract.pdf', 'b-contract.pdf'], ['A0005', 'employment-contract.pdf', 'scan.pdf']] as const) {
+      const reason = `2 files are for member ${code} in the single-record sheet 1 field 1204, which holds one file (${dir}/${code}/${a}, ${dir}/${code}/${b}); keep one`;
+      expect(why[`${code}/${a}`]).toBe(reason);
+      expect(why[`${code}/${b}`]).toBe(reason);
+    }
     expect(why['A0003/employment-contract.pdf']).toBe('replaced the file of the same name');
     expect(counted).toEqual({ register: 1, update: 1 });
-    expect(names(sent).sort()).toEqual(['PATCH A0003/employment-contract.pdf', 'POST A0017/contract.pdf', 'POST A0026/contract.pdf', 'POST A0030/a-contract.pdf']);
+    expect(names(sent).sort()).toEqual(['PATCH A0003/employment-contract.pdf', 'POST A0017/contract.pdf', 'POST A0026/contract.pdf']);
 
-    for (const [code, name] of [['A0003', 'employment-contract.pdf'], ['A0017', 'contract.pdf'], ['A0026', 'contract.pdf'], ['A0030', 'a-contract.pdf']] as const) {
+    for (const [code, name] of [['A0003', 'employment-contract.pdf'], ['A0017', 'contract.pdf'], ['A0026', 'contract.pdf']] as const) {
       expect(await recordsOf(emu(), c, code), code).toEqual([{ file_name: name, sha256: sha256(files[`${code}/${name}` as keyof typeof files]), record_index: 0 }]);
     }
-    const touched = ['A0003', 'A0017', 'A0026', 'A0030'];
+    const touched = ['A0003', 'A0017', 'A0026'];
     expect(others(await state(emu()), touched)).toEqual(others(before, touched));
   });
 
