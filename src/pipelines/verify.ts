@@ -46,7 +46,8 @@ export async function verifyExport(target: string): Promise<VerifyResult> {
   const fail = (path: string, problem: string): void => {
     result.problems.push({ path, problem });
   };
-  if (isZipTarget(target)) {
+  // A stopped zip export's `.partial` is a complete zip with its manifest (README): checked as one.
+  if (isZipTarget(target) || /\.zip\.partial$/i.test(target)) {
     const zip = await ZipReader.open(target);
     try {
       // The manifest is the last entry: hash every entry on the way, then compare.
@@ -131,7 +132,12 @@ export async function verifyExport(target: string): Promise<VerifyResult> {
     }
     let size: number;
     try {
-      size = (await lstat(path)).size;
+      const info = await lstat(path);
+      if (!info.isFile()) {
+        fail(line.path, info.isSymbolicLink() ? 'is a link, not the file the manifest lists' : 'is not a regular file (a folder?), the manifest lists a file');
+        continue;
+      }
+      size = info.size;
     } catch {
       fail(line.path, 'missing');
       continue;

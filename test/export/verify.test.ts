@@ -4,7 +4,7 @@
  * by path, and the CLI exits 3.
  */
 import { createWriteStream } from 'node:fs';
-import { cp, readFile, rm, writeFile } from 'node:fs/promises';
+import { cp, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { once } from 'node:events';
 import { join } from 'node:path';
 import { ZipArchive } from 'archiver';
@@ -115,6 +115,23 @@ describe('a damaged export', () => {
     const run = await runCli(['verify', copy]);
     expect(run.code, run.stderr).toBe(3);
     for (const path of [changed, deleted, 'photos/EXTRA.jpg']) expect(run.stdout).toContain(path);
+  });
+
+  it('a folder where the manifest lists a file is named as such, not a crash; a stopped zip\'s .partial is checked as a zip', async () => {
+    const copy = join(tempDir(), 'photos');
+    await cp(folder, copy, { recursive: true });
+    const replaced = paths[0]!;
+    await rm(join(copy, replaced));
+    await mkdir(join(copy, replaced));
+    const run = await runCli(['verify', copy]);
+    expect(run.code, run.stderr).toBe(3);
+    expect(run.stdout).toContain(`${replaced}: is not a regular file (a folder?), the manifest lists a file`);
+
+    const partial = join(tempDir(), 'photos.zip.partial');
+    await cp(zip, partial);
+    const checked = await runCli(['verify', partial]);
+    expect(checked.code, checked.stderr).toBe(0);
+    expect(checked.stdout).toMatch(/files match the manifest/);
   });
 
   it('a zip: the changed, the deleted and the extra entry are named; the CLI exits 3', async () => {

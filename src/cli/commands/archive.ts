@@ -66,12 +66,14 @@ const listCommand: CommandModule<object, ArchiveArgs> = {
       id: s.id, complete: s.doc?.complete ?? null, files: s.doc?.counts.files ?? null, new: s.doc ? s.doc.counts.new + s.doc.counts.changed : null,
       bytes: s.doc?.bytes.total ?? null, latest: s.id === latest, ...(s.problem ? { problem: s.problem } : {}),
     }));
+    // The id column fits its longest name (a `.partial` of a second run in one second is 27 characters).
+    const width = Math.max(22, ...rows.map((r) => r.id.length + 2), ...partial.map((id) => id.length + 10));
     print(argv.json, { archive: dir, latest, snapshots: rows, partial }, () => [
-      `${'ID'.padEnd(22)}${'COMPLETE'.padEnd(10)}${'FILES'.padStart(8)}${'NEW'.padStart(8)}${'BYTES'.padStart(12)}`,
+      `${'ID'.padEnd(width)}${'COMPLETE'.padEnd(10)}${'FILES'.padStart(8)}${'NEW'.padStart(8)}${'BYTES'.padStart(12)}`,
       ...rows.map((r) => r.problem
-        ? `${r.id.padEnd(22)}${r.problem}`
-        : `${r.id.padEnd(22)}${(r.complete ? 'yes' : 'no').padEnd(10)}${String(r.files).padStart(8)}${String(r.new).padStart(8)}${formatBytes(r.bytes ?? 0).padStart(12)}${r.latest ? '  (latest)' : ''}`),
-      ...partial.map((id) => `${`${id}.partial`.padEnd(22)}being built, or left by an interrupted run; the next run continues it`),
+        ? `${r.id.padEnd(width)}${r.problem}`
+        : `${r.id.padEnd(width)}${(r.complete ? 'yes' : 'no').padEnd(10)}${String(r.files).padStart(8)}${String(r.new).padStart(8)}${formatBytes(r.bytes ?? 0).padStart(12)}${r.latest ? '  (latest)' : ''}`),
+      ...partial.map((id) => `${`${id}.partial`.padEnd(width)}being built, or left by an interrupted run; the next run continues it`),
     ]);
   },
 };
@@ -173,7 +175,7 @@ const checkCommand: CommandModule<object, CheckArgs> = {
     const { checkArchive } = await import('../../archive/check.js');
     const result = await checkArchive(dir, { readDataPercent: argv['read-data'] });
     print(argv.json, { archive: dir, ...result }, () => [
-      `check ${dir}: ${result.snapshots} snapshots, ${result.files} files listed${argv['read-data'] ? `, ${result.read} files read` : ''}; ${result.problems.length ? `${result.problems.length} problems:` : 'no problem found'}`,
+      `check ${dir}: ${result.snapshots} snapshots, ${result.files} files listed${argv['read-data'] ? `, ${result.read} files read` : ''}; ${result.problems.length ? `${result.problems.length} problem${result.problems.length === 1 ? '' : 's'}:` : 'no problem found'}`,
       ...result.problems.map((p) => `  ${p.snapshot}${p.path ? ` ${p.path}` : ''}: ${p.problem}`),
       ...result.partial.map((id) => `  ${id}.partial: being built, or left by an interrupted run`),
     ]);

@@ -2,6 +2,7 @@
  * `wds-files photos export` and `wds-files attachments export` (DESIGN.md section 3): thin
  * commands over the export pipeline.
  */
+import { stat } from 'node:fs/promises';
 import type { Argv, CommandModule } from 'yargs';
 import { resolve } from 'node:path';
 import { connect, withConnection, UsageError, type ConnectionArgs } from '../connection.js';
@@ -88,7 +89,13 @@ async function exportWith(what: 'photos' | 'attachments', argv: ExportArgs): Pro
     }).finally(() => progress.stop());
     // Stopped before the listing came in whole (its total unknown): the sink was never opened.
     const listingCut = result.report.interrupted !== null && result.report.interrupted.total === undefined;
-    const lines = [listingCut ? `stopped while the service listed: nothing written to ${result.out}` : `written to ${result.out}`, ...result.report.notes];
+    // A stopped zip export leaves its files in `NAME.zip.partial`; the zip named is not there yet (or is the earlier one).
+    const stoppedZip = result.report.interrupted !== null && isZipTarget(result.out);
+    const partialLeft = stoppedZip && (await stat(`${result.out}.partial`).then(() => true, () => false));
+    const where = listingCut ? `stopped while the service listed: nothing written to ${result.out}`
+      : partialLeft ? `written to ${result.out}.partial, which the next run into ${result.out} continues`
+        : stoppedZip ? `stopped before its zip was complete: ${result.out} is as it was` : `written to ${result.out}`;
+    const lines = [where, ...result.report.notes];
     if (result.relists) lines.push(`download URLs expired: listed again ${result.relists} times`);
     if (result.changed) lines.push(`${result.changed} files changed on the service during the run; their new versions were downloaded`);
     await finishRun(argv, result.report, { out: result.out, relists: result.relists, changed: result.changed }, lines);
