@@ -52,7 +52,7 @@ export type { WdsErrorCode, ErrorDetails, FinalTask } from './client/errors.js';
 
 // The pipelines.
 export { runExport, defaultConcurrency } from './pipelines/export.js';
-export { TargetLockedError } from './util/target-lock.js';
+export { LockLostError, TargetLockedError } from './util/target-lock.js';
 export type { LockHolder } from './util/target-lock.js';
 export type { ExportOptions, ExportProgress, ExportResult } from './pipelines/export.js';
 export type { SnapshotInfo } from './sinks/archive.js';

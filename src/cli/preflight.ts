@@ -81,9 +81,10 @@ export class Preflight {
 
   /**
    * `--out` of an export, then its lock: a folder (made if missing), or a zip file whose folder is
-   * made if missing and which, if it is there, is a zip (or `force` is set).
+   * made if missing and which, if it is there, is a zip (or `force` is set). Answers the lock, for
+   * the export to check before it completes the target.
    */
-  async exportTarget(out: string, options: { zip: boolean; force: boolean; waitLock?: string; archive?: boolean }): Promise<void> {
+  async exportTarget(out: string, options: { zip: boolean; force: boolean; waitLock?: string; archive?: boolean }): Promise<TargetLock> {
     const label = `--out ${out}`;
     const abs = resolve(out);
     // Before anything is made there (src/sinks/target-check.ts, as the SDK checks). An archive
@@ -92,7 +93,7 @@ export class Preflight {
     const problem = await exportTargetProblem(out, { kind: options.archive ? 'archive' : options.zip ? 'zip' : 'folder', shown: label, force: options.force, forceHow: 'add --force' });
     if (problem) throw new UsageError(problem);
     await this.ensureDir(options.zip ? dirname(abs) : abs, label);
-    await this.takeLock(out, lockFileOf(abs, options.zip ? 'file' : 'folder'), options.waitLock);
+    return this.takeLock(out, lockFileOf(abs, options.zip ? 'file' : 'folder'), options.waitLock);
   }
 
   /**
@@ -110,7 +111,7 @@ export class Preflight {
     await this.takeLock(out, lockFileOf(abs, 'file'), options.waitLock);
   }
 
-  private async takeLock(out: string, lockFile: string, waitLock: string | undefined, retried = false): Promise<void> {
+  private async takeLock(out: string, lockFile: string, waitLock: string | undefined, retried = false): Promise<TargetLock> {
     const waitMs = waitLock === undefined ? 0 : parseDuration(waitLock) ?? 0;
     const signal = waitMs > 0 ? stopSignal() : undefined;
     let lock: TargetLock;
@@ -138,6 +139,7 @@ export class Preflight {
     }
     this.locks.push(lock);
     if (lock.tookOver) say(this.args, `${out}: took over the lock of an earlier run (${lock.tookOver})`);
+    return lock;
   }
 
   /** Releases the locks, and removes the folders made for this run that it left empty. */

@@ -20,6 +20,7 @@ import { MAINTENANCE_WINDOW } from '../spec/limits.js';
 import { formatBytes } from './progress.js';
 import { EXIT } from './exit-codes.js';
 import { Preflight } from './preflight.js';
+import type { TargetLock } from '../util/target-lock.js';
 
 const clock = new Clock();
 const minute = clock.minuteOfDay();
@@ -45,17 +46,17 @@ const client = new WdsClient({
 let problems = 0;
 // Both targets locked before anything is written: two `npm start` at once would write the same files.
 const targets = new Preflight({});
+let locks: TargetLock[] = [];
 try {
   try {
-    await targets.exportTarget(photosDir, { zip: false, force: false });
-    await targets.exportTarget(attachmentsZip, { zip: true, force: false });
+    locks = [await targets.exportTarget(photosDir, { zip: false, force: false }), await targets.exportTarget(attachmentsZip, { zip: true, force: false })];
   } catch (error) {
     console.error(`npm start: ${(error as Error).message}`);
     process.exit(EXIT.fatal);
   }
   // A rerun resumes both: the folder by its manifest, the zip by copying the entries it holds.
-  const photos = await runExport({ client, what: 'photos', out: photosDir, lock: false });
-  const attachments = await runExport({ client, what: 'attachments', out: attachmentsZip, lock: false });
+  const photos = await runExport({ client, what: 'photos', out: photosDir, lock: false, held: locks[0] });
+  const attachments = await runExport({ client, what: 'attachments', out: attachmentsZip, lock: false, held: locks[1] });
   const checkPhotos = await verifyExport(photosDir);
   const checkZip = await verifyExport(attachmentsZip);
   problems = photos.report.problems + attachments.report.problems + checkPhotos.problems.length + checkZip.problems.length;

@@ -108,7 +108,7 @@ export async function runPipelineOnce(pipeline: LoadedPipeline, options: RunPipe
       lock = await takeLock(pipeline, options, log);
     }
     if (lock?.tookOver) log(`${pipeline.name}: took over the lock of an earlier run (${lock.tookOver})`);
-    report = await execute(pipeline, options, log, lines, extra, lock ? openSnapshot(pipeline) : undefined);
+    report = await execute(pipeline, options, log, lines, extra, lock ? openSnapshot(pipeline) : undefined, lock);
   } catch (caught) {
     error = redact(caught instanceof Error ? `${caught.message}${isWdsError(caught) ? ` [${caught.code}]` : ''}` : String(caught));
   } finally {
@@ -184,13 +184,13 @@ function openSnapshot(pipeline: LoadedPipeline): Promise<SnapshotBuild> | undefi
 
 async function execute(
   pipeline: LoadedPipeline, options: RunPipelineOptions, log: (line: string) => void, lines: string[], extra: Partial<PipelineRunSummary>,
-  snapshot?: Promise<SnapshotBuild>,
+  snapshot?: Promise<SnapshotBuild>, lock?: TargetLock,
 ): Promise<RunReport> {
   // A snapshot opened ahead and never handed to the export (the connection failed) leaves
   // nothing of what it placed ahead.
   let handed = false;
   try {
-    return await executeWith(pipeline, options, log, lines, extra, snapshot, () => (handed = true));
+    return await executeWith(pipeline, options, log, lines, extra, snapshot, () => (handed = true), lock);
   } finally {
     if (!handed) await snapshot?.then((build) => build.discard(), () => undefined);
   }
@@ -198,7 +198,7 @@ async function execute(
 
 async function executeWith(
   pipeline: LoadedPipeline, options: RunPipelineOptions, log: (line: string) => void, lines: string[], extra: Partial<PipelineRunSummary>,
-  snapshot: Promise<SnapshotBuild> | undefined, handOver: () => void,
+  snapshot: Promise<SnapshotBuild> | undefined, handOver: () => void, lock: TargetLock | undefined,
 ): Promise<RunReport> {
   const { from, to, steps } = pipeline;
   const dryRun = options.dryRun || steps.submit.dry_run;
@@ -219,6 +219,7 @@ async function executeWith(
         out,
         // The run holds the target's lock (takeLock) and checked the target (refuseTarget).
         lock: false,
+        held: lock,
         since: steps.list.since,
         concurrency: steps.download.concurrency,
         signal: options.signal,

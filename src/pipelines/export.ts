@@ -90,6 +90,12 @@ export interface ExportOptions {
    */
   lock?: boolean;
   /**
+   * @internal The lock the caller holds on `out` (with `lock: false`). Another run that takes it
+   * over stops this one: it ends with a `LockLostError`, without completing `out`, and leaves what
+   * that run writes alone.
+   */
+  held?: TargetLock;
+  /**
    * Writes into a folder of other files that is no export folder (it holds names and no
    * manifest.jsonl), or replaces a file named `*.zip` that is no export zip. Without it such a
    * target is refused with a RangeError before anything is written: the export could replace a
@@ -191,7 +197,7 @@ export async function runExport(options: ExportOptions): Promise<ExportResult> {
     throw error;
   }
   try {
-    return await exportHeld(options, where, since, concurrency);
+    return await exportHeld(options, where, since, concurrency, held?.lock ?? options.held);
   } finally {
     await held?.lock.release();
     // A folder made for the lock, left empty by a run that could not list, goes again.
@@ -231,8 +237,24 @@ async function holdTarget(options: ExportOptions): Promise<HeldTarget> {
   }
 }
 
-/** runExport once its options are checked and its target is held. */
-async function exportHeld(options: ExportOptions, where: string, since: string | undefined, concurrency: number): Promise<ExportResult> {
+/**
+ * A run whose lock another run took over: its downloads stop and what it has open is closed, but
+ * nothing on disk is removed or completed, since the target is that run's now.
+ */
+async function letGo(staging: Promise<Stage> | null, abort: (reason: unknown) => void, reason: unknown): Promise<never> {
+  abort(reason);
+  const stage = await staging?.catch(() => null);
+  if (stage) {
+    stage.feed.end();
+    await stage.downloading.catch(() => undefined);
+    await stage.downloads.close();
+    await stage.sink.letGo().catch(() => undefined);
+  }
+  throw reason;
+}
+
+/** runExport once its options are checked and its target is held (`lock`, when there is one). */
+async function exportHeld(options: ExportOptions, where: string, since: string | undefined, concurrency: number, lock: TargetLock | undefined): Promise<ExportResult> {
   const { client } = options;
   const report = new RunReport(where);
   if (options.keepItems === false) report.countOnly();
@@ -248,12 +270,19 @@ async function exportHeld(options: ExportOptions, where: string, since: string |
 
   // Downloads under way (twice the concurrency, see `pool`) and the sink's copying listen to it.
   const { signal, dispose, abort } = runSignal(options.signal, 2 * concurrency + 8);
+  // A lock another run took over stops the downloads at once; the run then ends by `letGo`.
+  const onLost = (): void => abort(lock!.signal.reason);
+  if (lock?.signal.aborted) onLost();
+  else lock?.signal.addEventListener('abort', onLost, { once: true });
+  /** The lock's loss, once the heartbeat or a check found it; null while it is ours. */
+  const lost = (): unknown => (lock?.signal.aborted ? lock.signal.reason : null);
   const retry = { ...DEFAULT_RETRY, maxAttempts: 8, baseDelayMs: 100, maxDelayMs: 4_000, ...options.retry };
   exportStarted();
   /** Every way out of the run: the process's memory tuning for downloads ends with them (src/util/runtime.ts). */
   const closeRun = (): void => {
     exportEnded();
     dispose();
+    lock?.signal.removeEventListener('abort', onLost);
   };
   /** The sink with what an earlier run left there, the recorder and the downloads, waiting for their jobs. */
   const openStage = async (build: SnapshotBuild | null, lister: UrlLister): Promise<Stage> => {
@@ -291,6 +320,7 @@ async function exportHeld(options: ExportOptions, where: string, since: string |
     listed = { files: await lister.listAll(early ? (files) => early.offer(files) : undefined), lister, notes };
   } catch (error) {
     // A listing cut by the caller's stop ends the run as stopped, below.
+    if (lost()) await letGo(staging, abort, lost()).finally(closeRun);
     if (!options.signal?.aborted) {
       await abandon(staging, opening, abort, error);
       closeRun();
@@ -310,6 +340,7 @@ async function exportHeld(options: ExportOptions, where: string, since: string |
       await stage.downloading.catch(() => undefined);
       await stage.downloads.close();
       const { build, sink, recorder } = stage;
+      await lock?.assertHeld().catch((error: unknown) => letGo(staging, abort, error).finally(closeRun));
       try {
         await onDisk(options.out, () => sink.pause(build.noteLine));
         snapshot = await onDisk(build.dir, () => build.pause(recorder.progress.failed));
@@ -321,6 +352,7 @@ async function exportHeld(options: ExportOptions, where: string, since: string |
       }
     } else {
       // Stopped while the service listed the files, before any was started: nothing is written.
+      if (lost()) await letGo(staging, abort, lost()).finally(closeRun);
       await abandon(staging, opening, abort, options.signal.reason);
     }
     closeRun();
@@ -336,6 +368,7 @@ async function exportHeld(options: ExportOptions, where: string, since: string |
   try {
     stage = staging ? await staging : await openStage(null, lister);
   } catch (error) {
+    if (lost()) await letGo(staging, abort, lost()).finally(closeRun);
     await abandon(staging, opening, abort, error);
     closeRun();
     throw error;
@@ -352,6 +385,7 @@ async function exportHeld(options: ExportOptions, where: string, since: string |
     // follows deletions: a resumed one gives up what the service no longer lists.
     const unlisted = unlistedLines(intact, listed.files);
     if (build && unlisted.length > 0) {
+      await lock?.assertHeld();
       await onDisk(build.dir, () => sink.drop!(unlisted));
       report.notes.push(`${unlisted.length} file${unlisted.length === 1 ? '' : 's'} the interrupted run had placed in the snapshot, which the service lists no more, ${unlisted.length === 1 ? 'was' : 'were'} taken out of it`);
       unlisted.length = 0;
@@ -399,18 +433,24 @@ async function exportHeld(options: ExportOptions, where: string, since: string |
     const unlinked = (await linking) ?? [];
     if (unlinked.length > 0) await downloads.run(unlinked, (result) => recorder.downloaded(result, lister.relists));
 
-    // sink: the manifest, and the output complete (or left for a rerun to continue).
+    // sink: the manifest, and the output complete (or left for a rerun to continue), only while
+    // the lock is still this run's: another run's output is never completed or renamed over.
+    await lock?.assertHeld();
     if (signal?.aborted && recorder.unreached > 0) {
       await onDisk(options.out, () => sink.pause(build?.noteLine));
       report.interrupted = { signal: interruptedBy(signal), total: recorder.progress.total };
       if (build) snapshot = await onDisk(build.dir, () => build.pause(recorder.progress.failed));
     } else {
       await onDisk(options.out, () => sink.finish(build?.noteLine));
-      if (build) snapshot = await onDisk(build.dir, () => build.finish(recorder.progress.failed));
+      if (build) {
+        await lock?.assertHeld();
+        snapshot = await onDisk(build.dir, () => build.finish(recorder.progress.failed));
+      }
     }
     if (build?.copied) report.notes.push('this file system has no hard links: unchanged files were copied from the previous snapshot, and take their space again');
     if (build?.resumed) report.notes.push(`continued the snapshot an interrupted run left (${build.resumed}.partial)`);
   } catch (error) {
+    if (lost()) await letGo(Promise.resolve(stage), abort, lost());
     // Downloads started early stop with the run.
     feed.end();
     abort(error);

@@ -286,6 +286,11 @@ export class FolderSink implements ExportSink {
     await rm(join(this.target, TMP), { recursive: true, force: true });
   }
 
+  async letGo(): Promise<void> {
+    await this.appending.catch(() => undefined);
+    await this.closeManifest().catch(() => undefined);
+  }
+
   async abort(): Promise<void> {
     await this.appending.catch(() => undefined);
     await this.closeManifest().catch(() => undefined);

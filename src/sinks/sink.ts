@@ -58,6 +58,11 @@ export interface ExportSink {
   pause(onLine?: (line: ManifestLine) => void): Promise<void>;
   /** Stops after a fatal error, leaving no temporary files. */
   abort(): Promise<void>;
+  /**
+   * Stops a run whose lock another run took over: closes what it has open and removes nothing,
+   * since the temporary files and the target are that run's now.
+   */
+  letGo(): Promise<void>;
   /** When given, holds new downloads back while the sink cannot keep up with more (see ZipSink). */
   readonly starts?: StartGate;
 }

@@ -459,6 +459,13 @@ export class ZipSink implements ExportSink {
     await this.dropEarlier();
   }
 
+  async letGo(): Promise<void> {
+    this.archive.abort();
+    this.output.destroy();
+    this.earlier?.close();
+    this.earlier = null;
+  }
+
   /** Drops this run's zip; an earlier run's `.partial` is put back as it was (a complete zip stays where it is). */
   async abort(): Promise<void> {
     this.archive.abort();

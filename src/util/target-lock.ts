@@ -1,10 +1,13 @@
 /**
  * One writer per target (DESIGN.md section 8): a lock file made with exclusive create, holding who
  * writes (pid, host, command, start time). Its modification time is the heartbeat, touched every
- * 10 s while the run goes on. A lock is stale when its pid is gone on this host, or when its
- * heartbeat is older than 2 minutes; a stale lock is taken over, by one run only even when several
- * find it stale at once (see `breakStale`). Knows nothing of commands: the CLI, and later the
- * snapshot archive, say what the target is and what to tell the user.
+ * 10 s while the run goes on. On this host a lock is stale only when its process has ended: a
+ * holder that is alive but stopped (Ctrl-Z, a machine that slept) goes on when it is continued, so
+ * its old heartbeat says nothing. A lock from another host is stale when its heartbeat is older
+ * than 2 minutes. A stale lock is taken over, by one run only even when several find it stale at
+ * once (see `breakStale`); a holder that finds its lock taken over stops (`TargetLock.signal`,
+ * `assertHeld`). Knows nothing of commands: the CLI, and later the snapshot archive, say what the
+ * target is and what to tell the user.
  */
 import { randomBytes } from 'node:crypto';
 import { readFileSync, unlinkSync } from 'node:fs';
@@ -42,6 +45,11 @@ export interface LockHolder {
   started_at: string;
   /** Random for each holding: tells it apart from a later holding of the same file. */
   token: string;
+  /**
+   * When the holding process started, in clock ticks since boot (Linux's /proc/PID/stat): a live
+   * pid with another start time is a later process that reused it. Absent where there is no /proc.
+   */
+  proc_start?: string;
 }
 
 /** A lock file as read: its holder (null while not yet written, or unreadable) and its heartbeat. */
@@ -68,6 +76,22 @@ export class TargetLockedError extends Error {
   }
 }
 
+/**
+ * Another run took over the lock this run held (this one was stopped or hung past the stale age,
+ * or its lock file was removed): the target is that run's now, and this one must not complete it.
+ */
+export class LockLostError extends Error {
+  /** `LockLostError`, as `instanceof` would say across copies of the package. */
+  override readonly name = 'LockLostError';
+  /**
+   * @param lockFile The lock file this run held.
+   * @param holder Who holds it now; null when the file is gone or not readable yet.
+   */
+  constructor(readonly lockFile: string, readonly holder: LockHolder | null) {
+    super(`another run took over the lock ${lockFile}${holder ? ` (pid ${holder.pid} on ${holder.host}: ${holder.command}, since ${holder.started_at})` : ' (the lock file was removed or replaced)'}; this run stopped without completing its output, and left what that run writes alone`);
+  }
+}
+
 export interface AcquireOptions {
   /** Who we are, as the holder's `command`; must hold no secret. */
   command: string;
@@ -88,6 +112,10 @@ export interface TargetLock {
   readonly holder: LockHolder;
   /** Why the lock found there was taken over (its pid had ended, or its heartbeat was old); null if there was none. */
   readonly tookOver: string | null;
+  /** Aborted, with a {@link LockLostError}, once the heartbeat finds the lock is another run's. */
+  readonly signal: AbortSignal;
+  /** Looks at the lock file now: rejects with a {@link LockLostError} unless it is still ours. Called before a run completes its target. */
+  assertHeld(): Promise<void>;
   /** Removes the lock file if it is still ours. Safe to call twice. */
   release(): Promise<void>;
 }
@@ -100,6 +128,8 @@ export async function acquireTargetLock(file: string, options: AcquireOptions): 
     started_at: new Date().toISOString(),
     token: randomBytes(12).toString('hex'),
   };
+  const procStart = processStart(process.pid);
+  if (procStart !== null) holder.proc_start = procStart;
   const started = Date.now();
   const deadline = started + (options.waitMs ?? 0);
   let tookOver: string | null = null;
@@ -175,19 +205,43 @@ function parseHolder(text: string): LockHolder | null {
   try {
     const value = JSON.parse(text) as Partial<LockHolder>;
     if (typeof value.pid !== 'number' || typeof value.host !== 'string' || typeof value.token !== 'string') return null;
-    return { pid: value.pid, host: value.host, command: String(value.command ?? ''), started_at: String(value.started_at ?? ''), token: value.token };
+    const holder: LockHolder = { pid: value.pid, host: value.host, command: String(value.command ?? ''), started_at: String(value.started_at ?? ''), token: value.token };
+    if (typeof value.proc_start === 'string') holder.proc_start = value.proc_start;
+    return holder;
   } catch {
     return null;
   }
 }
 
 function staleReason(seen: Seen): string | null {
-  const age = Date.now() - seen.heartbeatMs;
-  const who = seen.holder ? `pid ${seen.holder.pid} on ${seen.holder.host}` : 'a run whose details were not readable';
-  if (age > STALE_AFTER_MS) return `${who} had not renewed it for ${Math.round(age / 1000)} s`;
   const h = seen.holder;
-  if (h && h.host === hostname() && h.pid !== process.pid && !processExists(h.pid)) return `${who} had ended`;
+  const who = h ? `pid ${h.pid} on ${h.host}` : 'a run whose details were not readable';
+  // On this host the pid tells: a live holder may be stopped (Ctrl-Z, SIGSTOP, a machine that
+  // slept) and go on writing when continued, so its heartbeat's age is no sign it has gone.
+  if (h && h.host === hostname()) {
+    if (h.pid === process.pid) return null;
+    if (!processExists(h.pid)) return `${who} had ended`;
+    const start = h.proc_start === undefined ? null : processStart(h.pid);
+    if (start !== null && start !== h.proc_start) return `${who} had ended (another process has its pid now)`;
+    return null;
+  }
+  const age = Date.now() - seen.heartbeatMs;
+  if (age > STALE_AFTER_MS) return `${who} had not renewed it for ${Math.round(age / 1000)} s`;
   return null;
+}
+
+/**
+ * A process's start time in clock ticks since boot, field 22 of Linux's /proc/PID/stat; null
+ * where it cannot be read (no /proc, or another user's process hidden).
+ */
+function processStart(pid: number): string | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // Field 2, the command name in parentheses, may hold spaces: count from after its ')' (field 3).
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19] ?? null;
+  } catch {
+    return null;
+  }
 }
 
 function processExists(pid: number): boolean {
@@ -249,6 +303,7 @@ async function breakStale(file: string, seen: Seen): Promise<boolean> {
 
 class HeldLock implements TargetLock {
   private readonly heartbeat: NodeJS.Timeout;
+  private readonly lost = new AbortController();
   private released = false;
   /** A run that ends by process.exit (a second Ctrl-C, a fatal error) still removes its lock. */
   private readonly onExit = (): void => {
@@ -265,16 +320,36 @@ class HeldLock implements TargetLock {
     process.on('exit', this.onExit);
   }
 
+  get signal(): AbortSignal {
+    return this.lost.signal;
+  }
+
   private async beat(): Promise<void> {
     try {
       const seen = await look(this.file);
-      // Taken over (this process was stopped past the stale age): the lock is another run's now.
-      if (seen?.holder?.token !== this.holder.token) return clearInterval(this.heartbeat);
+      if (!this.ours(seen)) return;
       const now = new Date();
       await utimes(this.file, now, now);
     } catch {
       // A heartbeat missed is made up by the next one.
     }
+  }
+
+  async assertHeld(): Promise<void> {
+    if (!this.lost.signal.aborted && !this.released) this.ours(await look(this.file));
+    this.lost.signal.throwIfAborted();
+  }
+
+  /**
+   * Whether the lock file seen is still this holding's. One that is gone or another's was taken
+   * over (or removed by hand): the heartbeat stops, and the run is told through `signal`.
+   */
+  private ours(seen: Seen | null): boolean {
+    if (seen?.holder?.token === this.holder.token) return true;
+    if (this.released) return false; // a beat under way as the run released its lock
+    clearInterval(this.heartbeat);
+    if (!this.lost.signal.aborted) this.lost.abort(new LockLostError(this.file, seen?.holder ?? null));
+    return false;
   }
 
   async release(): Promise<void> {

@@ -1,7 +1,7 @@
 /**
  * The lock module under a real race: several processes, started and loaded first, take one
- * lock, free or left stale by a run that ended (dead pid) or hung (old heartbeat). Exactly one
- * holds it each time; the others are refused naming that one; and nothing of the takeover (claims,
+ * lock, free or left stale by a run that ended (dead pid) or by another host's run that went
+ * away (old heartbeat). Exactly one holds it each time; the others are refused naming that one; and nothing of the takeover (claims,
  * moved-aside files) is left beside the lock once it is released.
  */
 import { spawn, spawnSync } from 'node:child_process';
@@ -77,7 +77,7 @@ const deadPid = (): number => Number(spawnSync(process.execPath, ['-e', 'process
 const cases: Array<[string, (file: string) => void, RegExp | null]> = [
   ['free', () => undefined, null],
   ['left by a run that ended', (file) => leftBy({ pid: deadPid(), host: hostname() }, file), /had ended/],
-  ['left by a run that hung', (file) => leftBy({ pid: process.pid, host: hostname() }, file, 150_000), /had not renewed it for 15\d s/],
+  ['left by a run on another host that went away', (file) => leftBy({ pid: 1, host: 'backup-host-2' }, file, 150_000), /pid 1 on backup-host-2 had not renewed it for 15\d s/],
 ];
 
 it.each(cases)('%s: of six contenders at once, exactly one holds the lock', async (_name, prepare, takeover) => {

@@ -1,8 +1,9 @@
 /**
  * One writer per folder, and the lock's life (DESIGN.md section 8), with real CLI children: two
  * exports into one folder (5 tries); `--wait-lock` waiting for a run, then succeeding, and giving
- * up past its duration; a SIGKILLed holder's lock taken over; locks with a dead pid or an old
- * heartbeat taken over, and a fresh one from another host respected; `verify` blind to a lock;
+ * up past its duration; a SIGKILLed holder's lock taken over; locks with a dead pid, or another
+ * host's with an old heartbeat, taken over, and a live pid's of this host or a fresh one from
+ * another host respected; `verify` blind to a lock;
  * Ctrl-C while waiting, and runs stopped by signals, leaving no lock.
  */
 import { spawnSync } from 'node:child_process';
@@ -108,7 +109,7 @@ it('a SIGKILLed holder leaves its lock, and the next run takes it over and compl
   expect(existsSync(lockFile)).toBe(false);
 }, 30_000);
 
-it('a lock whose pid has ended, or whose heartbeat is old, is taken over; a fresh one from another host is not', async () => {
+it('a lock whose pid has ended, or another host\'s whose heartbeat is old, is taken over; a live one of this host, or a fresh one from another host, is not', async () => {
   const dir = tempDir();
   const deadZip = join(dir, 'dead.zip');
   const dead = deadPid();
@@ -118,14 +119,23 @@ it('a lock whose pid has ended, or whose heartbeat is old, is taken over; a fres
   expect(afterDead.stderr).toContain(`took over the lock of an earlier run (pid ${dead} on ${hostname()} had ended)`);
   await expectComplete(deadZip);
 
-  // This test process is alive, but its "heartbeat" stopped 3 minutes ago: as if it hung.
+  // Another host's run whose heartbeat stopped 3 minutes ago: a machine that went away.
   const oldZip = join(dir, 'old.zip');
-  writeLock(`${oldZip}.lock`, { pid: process.pid, host: hostname() }, 180_000);
+  writeLock(`${oldZip}.lock`, { pid: 1, host: 'backup-host-2' }, 180_000);
   const afterOld = await runCli(exportArgs(emu(), oldZip));
   expect(afterOld.code, afterOld.stderr).toBe(0);
-  expect(afterOld.stderr).toMatch(new RegExp(`took over the lock of an earlier run \\(pid ${process.pid} on ${hostname()} had not renewed it for 18\\d s\\)`));
+  expect(afterOld.stderr).toMatch(/took over the lock of an earlier run \(pid 1 on backup-host-2 had not renewed it for 18\d s\)/);
   await expectComplete(oldZip);
   expect(readdirSync(dir).sort()).toEqual(['dead.zip', 'old.zip']);
+
+  // This test process is alive on this host, its "heartbeat" 3 minutes old: it may be stopped
+  // (Ctrl-Z) and go on when continued, so its lock stays.
+  const stopped = join(dir, 'stopped.zip');
+  writeLock(`${stopped}.lock`, { pid: process.pid, host: hostname() }, 180_000);
+  const refusedStopped = await runCli(exportArgs(emu(), stopped));
+  expect(refusedStopped.code, refusedStopped.stderr).toBe(1);
+  expect(refusedStopped.stderr).toContain(`is being written by another run: pid ${process.pid} on ${hostname()}`);
+  expect(existsSync(stopped)).toBe(false);
 
   // Another host's pid cannot be checked from here, and its heartbeat is fresh: the run refuses.
   const elsewhere = join(dir, 'elsewhere.zip');

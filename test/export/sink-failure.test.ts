@@ -38,7 +38,7 @@ function sinkWith(write: (chunk: Buffer) => Promise<void> | undefined): { sink: 
     abort: async () => void calls.push('abort'),
   };
   const sink: ExportSink = {
-    target: 'test', intactFromEarlierRun: async () => new Map(), keep: async () => [], record: async () => undefined, finish: async () => undefined, pause: async () => undefined, abort: async () => undefined,
+    target: 'test', intactFromEarlierRun: async () => new Map(), keep: async () => [], record: async () => undefined, finish: async () => undefined, pause: async () => undefined, abort: async () => undefined, letGo: async () => undefined,
     open: async () => {
       calls.push('open');
       return writer;

@@ -11,6 +11,7 @@ import { stopSignal } from '../stop-signal.js';
 import { withTargetOptions, type TargetArgs } from '../target-options.js';
 import { DEFAULT_EXPORT_CONCURRENCY, PHOTO_EXPORT_CONCURRENCY, isZipTarget } from '../../pipelines/export-defaults.js';
 import { isValidDate } from '../../spec/time.js';
+import type { TargetLock } from '../../util/target-lock.js';
 
 interface ExportArgs extends ConnectionArgs, OutputArgs, TargetArgs {
   out: string;
@@ -52,14 +53,14 @@ async function handle(what: 'photos' | 'attachments', argv: ExportArgs): Promise
   const preflight = new Preflight(argv);
   try {
     await preflight.report(argv.report, [{ path: argv.out, folder: !isZipTarget(argv.out), what: 'the export' }]);
-    await preflight.exportTarget(argv.out, { zip: isZipTarget(argv.out), force: argv.force ?? false, waitLock: argv['wait-lock'] });
-    await exportWith(what, argv);
+    const lock = await preflight.exportTarget(argv.out, { zip: isZipTarget(argv.out), force: argv.force ?? false, waitLock: argv['wait-lock'] });
+    await exportWith(what, argv, lock);
   } finally {
     await preflight.end();
   }
 }
 
-async function exportWith(what: 'photos' | 'attachments', argv: ExportArgs): Promise<void> {
+async function exportWith(what: 'photos' | 'attachments', argv: ExportArgs, lock: TargetLock): Promise<void> {
   // The export's stages, sinks and progress view are loaded when an export runs, not for --help.
   const [{ runExport }, { UnknownTargetError }, { createProgress }] = await Promise.all([
     import('../../pipelines/export.js'), import('../../stages/list-urls.js'), import('../progress.js'),
@@ -73,6 +74,7 @@ async function exportWith(what: 'photos' | 'attachments', argv: ExportArgs): Pro
       out: resolve(argv.out),
       // Taken with the other checks of --out before the first request (preflight).
       lock: false,
+      held: lock,
       since: argv.since,
       sheet: argv.sheet,
       field: argv.field,
