@@ -117,7 +117,8 @@ export async function clientFor(endpoint: Endpoint, settings: ClientSettings): P
     consumerKey,
     consumerSecret,
     dryRun: settings.dryRun ?? false,
-    ...(limits ? { limits } : {}),
+    // `off` reads as false, which switches the windows off: only no setting leaves the defaults.
+    ...(limits !== undefined ? { limits } : {}),
     // The embedded emulator is a fresh company each run: its windows are not shared with others.
     ...(embedded ? { stateFile: false as const } : {}),
     ...(settings.logger ? { logger: settings.logger } : {}),
