@@ -7,11 +7,12 @@
  * copies only what is not there yet.
  */
 import { createReadStream } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import { FolderSink } from '../sinks/folder.js';
 import { TargetError, type ExportSink } from '../sinks/sink.js';
-import { LinkCheck, manifestKey, sortLines, type ManifestLine, type ManifestLines } from '../sinks/manifest.js';
+import { LinkCheck, manifestKey, parseManifest, sortLines, type ManifestLine, type ManifestLines } from '../sinks/manifest.js';
 import { RunReport } from '../stages/report.js';
 import { readSnapshotManifest, type SnapshotEntry } from './store.js';
 
@@ -71,6 +72,35 @@ export async function planRestore(snapshot: SnapshotEntry, members?: readonly st
   const missing = [...wanted].filter((code) => !held.has(code));
   if (missing.length > 0) throw new UnknownMembersError(`snapshot ${snapshot.id} holds no file of ${missing.join(', ')}; nothing was restored`);
   return { snapshot, manifest, lines: sortLines([...manifest.lines.values()].filter((line) => wanted.has(line.code))) };
+}
+
+/**
+ * Why restoring `plan` into `out` would mix snapshots, or null: the export already there (an
+ * earlier restore's, say) lists files the snapshot does not hold, and a restore, like any export,
+ * keeps what is there. Files of the same snapshot (a restore stopped, or other members' files) do
+ * not mix it.
+ */
+export async function mixedRestoreProblem(plan: RestorePlan, out: string, zip: boolean): Promise<string | null> {
+  let lines: ManifestLine[] = [];
+  if (zip) {
+    const { EarlierZip } = await import('../sinks/zip-earlier-run.js');
+    const earlier = await EarlierZip.open(out);
+    if (!earlier) return null;
+    try {
+      lines = await earlier.lines();
+    } finally {
+      earlier.close();
+    }
+  } else {
+    const text = await readFile(join(out, 'manifest.jsonl'), 'utf8').catch(() => null);
+    if (text === null) return null;
+    lines = [...parseManifest(text).lines.values()];
+  }
+  const held = plan.manifest.lines;
+  const foreign = lines.filter((line) => !held.has(manifestKey(line)));
+  if (foreign.length === 0) return null;
+  const some = foreign.slice(0, 3).map((line) => line.path).join(', ') + (foreign.length > 3 ? `, and ${foreign.length - 3} more` : '');
+  return `${out} already holds files that snapshot ${plan.snapshot.id} does not (${some}): the restore would keep them beside its own. Name a new folder${zip ? ' or zip' : ''}`;
 }
 
 export async function restoreSnapshot(plan: RestorePlan, out: string, options: { signal?: AbortSignal } = {}): Promise<RestoreResult> {

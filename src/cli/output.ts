@@ -1,5 +1,6 @@
 /** How every file command ends: the report file, the JSON summary or a short text, the exit code. */
-import { writeFile } from 'node:fs/promises';
+import { rename, rm, stat, writeFile } from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
 import type { RunReport } from '../stages/report.js';
 import { redactValue } from '../util/redact.js';
 import { EXIT } from './exit-codes.js';
@@ -12,8 +13,39 @@ export interface OutputArgs {
   quiet?: boolean;
 }
 
+/**
+ * Writes the report under a temporary name, then renames it: a disk that fills while it is
+ * written leaves the earlier report whole. Answers why it could not be written, or null.
+ */
+async function writeReport(path: string, data: Parameters<typeof writeFile>[1]): Promise<string | null> {
+  // A device or a pipe (/dev/stdout) is written as it is.
+  const special = await stat(path).then((info) => !info.isFile(), () => false);
+  const temp = special ? path : join(dirname(path), `.${basename(path)}.${process.pid}.tmp`);
+  try {
+    await writeFile(temp, data);
+    if (!special) await rename(temp, path);
+    return null;
+  } catch (error) {
+    if (!special) await rm(temp, { force: true }).catch(() => undefined);
+    const code = (error as NodeJS.ErrnoException).code;
+    return code === 'ENOSPC' ? 'no space left on the device' : code ?? (error as Error).message;
+  }
+}
+
 export async function finishRun(args: OutputArgs, report: RunReport, extra: Record<string, unknown>, lines: string[]): Promise<void> {
-  if (args.report) await writeFile(args.report, report.jsonParts(extra, redactValue));
+  // A report that cannot be written does not hide what the run did: the summary is said first.
+  const reportProblem = args.report ? await writeReport(args.report, report.jsonParts(extra, redactValue)) : null;
+  try {
+    summarize(args, report, lines, extra);
+  } finally {
+    if (reportProblem) {
+      process.stderr.write(`wds-files: --report ${args.report} could not be written (${reportProblem}); what the run did is in the summary above\n`);
+      process.exitCode = EXIT.fatal;
+    }
+  }
+}
+
+function summarize(args: OutputArgs, report: RunReport, lines: string[], extra: Record<string, unknown>): void {
   if (args.json) {
     process.stdout.write(`${JSON.stringify(redactValue(report.summary(extra)))}\n`);
   } else {

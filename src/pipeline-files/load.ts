@@ -80,7 +80,7 @@ export function checkPipelineText(text: string, shown: string, file: string, env
   const syntax = syntaxProblem(doc);
   if (syntax) {
     const lineText = text.split('\n')[lines.linePos(syntax.offset).line - 1] ?? '';
-    const hint = /[[{][^\n]*\$\{/.test(lineText) ? ' (inside [ ] or { }, quote a ${VAR}: "${VAR}")' : '';
+    const hint = /[[{][^\n]*\$\{/.test(lineText) ? ' (inside [ ] or { }, quote a ${VAR}: "${VAR}", which stays text; for a number, write the list on lines: "- ${VAR}")' : '';
     at(syntax.offset, `${syntax.message}${hint}`);
     throw new PipelineFileError(problems);
   }
@@ -157,7 +157,10 @@ function messageOf(issue: Issue): string {
   if (issue.code === 'unrecognized_keys' && issue.path.length === 3 && issue.path[0] === 'steps' && issue.path[2] === 'check' && keys.includes('normalize')) {
     return `${fieldPath(issue.path)}.normalize: converting photos is a stage of its own now; write \`- normalize: { convert: true }\` (or false) instead`;
   }
-  return issueMessage(issue);
+  const text = issueMessage(issue);
+  // The usual cause: a `"${VAR}"` quoted inside [ ], which stays text.
+  if (typeof issue.path.at(-1) === 'number' && text.endsWith('must be a number, not a string')) return `${text} (a quoted "\${VAR}" stays text; for a number in a list, write the list on lines: "- \${VAR}")`;
+  return text;
 }
 
 /** The rules between the file's parts, which one part's schema cannot see. */

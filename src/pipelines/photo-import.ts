@@ -31,7 +31,7 @@ import { mentionsCode, submitBatches, type BatchOutcome, type SubmitOptions, typ
 import { PHOTO_BODY_OVERHEAD, photoBody, photoItemBytes } from '../stages/request-bodies.js';
 import { RunReport, type ItemReport, interruptedBy } from '../stages/report.js';
 import type { ImportJournal } from '../stages/journal.js';
-import { appliedSince, noteApplied, settleEarlierRequests } from '../stages/journal-settle.js';
+import { appliedReason, appliedSince, noteApplied, settleEarlierRequests } from '../stages/journal-settle.js';
 import { MAX_FILE_BYTES, MAX_PHOTOS_PER_REQUEST, UPDATE_REQUESTS_PER_MINUTE } from '../spec/limits.js';
 import { ImportTracker, type ImportProgress } from './import-progress.js';
 
@@ -274,7 +274,7 @@ async function* sendable(verdicts: AsyncIterable<PhotoVerdict>, routing: PhotoRo
       const { file, code } = checked;
       report.add({
         key: file.where, code, file_name: file.fileName, path: file.where, size: checked.size, sha256: checked.sha256, outcome: 'skipped',
-        reason: `these bytes were applied to member ${code} by an earlier run (${earlier.at}) and the service still holds that photo; not sent again`,
+        reason: appliedReason(`to member ${code}`, earlier).replace('holds that file', 'holds that photo'),
       });
       tracker.checked(photo.route, planned, null);
       continue;

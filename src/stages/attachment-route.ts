@@ -15,7 +15,7 @@ import type { SourceFile } from '../sources/source.js';
 import { extensionProblem } from './attachment-check.js';
 import { HeldFiles } from './held-files.js';
 import { targetOf, type ImportJournal, type JournalFile } from './journal.js';
-import { alreadyApplied } from './journal-settle.js';
+import { alreadyApplied, appliedReason } from './journal-settle.js';
 import { refuse } from './read.js';
 import type { RunReport } from './report.js';
 
@@ -222,7 +222,7 @@ export class AttachmentRouting {
     }
     const earlier = file.skipIfApplied && this.journal ? alreadyApplied(this.journal, 'attachment', { ...this.journalFile(file), sha256 }, this.listed) : null;
     if (earlier) {
-      return `these bytes were applied as "${file.fileName}" of member ${file.code} in ${where} by an earlier run (${earlier.at}) and the service still holds that file; not sent again`;
+      return appliedReason(`as "${file.fileName}" of member ${file.code} in ${where}`, earlier);
     }
     return null;
   }

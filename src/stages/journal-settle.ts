@@ -74,16 +74,27 @@ export async function settleEarlierRequests(client: WdsClient, journal: ImportJo
  * Whether these bytes are the last the journal knows applied at this target, and the listing
  * still shows that file as it was once applied (a change made since by anyone else means the
  * file is sent again). A file applied by a run that ended before it saw the listing is taken
- * as it is listed now.
+ * as it is listed now: the task says only that it went in, not when, so a change made after it
+ * cannot be told from it (`held` is then false), and sending the bytes again could undo that change.
  */
-export function alreadyApplied(journal: ImportJournal, kind: JournalKind, file: Omit<JournalFile, 'before'>, now: Map<string, string>): { at: string } | null {
+export function alreadyApplied(journal: ImportJournal, kind: JournalKind, file: Omit<JournalFile, 'before'>, now: Map<string, string>): { at: string; held: boolean } | null {
   const target = targetOf(kind, file);
   const known = journal.applied(target);
   const current = now.get(target);
   if (!known || known.sha256 !== file.sha256 || current === undefined) return null;
-  if (known.updated_at === undefined) journal.seen(target, file.sha256, current);
-  else if (known.updated_at !== current) return null;
-  return { at: known.at };
+  if (known.updated_at === undefined) {
+    journal.seen(target, file.sha256, current);
+    return { at: known.at, held: false };
+  }
+  if (known.updated_at !== current) return null;
+  return { at: known.at, held: true };
+}
+
+/** How a skip by {@link alreadyApplied} is said: what is known of the service's file, and no more. */
+export function appliedReason(what: string, earlier: { at: string; held: boolean }): string {
+  return earlier.held
+    ? `these bytes were applied ${what} by an earlier run (${earlier.at}) and the service still holds that file; not sent again`
+    : `these bytes were applied ${what} by an earlier run (${earlier.at}), which stopped before it saw the result listed; not sent again, so as not to undo a change made there since`;
 }
 
 /** Notes what the listing shows for files applied in this run, so that a rerun can tell a later change by someone else. */

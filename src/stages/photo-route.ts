@@ -130,7 +130,7 @@ export class PhotoRouting {
   }
 
   /** After the check: an earlier run applied these very bytes and the service still holds them. */
-  appliedBefore(code: string, sha256: string): { at: string } | null {
+  appliedBefore(code: string, sha256: string): { at: string; held: boolean } | null {
     return this.journal ? alreadyApplied(this.journal, 'photo', { code, sha256 }, this.photos) : null;
   }
 

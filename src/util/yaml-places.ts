@@ -9,7 +9,7 @@ import { LineCounter, isMap, isPair, isScalar, isSeq, parseDocument, type Docume
 export type YamlPath = (string | number)[];
 
 /** The parts of a zod issue read here. */
-export type Issue = { code: string; path: PropertyKey[]; message?: string; keys?: string[]; errors?: Issue[][] };
+export type Issue = { code: string; path: PropertyKey[]; message?: string; keys?: string[]; errors?: Issue[][]; values?: unknown[] };
 
 /** A union's issues say only that no branch fit: the branch that came closest says why. */
 export function flattenIssues(issues: readonly Issue[]): Issue[] {
@@ -17,15 +17,30 @@ export function flattenIssues(issues: readonly Issue[]): Issue[] {
   for (const issue of issues) {
     if (issue.code === 'invalid_union' && issue.errors?.length) {
       const best = [...issue.errors].sort((a, b) => score(a) - score(b))[0]!;
-      out.push(...flattenIssues(best.map((inner) => ({ ...inner, path: [...issue.path, ...inner.path] }))));
+      out.push(...flattenIssues(best.map((inner) => ({ ...withOtherChoices(inner, issue.errors!), path: [...issue.path, ...inner.path] }))));
     } else out.push(issue);
   }
   return out;
 }
 
-/** A branch whose keys were wrong is further off than one whose values were. */
+/**
+ * A branch whose keys were wrong is further off than one whose values were; one of another type
+ * altogether (a string where the value is a mapping) is furthest.
+ */
 const score = (branch: Issue[]): number =>
-  branch.reduce((sum, i) => sum + (i.code === 'unrecognized_keys' ? 2 * (i.keys?.length ?? 1) : i.code === 'invalid_value' || i.message?.includes('received undefined') ? 3 : 1), 0);
+  branch.reduce((sum, i) => sum + (i.code === 'invalid_type' && i.path.length === 0 ? 4 : i.code === 'unrecognized_keys' ? 2 * (i.keys?.length ?? 1) : i.code === 'invalid_value' || i.message?.includes('received undefined') ? 3 : 1), 0);
+
+/** A value no branch allowed at one place (`service: photo`) is told every branch's choices there, not the first one's. */
+function withOtherChoices(issue: Issue, branches: Issue[][]): Issue {
+  if (issue.code !== 'invalid_value' || !issue.values) return issue;
+  const at = JSON.stringify(issue.path);
+  const values = new Set<unknown>();
+  for (const branch of branches) {
+    for (const other of branch) if (other.code === 'invalid_value' && JSON.stringify(other.path) === at) for (const value of other.values ?? []) values.add(value);
+  }
+  if (values.size <= 1) return issue;
+  return { ...issue, values: [...values], message: `Invalid option: expected one of ${[...values].map((v) => JSON.stringify(v)).join('|')}` };
+}
 
 function nodeAt(doc: Document, path: YamlPath): Node | null {
   const node = doc.getIn(path, true);

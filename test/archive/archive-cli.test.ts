@@ -76,6 +76,14 @@ describe('archive commands', () => {
     expect(existsSync(join(out, 'folder', 'snapshot.json'))).toBe(false);
     const inside = await runCli(['archive', 'restore', archive, '--out', join(archive, 'x')]);
     expect(inside.code).toBe(2);
+    // The same snapshot again goes on there; another, lacking G000003's files, would mix with them.
+    for (const target of [join(out, 'folder'), join(out, 'files.zip')]) {
+      expect((await runCli(['archive', 'restore', archive, `@${ids[0]}`, '--out', target])).code).toBe(0);
+      const mixed = await runCli(['archive', 'restore', archive, 'latest', '--out', target]);
+      expect(mixed.code, mixed.stderr).toBe(2);
+      expect(mixed.stderr).toContain(`--out ${target} already holds files that snapshot ${ids[1]} does not (attachments/`);
+      expect((await verifyExport(target)).files).toBe((await manifestOf(join(archive, 'snapshots', ids[0]!))).size);
+    }
   });
 
   it('restore --member gives the files of the members named alone, and refuses a code the snapshot does not hold', async () => {

@@ -135,6 +135,15 @@ it('a --report or --log-file that is the export, a file in it, or the import sou
   expect(existsSync(join(dir, 'new.zip'))).toBe(false);
 });
 
+it('a report that cannot be written at the end (a full disk): the summary is said all the same, naming the report; exit 1', async () => {
+  const out = join(tempDir(), 'photos');
+  const run = await counted(emu(), ['photos', 'export', '--out', out, '--report', '/dev/full']);
+  expect(run.code).toBe(1);
+  expect(run.stdout).toMatch(new RegExp(`photos export: ${MEMBERS} ok;`));
+  expect(run.stderr).toContain('--report /dev/full could not be written (no space left on the device); what the run did is in the summary above');
+  expect((await verifyExport(out)).files).toBe(MEMBERS);
+});
+
 it('an existing file named x.zip that is not a zip is left byte for byte (exit 2); --force replaces it', async () => {
   const dir = tempDir();
   const zip = join(dir, 'x.zip');

@@ -149,7 +149,7 @@ describe('validate', () => {
     // A quoted substitution stays a string, which a sheet id is not.
     const quoted = readFileSync(file, 'utf8').replace('- ${SHEET:-2}', '- "${SHEET:-2}"');
     const problems = await problemsOf(quoted, { BASE: 'x', KEEP: '4' });
-    expect(problems.map((p) => [p.line, p.column, p.message])).toEqual([[6, 7, 'from.sheets[0]: must be a number, not a string']]);
+    expect(problems.map((p) => [p.line, p.column, p.message])).toEqual([[6, 7, 'from.sheets[0]: must be a number, not a string (a quoted "${VAR}" stays text; for a number in a list, write the list on lines: "- ${VAR}")']]);
   });
 
   it('the CLI prints FILE:LINE:COLUMN: message and exits 2; the examples in pipelines/ exit 0; two files of one name are refused', async () => {

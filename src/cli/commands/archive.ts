@@ -140,12 +140,14 @@ const restoreCommand: CommandModule<object, RestoreArgs> = {
     const dir = await archiveDir(argv.archive);
     const snapshot = await snapshotArg(dir, argv.snapshot);
     const out = resolve(argv.out);
-    const { planRestore, restoreSnapshot, UnknownMembersError } = await import('../../archive/restore.js');
+    const { mixedRestoreProblem, planRestore, restoreSnapshot, UnknownMembersError } = await import('../../archive/restore.js');
     const members = argv.member?.map(String);
     // Planned before the target is touched: a code the snapshot does not hold makes nothing there.
     const plan = await planRestore(snapshot, members).catch((error: unknown) => {
       throw error instanceof UnknownMembersError ? new UsageError(error.message) : error;
     });
+    const mixed = await mixedRestoreProblem(plan, out, out.toLowerCase().endsWith('.zip'));
+    if (mixed) throw new UsageError(`--out ${mixed}`);
     const preflight = await preflightOf(argv);
     try {
       await preflight.report(argv.report, [{ path: argv.out, folder: !out.toLowerCase().endsWith('.zip'), what: 'the restore' }, { path: dir, folder: true, what: 'the archive' }]);
