@@ -53,6 +53,8 @@ export interface SnapshotEntry {
   dir: string;
   doc: SnapshotDoc | null;
   problem?: string;
+  /** Said to the user with the snapshot: `latest` named one that is gone, and this one stands in. */
+  note?: string;
 }
 
 const ID = /^(\d{4})-(\d\d)-(\d\d)T(\d\d)(\d\d)(\d\d)(?:-(\d+))?$/;
@@ -189,14 +191,16 @@ export async function findSnapshot(archive: string, ref?: string): Promise<Snaps
   if (wanted === undefined || wanted === 'latest' || back) {
     const latest = await readLatest(archive);
     const complete = snapshots.filter((s) => s.doc?.complete);
-    const newest = snapshots.find((s) => s.id === latest) ?? complete.at(-1);
+    const named = snapshots.find((s) => s.id === latest);
+    const newest = named ?? complete.at(-1);
     if (!newest) throw new Error(`${archive} holds no complete snapshot${snapshots.length ? '' : ' (no snapshot at all)'}`);
-    if (!back) return newest;
+    const note = !named && latest !== null ? `${join(archive, LATEST_FILE)} names ${latest}, which is not in snapshots/; the newest complete snapshot, ${newest.id}, stands in for it (wds-files archive check says more)` : undefined;
+    if (!back) return note ? { ...newest, note } : newest;
     const steps = Number(back[1]);
     const at = complete.findIndex((s) => s.id === newest.id);
     const found = at - steps >= 0 ? complete[at - steps] : undefined;
     if (!found) throw new Error(`${archive} holds ${at + 1} complete snapshot${at === 0 ? '' : 's'} up to latest; latest~${steps} goes past the oldest`);
-    return found;
+    return note ? { ...found, note } : found;
   }
   const found = snapshots.find((s) => s.id === wanted);
   if (!found) {

@@ -208,3 +208,17 @@ describe('wds-files run into an archive, SIGKILLed mid-snapshot', () => {
     expect(verified.files).toBe(total);
   }, 60_000);
 });
+
+describe('an archive whose latest snapshot is gone', () => {
+  it('show says which snapshot stands in for the one latest names', async () => {
+    const archive = join(tempDir('wds-archive-gone-'), 'archive');
+    const first = (await archiveRun(api(), archive)).snapshot!.id;
+    const second = (await archiveRun(api(), archive)).snapshot!.id;
+    // Moved out of the archive by hand, as a user clearing space might.
+    await rename(join(archive, 'snapshots', second), join(archive, '..', 'moved-out'));
+    const show = await runCli(['archive', 'show', archive]);
+    expect(show.code, show.stderr).toBe(0);
+    expect(show.stdout).toContain(`snapshot ${first}`);
+    expect(show.stderr).toContain(`${join(archive, 'latest')} names ${second}, which is not in snapshots/; the newest complete snapshot, ${first}, stands in for it`);
+  }, 30_000);
+});

@@ -42,7 +42,9 @@ async function archiveDir(path: string): Promise<string> {
 async function snapshotArg(archive: string, ref: string | undefined) {
   const { findSnapshot } = await store();
   try {
-    return await findSnapshot(archive, ref);
+    const found = await findSnapshot(archive, ref);
+    if (found.note) process.stderr.write(`wds-files: ${found.note}\n`);
+    return found;
   } catch (error) {
     throw new UsageError((error as Error).message);
   }
