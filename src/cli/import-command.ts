@@ -12,7 +12,7 @@ import { openSource } from '../sources/open-source.js';
 import type { ImportSource } from '../sources/source.js';
 import { ImportJournal } from '../stages/journal.js';
 import type { RunReport } from '../stages/report.js';
-import { connect, type ConnectionArgs } from './connection.js';
+import { UsageError, connect, type ConnectionArgs } from './connection.js';
 import { createImportProgress } from './import-progress.js';
 import { finishRun, type OutputArgs } from './output.js';
 import { Preflight } from './preflight.js';
@@ -50,7 +50,12 @@ export async function runImportCommand(label: string, argv: ImportCommandArgs, r
   const preflight = new Preflight(argv);
   try {
     await preflight.report(argv.report, await sourcePlaces(argv.source));
-    const source = await openSource(resolve(argv.source));
+    // A source that is not there, or of a kind no import reads, is a bad argument (exit 2): nothing was sent.
+    const source = await openSource(resolve(argv.source)).catch(async (error: unknown) => {
+      const there = await stat(argv.source).then(() => true, () => false);
+      if (!there || /cannot import from this file/.test((error as Error).message)) throw new UsageError((error as Error).message);
+      throw error;
+    });
     // On a terminal the progress line shows the waits as a countdown; elsewhere each wait is a line.
     // The client's update window is known once connected.
     const known: { update?: WindowOption } = {};
@@ -78,6 +83,8 @@ export async function runImportCommand(label: string, argv: ImportCommandArgs, r
       await finishRun(argv, result.report, { requests: r, waited_ms: result.waitedMs, check_ms: result.checkMs, first_request_ms: result.firstRequestMs }, [
         `${n} update request${n === 1 ? '' : 's'} (${r.register} register, ${r.update} update; the fewest possible: ${r.minimum})${r.resubmitted ? `; ${r.resubmitted} files sent again after their request ended NG for others` : ''}`,
         `waited ${(result.waitedMs / 1000).toFixed(1)} s on the service's limits`,
+        // An empty folder or zip is no error, but a user who named the wrong one should see it.
+        ...(result.report.itemCount === 0 && !result.report.interrupted ? [`${argv.source} holds no file to import`] : []),
         ...result.report.notes,
       ]);
     } finally {

@@ -93,4 +93,15 @@ describe('photos import on the command line', () => {
     expect(run.code, run.stderr).toBe(0);
     expect(JSON.parse(run.stdout).counts.ok).toBe(1);
   }, 60_000);
+
+  it('a source that is not there is a bad argument (exit 2); an empty one is said to hold nothing (exit 0)', async () => {
+    const missing = join(tempDir('wds-photos-'), 'not-there');
+    const run = await photos(missing);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain(`${missing}: no such file or folder`);
+    const empty = tempDir('wds-photos-empty-');
+    const none = await photos(empty, '--dry-run');
+    expect(none.code, none.stderr).toBe(0);
+    expect(none.stdout).toContain(`${empty} holds no file to import`);
+  }, 60_000);
 });
