@@ -142,6 +142,8 @@ export class CsvSource implements ImportSource {
     if (fields.length > 3) return refuse(`${fields.length} columns; expected code,path[,file_name] (quote a field that holds a comma)`);
     if (code === '') return refuse('the code is empty');
     if (written === '') return refuse('the path is empty');
+    // The service refuses such a name, after spending an update request on it.
+    if (/[\\/]/.test(overrideName)) return refuse(`the file_name ${overrideName} holds / or \\, which a file name sent to the service may not`);
     const path = written.replace(/\\/g, '/');
     if (sep === '/' && /^[A-Za-z]:\//.test(path)) return refuse(`the path ${written} is a Windows absolute path; give it relative to the CSV's folder`);
     const rel = relative(resolve(dir), resolve(dir, path));

@@ -125,6 +125,12 @@ describe('CsvSource', () => {
     ]);
   });
 
+  it('refuses a file_name holding / or \\, which the service would refuse after an update request', async () => {
+    const got = await read(csvWith('A0001,a.pdf,2024/contract.pdf\nA0002,b.pdf,ok.pdf\n', { 'a.pdf': 'a', 'b.pdf': 'b' }));
+    expect(got.files.map((f) => f.fileName)).toEqual(['ok.pdf']);
+    expect(got.refused.map((r) => r.reason)).toEqual(['line 1: the file_name 2024/contract.pdf holds / or \\, which a file name sent to the service may not']);
+  });
+
   it('refuses a path through a linked folder that leads outside the CSV folder', async () => {
     const outside = tempDir('wds-csv-outside-');
     writeFileSync(join(outside, 'secret.jpg'), 'secret');
