@@ -431,7 +431,10 @@ async function exportHeld(options: ExportOptions, where: string, since: string |
       await linking?.catch(() => undefined);
     }
     const unlinked = (await linking) ?? [];
-    if (unlinked.length > 0) await downloads.run(unlinked, (result) => recorder.downloaded(result, lister.relists));
+    if (unlinked.length > 0) {
+      build?.noteRefetched(unlinked.map((job) => job.file.key));
+      await downloads.run(unlinked, (result) => recorder.downloaded(result, lister.relists));
+    }
 
     // sink: the manifest, and the output complete (or left for a rerun to continue), only while
     // the lock is still this run's: another run's output is never completed or renamed over.

@@ -289,6 +289,13 @@ export class SnapshotBuild {
     this.lines.set(manifestKey(line), line);
   };
 
+  /** Unchanged files downloaded again, their link refused (a damaged earlier snapshot): new bytes on disk all the same. */
+  private readonly refetched = new Set<string>();
+
+  noteRefetched(keys: Iterable<string>): void {
+    for (const key of keys) this.refetched.add(key);
+  }
+
   private tally(failed: number): { counts: SnapshotCounts; bytes: { total: number; new: number } } {
     const counts: SnapshotCounts = { files: 0, new: 0, changed: 0, unchanged: 0, deleted: this.deleted, failed };
     const bytes = { total: 0, new: 0 };
@@ -299,7 +306,7 @@ export class SnapshotBuild {
       const before = this.earlier.get(key);
       if (before && before.updated_at === line.updated_at && before.sha256 === line.sha256) {
         counts.unchanged += 1;
-        if (this.copied) bytes.new += line.size;
+        if (this.copied || this.refetched.has(key)) bytes.new += line.size;
         continue;
       }
       counts[before ? 'changed' : 'new'] += 1;

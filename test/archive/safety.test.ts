@@ -36,6 +36,9 @@ describe('archive safety', () => {
     const second = (await archiveRun(api(), archive)).snapshot!;
     expect(await storageDownloads(emu())).toBe(through.length);
     expect(second.complete).toBe(true);
+    // Unchanged on the service, but new bytes on disk: the snapshot says so.
+    expect(second.counts).toMatchObject({ unchanged: second.counts.files, new: 0, changed: 0 });
+    expect(second.bytes.new).toBe(through.reduce((sum, line) => sum + line.size, 0));
     expect((await verifyExport(second.path)).problems).toEqual([]);
     for (const line of through) {
       const file = join(outside, line.path.slice('attachments/1/'.length));
