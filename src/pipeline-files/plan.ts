@@ -8,8 +8,8 @@ import { join } from 'node:path';
 import type { WdsClient } from '../client/client.js';
 import { MAX_ATTACHMENTS_PER_REQUEST, MAX_PHOTOS_PER_REQUEST, MAX_REQUEST_BYTES, REQUESTS_PER_HOUR, UPDATE_REQUESTS_PER_MINUTE, base64Length } from '../spec/limits.js';
 import { UrlLister, attachmentTargets, type ListTarget } from '../stages/list-urls.js';
-import { MANIFEST_NAME, parseManifest, type ManifestLine } from '../sinks/manifest.js';
-import { readLatest, readSnapshotManifest, snapshotDir } from '../archive/store.js';
+import { MANIFEST_NAME, manifestKey, parseManifest, type ManifestLine } from '../sinks/manifest.js';
+import { listSnapshots, partialDir, readLatest, readSnapshotManifest, snapshotDir } from '../archive/store.js';
 import { openSource } from '../sources/open-source.js';
 import type { LoadedPipeline } from './load.js';
 
@@ -80,19 +80,37 @@ async function planExport(pipeline: LoadedPipeline, client: WdsClient): Promise<
 async function earlierLines(to: LoadedPipeline['to'], notes: string[]): Promise<Map<string, ManifestLine>> {
   if ('archive' in to) {
     const latest = await readLatest(to.archive).catch(() => null);
+    // A stopped run's .partial is continued: what it holds is not downloaded again either.
+    const { partial } = await listSnapshots(to.archive);
+    const resumed = partial.at(-1);
+    const held = resumed ? await readSnapshotManifest(partialDir(to.archive, resumed)).then((m) => m.lines, () => new Map<string, ManifestLine>()) : new Map<string, ManifestLine>();
+    if (resumed) notes.push(`the run continues ${resumed}.partial, which holds ${held.size} file${held.size === 1 ? '' : 's'} already`);
     if (!latest) {
-      notes.push(`${to.archive} holds no complete snapshot yet: the first snapshot downloads every file`);
-      return new Map();
+      if (!resumed) notes.push(`${to.archive} holds no complete snapshot yet: the first snapshot downloads every file`);
+      return held;
     }
     notes.push(`files unchanged since snapshot ${latest} are hard-linked, not downloaded`);
-    return (await readSnapshotManifest(snapshotDir(to.archive, latest))).lines;
+    return new Map([...(await readSnapshotManifest(snapshotDir(to.archive, latest))).lines, ...held]);
   }
   if ('folder' in to) {
     const text = await readFile(join(to.folder, MANIFEST_NAME), 'utf8').catch(() => '');
     if (text) notes.push(`files already in ${to.folder} with the same date are kept (a run checks their size and sha256)`);
     return parseManifest(text).lines;
   }
-  notes.push(`a zip is written whole: every file is downloaded (a stopped run's .partial is continued)`);
+  // A stopped run's .partial, else the complete zip, is copied from: its entries are not downloaded again.
+  if (!('zip' in to)) return new Map();
+  const { EarlierZip } = await import('../sinks/zip-earlier-run.js');
+  for (const path of [`${to.zip}.partial`, to.zip]) {
+    const earlier = await EarlierZip.open(path);
+    if (!earlier) continue;
+    try {
+      const lines = await earlier.lines();
+      notes.push(`files ${path} holds with the same date are copied from it (each checked), not downloaded`);
+      return new Map(lines.map((line) => [manifestKey(line), line]));
+    } finally {
+      earlier.close();
+    }
+  }
   return new Map();
 }
 

@@ -134,6 +134,15 @@ describe('pipeline files: run and plan', () => {
     expect(verified.problems).toEqual([]);
     expect(verified.ok).toBe(withPhoto);
     expect(await names(join(zip, '..'))).toEqual(['photos.zip']);
+    // Planned again: the zip's entries are copied by the next run, none downloaded.
+    const again = await connectPipeline(loaded);
+    try {
+      const plan = await planPipeline(loaded, again.client);
+      expect(plan.files).toMatchObject({ total: withPhoto, transfer: 0, kept: withPhoto });
+      expect(plan.requests.storage).toBe(0);
+    } finally {
+      await again.close();
+    }
   });
 
   it('an archive: the second run links every file and its retention removes the first snapshot; the plan between them downloads nothing', async () => {
