@@ -25,7 +25,7 @@ import { manifestKey, type ManifestLine } from '../sinks/manifest.js';
 import { DEFAULT_RETRY, type RetryPolicy } from '../client/retry.js';
 import { exportEnded, exportStarted } from '../util/runtime.js';
 import { acquireTargetLock, lockFileOf, type TargetLock } from '../util/target-lock.js';
-import { DEFAULT_EXPORT_CONCURRENCY, PHOTO_EXPORT_CONCURRENCY, isZipTarget } from './export-defaults.js';
+import { DEFAULT_EXPORT_CONCURRENCY, PHOTO_EXPORT_CONCURRENCY, followZipLink, isZipTarget } from './export-defaults.js';
 
 export { DEFAULT_EXPORT_CONCURRENCY, PHOTO_EXPORT_CONCURRENCY, isZipTarget };
 export { LARGE_BODY_CONCURRENCY, LARGE_FILE_CONNECTIONS, START_CONNECTIONS } from '../stages/export-download.js';
@@ -174,6 +174,7 @@ async function abandon(staging: Promise<Stage> | null, opening: Promise<Snapshot
  * write the same one.
  */
 export async function runExport(options: ExportOptions): Promise<ExportResult> {
+  if (!options.archive) options = { ...options, out: await followZipLink(options.out) };
   const where = `${options.what} export`;
   let since: string | undefined;
   let concurrency: number;

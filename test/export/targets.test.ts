@@ -4,7 +4,7 @@
  * error naming what there is (exit 2), and nothing is written: no folder is made, a folder that
  * was there keeps what it had, and an earlier export there keeps its manifest.
  */
-import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { existsSync, lstatSync, mkdirSync, readFileSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect, it } from 'vitest';
 import { useEmulator } from '../helpers/emulator.js';
@@ -72,4 +72,22 @@ it('a sheet that does not exist, or a field that is not a file part, is refused 
   expect(run.code).toBe(2);
   expect(run.stderr).toContain('there is no sheet 9999');
   expect(existsSync(out)).toBe(false);
+});
+
+it('a zip named through a link is the zip it points to: made and updated there, the link kept', async () => {
+  const nas = join(tempDir(), 'nas');
+  mkdirSync(nas);
+  const real = join(nas, 'real.zip');
+  const link = join(tempDir(), 'link.zip');
+  symlinkSync(real, link);
+  const run = await runCli(['photos', 'export', '--out', link, ...connectionArgs(emu())]);
+  expect(run.code, run.stderr).toBe(0);
+  expect(run.stdout).toContain(`written to ${real}`);
+  expect(lstatSync(link).isSymbolicLink()).toBe(true);
+  expect(readdirSync(nas)).toEqual(['real.zip']);
+  expect((await readExport(real)).manifest.length).toBe((await state(emu())).members.filter((m) => m.photo).length);
+  // The SDK follows it too.
+  const again = await runExport({ client: api(), what: 'photos', out: link });
+  expect(again.out).toBe(real);
+  expect(lstatSync(link).isSymbolicLink()).toBe(true);
 });

@@ -9,7 +9,7 @@ import { connect, withConnection, UsageError, type ConnectionArgs } from '../con
 import { finishRun, type OutputArgs } from '../output.js';
 import { stopSignal } from '../stop-signal.js';
 import { withTargetOptions, type TargetArgs } from '../target-options.js';
-import { DEFAULT_EXPORT_CONCURRENCY, PHOTO_EXPORT_CONCURRENCY, isZipTarget } from '../../pipelines/export-defaults.js';
+import { DEFAULT_EXPORT_CONCURRENCY, PHOTO_EXPORT_CONCURRENCY, followZipLink, isZipTarget } from '../../pipelines/export-defaults.js';
 import { isValidDate } from '../../spec/time.js';
 import type { TargetLock } from '../../util/target-lock.js';
 
@@ -48,6 +48,7 @@ function exportOptions<T>(yargs: Argv<T>, attachments: boolean): Argv<ExportArgs
 }
 
 async function handle(what: 'photos' | 'attachments', argv: ExportArgs): Promise<void> {
+  argv.out = await followZipLink(argv.out);
   // The report, the target and its lock, before the first request.
   const { Preflight } = await import('../preflight.js');
   const preflight = new Preflight(argv);
