@@ -156,15 +156,21 @@ interface Stage {
  * earlier run stays, with the files its manifest lists, for the next run.
  */
 async function abandon(staging: Promise<Stage> | null, opening: Promise<SnapshotBuild> | null, abort: (reason: unknown) => void, reason: unknown): Promise<void> {
+  const stage = await stopStage(staging, abort, reason, (sink) => sink.abort());
+  await opening?.then((build) => build.discard(Boolean(stage)), () => undefined);
+}
+
+/** Stops the downloads of a run that ends early, waits for those under way, then `end`s its sink. */
+async function stopStage(staging: Promise<Stage> | null, abort: (reason: unknown) => void, reason: unknown, end: (sink: ExportSink) => Promise<void>): Promise<Stage | null> {
   abort(reason);
-  const stage = await staging?.catch(() => null);
+  const stage = (await staging?.catch(() => null)) ?? null;
   if (stage) {
     stage.feed.end();
     await stage.downloading.catch(() => undefined);
     await stage.downloads.close();
-    await stage.sink.abort().catch(() => undefined);
+    await end(stage.sink).catch(() => undefined);
   }
-  await opening?.then((build) => build.discard(Boolean(stage)), () => undefined);
+  return stage;
 }
 
 /**
@@ -243,14 +249,7 @@ async function holdTarget(options: ExportOptions): Promise<HeldTarget> {
  * nothing on disk is removed or completed, since the target is that run's now.
  */
 async function letGo(staging: Promise<Stage> | null, abort: (reason: unknown) => void, reason: unknown): Promise<never> {
-  abort(reason);
-  const stage = await staging?.catch(() => null);
-  if (stage) {
-    stage.feed.end();
-    await stage.downloading.catch(() => undefined);
-    await stage.downloads.close();
-    await stage.sink.letGo().catch(() => undefined);
-  }
+  await stopStage(staging, abort, reason, (sink) => sink.letGo());
   throw reason;
 }
 

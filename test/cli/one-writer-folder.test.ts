@@ -17,20 +17,12 @@ import { tempDir } from '../helpers/export.js';
 import { connectionArgs, finished, runCli, spawnCli } from '../helpers/cli-process.js';
 import { verifyExport } from '../../src/pipelines/verify.js';
 import { acquireTargetLock } from '../../src/util/target-lock.js';
-import { SLOW_STORAGE, TWO_WRITERS_COMPANY, TWO_WRITERS_MEMBERS, expectOneWriter, exportArgs, start } from './two-writers.js';
+import { SLOW_STORAGE, TWO_WRITERS_COMPANY, TWO_WRITERS_MEMBERS, expectOneWriter, exportArgs, start, until } from './two-writers.js';
 
 const emu = useEmulator({ generate: TWO_WRITERS_COMPANY });
 beforeAll(async () => {
   await emu().control('POST', '/faults', SLOW_STORAGE);
 });
-
-async function until(what: string, condition: () => boolean, timeoutMs = 20_000): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await sleep(20);
-  }
-}
 
 async function expectComplete(out: string): Promise<void> {
   const check = await verifyExport(out);

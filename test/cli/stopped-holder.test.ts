@@ -8,26 +8,17 @@
 import { existsSync, readFileSync, renameSync, utimesSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { beforeAll, expect, it } from 'vitest';
 import { useEmulator } from '../helpers/emulator.js';
 import { tempDir } from '../helpers/export.js';
 import { runCli } from '../helpers/cli-process.js';
 import { verifyExport } from '../../src/pipelines/verify.js';
-import { SLOW_STORAGE, TWO_WRITERS_COMPANY, TWO_WRITERS_MEMBERS, exportArgs, start } from './two-writers.js';
+import { SLOW_STORAGE, TWO_WRITERS_COMPANY, TWO_WRITERS_MEMBERS, exportArgs, start, until } from './two-writers.js';
 
 const emu = useEmulator({ generate: TWO_WRITERS_COMPANY });
 beforeAll(async () => {
   await emu().control('POST', '/faults', SLOW_STORAGE);
 });
-
-async function until(what: string, condition: () => boolean, timeoutMs = 20_000): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await sleep(20);
-  }
-}
 
 /** Replaces a file by a rename, as a run that takes a lock over or starts a zip makes a new one. */
 function replace(file: string, text: string): void {

@@ -45,3 +45,12 @@ export async function expectOneWriter(emu: TestEmulator, out: string, lockFile: 
   expect(check.files).toBe(TWO_WRITERS_MEMBERS);
   expect(existsSync(lockFile)).toBe(false);
 }
+
+/** Waits, polling every 20 ms, until `condition` holds; fails naming `what` after `timeoutMs`. */
+export async function until(what: string, condition: () => boolean, timeoutMs = 20_000): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await sleep(20);
+  }
+}
