@@ -121,8 +121,9 @@ export async function runAttachmentImport(options: AttachmentImportOptions): Pro
     stageOptions('submit', { dry_run: options.dryRun }, where),
   ] as const);
   const mode = options.mode ?? 'upsert';
-  // A dry run changes nothing: it neither settles nor skips by the journal, nor writes to it.
-  const journal = submit.dry_run ? undefined : options.journal;
+  // A dry run settles and skips by the journal as the real run would, so that it says what that
+  // run will do, but keeps what it learns in memory: it writes nothing to the journal.
+  const journal = submit.dry_run ? options.journal?.inMemoryOnly() : options.journal;
   const report = new RunReport(`attachments import${submit.dry_run ? ' (dry run)' : ''}`);
   const started = Date.now();
   const waitedBefore = client.transport.counters.waitedMs;

@@ -91,6 +91,8 @@ export class ImportJournal {
   #lines = 0;
   /** Compaction is considered once, before this run's first line. */
   #considered = false;
+  /** Lines are taken in memory and never written (a dry run's): see {@link inMemoryOnly}. */
+  #memoryOnly = false;
 
   /** @param path The journal file. */
   private constructor(readonly path: string) {
@@ -189,12 +191,25 @@ export class ImportJournal {
    */
   #write(lines: Line[]): void {
     if (!lines.length) return;
+    if (this.#memoryOnly) {
+      for (const line of lines) this.#take(line);
+      return;
+    }
     if (!this.#considered) {
       this.#considered = true;
       this.#compact();
     }
     appendLines(this.path, lines.map((line) => JSON.stringify(line)));
     for (const line of lines) this.#take(line);
+  }
+
+  /**
+   * @internal From now on, what the run learns is kept in memory and nothing is written to the
+   * file: a dry run reads the journal as the real run would, and leaves it as it was.
+   */
+  inMemoryOnly(): this {
+    this.#memoryOnly = true;
+    return this;
   }
 
   /** @internal Written before the request is sent; answers the request's id in the journal. */

@@ -15,7 +15,7 @@ import { connectionArgs, finished, runCli, spawnCli } from '../helpers/cli-proce
 import { tempDir } from '../helpers/export.js';
 import { resetStats, sha256, writeFiles } from './photo-helpers.js';
 import { CONTRACT, QUALIFICATIONS, attachmentFacts, attachmentRequests, pdf } from './attachment-helpers.js';
-import { generatedCodes, pause, runPlace } from './journal-helpers.js';
+import { generatedCodes, journalLines, pause, runPlace } from './journal-helpers.js';
 
 const MEMBERS = 12;
 const emu = useEmulator({
@@ -56,6 +56,16 @@ describe('attachments import with the journal', () => {
     const held = await attachmentFacts(emu());
     expect(held).toHaveLength(2 * MEMBERS);
     for (const f of held) expect(f.sha256, `${f.code}/${f.file_name}`).toBe(sha256(files[`${f.code}/${f.file_name}`]!));
+
+    // A dry run says what the rerun will do, sending nothing and leaving the journal as it was.
+    await resetStats(emu());
+    const journalBefore = journalLines(place.stateHome);
+    const dryReport = join(tempDir(), 'dry.json');
+    const dry = await runCli(['attachments', 'import', dir, ...where, '--dry-run', '--report', dryReport, ...connectionArgs(emu())], place.env);
+    expect(dry.code, dry.stdout + dry.stderr).toBe(0);
+    expect((JSON.parse(await readFile(dryReport, 'utf8')) as Report).counts).toMatchObject({ ok: 0, skipped: 2 * MEMBERS });
+    expect(await attachmentRequests(emu())).toMatchObject({ register: 0, update: 0 });
+    expect(journalLines(place.stateHome)).toEqual(journalBefore);
 
     await resetStats(emu());
     const rerunReport = join(tempDir(), 'rerun.json');
