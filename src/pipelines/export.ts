@@ -383,12 +383,12 @@ async function exportHeld(options: ExportOptions, where: string, since: string |
     // What a zip holds that this run lists no more (a member deleted since, a file older than
     // `since`) stays in it, as a folder keeps such files: an export adds and refreshes. A snapshot
     // follows deletions: a resumed one gives up what the service no longer lists.
-    const unlisted = unlistedLines(intact, listed.files);
-    if (build && unlisted.length > 0) {
+    const gone = unlistedLines(intact, listed.files);
+    const unlisted = build ? [] : gone;
+    if (build && gone.length > 0) {
       await lock?.assertHeld();
-      await onDisk(build.dir, () => sink.drop!(unlisted));
-      report.notes.push(`${unlisted.length} file${unlisted.length === 1 ? '' : 's'} the interrupted run had placed in the snapshot, which the service lists no more, ${unlisted.length === 1 ? 'was' : 'were'} taken out of it`);
-      unlisted.length = 0;
+      await onDisk(build.dir, () => sink.drop!(gone));
+      report.notes.push(`${gone.length} file${gone.length === 1 ? '' : 's'} the interrupted run had placed in the snapshot, which the service lists no more, ${gone.length === 1 ? 'was' : 'were'} taken out of it`);
     }
     // Files a zip's earlier run holds but cannot hand over whole are downloaded again, to the
     // same path; those a stop kept it from reaching are not reported.
