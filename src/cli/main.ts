@@ -62,13 +62,13 @@ export async function main(argv: string[]): Promise<void> {
         checkNumberOptions(args, argv);
         const logFile = args['log-file'] as string | undefined;
         if (logFile !== undefined) {
-          const { clashProblem } = await import('./path-clash.js');
+          const [{ clashProblem }, { isZipTarget }, { statSync }] = await Promise.all([import('./path-clash.js'), import('../pipelines/export-defaults.js'), import('node:fs')]);
           const str = (value: unknown): string | undefined => (typeof value === 'string' ? value : undefined);
           const [out, report, source] = [str(args.out), str(args.report), str(args.source)];
           const clash = clashProblem(logFile, [
-            ...(out !== undefined ? [{ path: out, folder: !/\.zip$/i.test(out), what: '--out' }] : []),
+            ...(out !== undefined ? [{ path: out, folder: !isZipTarget(out), what: '--out' }] : []),
             ...(report !== undefined ? [{ path: report, folder: false, what: '--report' }] : []),
-            ...(source !== undefined ? [{ path: source, folder: !/\.(zip|csv|jsonl)$/i.test(source), what: 'the import source' }] : []),
+            ...(source !== undefined ? [{ path: source, folder: statSync(source, { throwIfNoEntry: false })?.isDirectory() ?? false, what: 'the import source' }] : []),
           ]);
           if (clash) throw new UsageError(`--log-file ${logFile}: ${clash}`);
         }

@@ -3,8 +3,8 @@
  * of the file parts involved (no bytes read): where each file goes (an export's manifest, the
  * export layout `attachments/<sheet>/<field>/<code>/<file>`, or `<code>/<file>` with a sheet and
  * field), the field confirmed as a file part, unknown members, a second file of one name for a
- * member, several files for a member's one file of a single-record sheet, and whether each file adds (register) or replaces (update) as the mode allows
- * (api-v2.md 4.4 Sheets 8).
+ * member, several files for a member's one file of a single-record sheet, and whether each file
+ * adds (register) or replaces (update) as the mode allows (api-v2.md 4.4 Sheets 8).
  *
  * Two answers need a file's bytes, so they wait for its check: a name the service cannot take is
  * no conflict when the member already holds these very bytes under it (then skipped), and a file

@@ -1,10 +1,10 @@
 /**
  * The dedupe and route stages of the photo import, from the files' names and one listing (no
  * bytes read): a name with an extension outside the list is refused, two files for one member are
- * a conflict, a code no member has is refused, and each
- * photo goes to register (a member without a photo) or update (a member with one) as the mode
- * allows. Whether the journal knows a file's very bytes as applied needs its sha256, so that is
- * settled after the check ({@link PhotoRouting.appliedBefore}).
+ * a conflict, a code no member has is refused, and each photo goes to register (a member without a
+ * photo) or update (a member with one) as the mode allows. Whether the journal knows a file's very
+ * bytes as applied needs its sha256, so that is settled after the check
+ * ({@link PhotoRouting.appliedBefore}).
  */
 import type { WdsClient } from '../client/client.js';
 import type { SourceFile } from '../sources/source.js';
