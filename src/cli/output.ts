@@ -1,11 +1,13 @@
 /** How every file command ends: the report file, the JSON summary or a short text, the exit code. */
 import { rename, rm, stat, writeFile } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
-import type { RunReport } from '../stages/report.js';
+import { interruptedLine, type RunReport } from '../stages/report.js';
 import { redactValue } from '../util/redact.js';
 import { EXIT } from './exit-codes.js';
 import { formatBytes } from '../util/format.js';
 import { exitCodeOf } from './stop-signal.js';
+
+export { interruptedLine };
 
 export interface OutputArgs {
   json?: boolean;
@@ -52,7 +54,8 @@ function summarize(args: OutputArgs, report: RunReport, lines: string[], extra: 
     const c = report.counts;
     const parts = [`${c.ok} ok`];
     if (c.converted) parts.push(`${c.converted} converted`);
-    if (c.skipped) parts.push(`${c.skipped} skipped`);
+    const unreached = report.interrupted?.unreached ?? 0;
+    if (c.skipped) parts.push(unreached ? `${c.skipped} skipped (${unreached} not reached)` : `${c.skipped} skipped`);
     if (c.invalid) parts.push(`${c.invalid} invalid`);
     if (c.conflict) parts.push(`${c.conflict} conflicting`);
     if (c.failed) parts.push(`${c.failed} failed`);
@@ -65,9 +68,8 @@ function summarize(args: OutputArgs, report: RunReport, lines: string[], extra: 
     if (report.problems > 50) console.log(`  ... and ${report.problems - 50} more (see --report)`);
   }
   if (report.interrupted) {
-    const { signal, total } = report.interrupted;
-    const done = report.itemCount;
-    const line = `interrupted: ${done} of ${total ?? '?'} done; run it again to continue (stopped by ${signal})`;
+    const { signal } = report.interrupted;
+    const line = interruptedLine(report);
     // With --json, stdout holds the summary alone, and the line goes to stderr.
     if (args.json) process.stderr.write(`${line}\n`);
     else console.log(line);

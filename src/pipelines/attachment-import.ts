@@ -14,10 +14,10 @@
  * simply leaves its batch. With a journal, and on a stop signal, as the photo import (section 8).
  */
 import type { WdsClient } from '../client/client.js';
-import type { ImportSource } from '../sources/source.js';
+import type { ImportSource, SourceFile } from '../sources/source.js';
 import { stageOptions } from '../stages/options.js';
-import { closingOnError, readNames, refuse } from '../stages/read.js';
-import { AttachmentRouting, type AttachmentImportMode, type AttachmentLane, type PlacedFile, type RoutedFile } from '../stages/attachment-route.js';
+import { closingOnError, readNames, refuse, reportUnreached } from '../stages/read.js';
+import { AttachmentRouting, memberOfFile, type AttachmentImportMode, type AttachmentLane, type PlacedFile, type RoutedFile } from '../stages/attachment-route.js';
 import { checkAttachmentFile, type AttachmentVerdict } from '../stages/attachment-check.js';
 import { batchInLanes, fewestRequests, planGroupedBatches, type Batch } from '../stages/batch.js';
 import { BATCHES_AHEAD, mapInOrder, prefetch, drain } from '../stages/flow.js';
@@ -133,8 +133,14 @@ export async function runAttachmentImport(options: AttachmentImportOptions): Pro
   let checkMs = 0;
   const tracker = new ImportTracker<string>((files, body) => fewestRequests(files, body, LIMITS), options.onProgress);
   let entries = 0;
+  // Every file named, so that a stopped run's report still lists those it did not reach.
+  let namedFiles: SourceFile[] = [];
+  report.trackKeys();
   const result = (): AttachmentImportResult => {
-    if (signal?.aborted) report.interrupted = { signal: interruptedBy(signal), total: entries };
+    if (signal?.aborted) {
+      report.interrupted = { signal: interruptedBy(signal), total: entries };
+      reportUnreached(report, namedFiles, (file) => memberOfFile(file, { sheet: options.sheet, field: options.field }), signal);
+    }
     report.finish();
     return {
       report,
@@ -151,8 +157,9 @@ export async function runAttachmentImport(options: AttachmentImportOptions): Pro
   try {
     // read: every name and size, no bytes.
     // From an export, the sheet and field say which of its files are restored.
-    const named = await readNames(source, { kind: 'attachment', sheetId: options.sheet, fieldId: options.field }, report, signal);
+    const named = await readNames(source, { kind: 'attachment', sheetId: options.sheet, fieldId: options.field }, report);
     entries = named.entries;
+    namedFiles = named.files;
     if (signal?.aborted) return result();
 
     // dedupe and route: where each file goes, from the layouts and one listing of each file part.

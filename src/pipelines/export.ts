@@ -258,7 +258,10 @@ async function exportHeld(options: ExportOptions, where: string, since: string |
   const { client } = options;
   const report = new RunReport(where);
   if (options.keepItems === false) report.countOnly();
-  else report.keepItemsOnDisk();
+  else {
+    report.keepItemsOnDisk();
+    report.trackKeys();
+  }
   // archiver and its dependencies are loaded only for a zip (a few MB of memory a folder export
   // does without), and while the service lists the files.
   const zipModule = isZipTarget(options.out) && !options.archive ? import('../sinks/zip.js') : null;
@@ -404,6 +407,8 @@ async function exportHeld(options: ExportOptions, where: string, since: string |
     }
     // From here only the jobs hold the files, and `pool` lets each go once it is done with it: a
     // run of 20,000 files does not keep every download URL to its end.
+    // A stopped run's report names the files it did not reach; only a report that keeps items needs them.
+    const named = report.keepsItems ? listed.files.map(({ key, code, file_name }) => ({ key, code, file_name })) : null;
     listed.files = [];
     recorder.kept(planned.filter((line) => !notKept.has(manifestKey(line))));
 
@@ -442,6 +447,9 @@ async function exportHeld(options: ExportOptions, where: string, since: string |
     if (signal?.aborted && recorder.unreached > 0) {
       await onDisk(options.out, () => sink.pause(build?.noteLine));
       report.interrupted = { signal: interruptedBy(signal), total: recorder.progress.total };
+      const reason = `not downloaded: the run was stopped (${report.interrupted.signal}) before it reached this file; run it again to fetch it`;
+      if (named) report.addUnreached(named, reason);
+      else report.countUnreached(recorder.unreached);
       if (build) snapshot = await onDisk(build.dir, () => build.pause(recorder.progress.failed));
     } else {
       await onDisk(options.out, () => sink.finish(build?.noteLine));

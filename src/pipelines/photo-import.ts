@@ -19,10 +19,10 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { WdsClient } from '../client/client.js';
-import type { ImportSource } from '../sources/source.js';
+import type { ImportSource, SourceFile } from '../sources/source.js';
 import { stageOptions } from '../stages/options.js';
-import { closingOnError, readNames, refuse } from '../stages/read.js';
-import { PhotoRouting, dedupePhotos, listPhotos, photoNamesAccepted, type PhotoImportMode, type PhotoRoute, type RoutedPhoto } from '../stages/photo-route.js';
+import { closingOnError, readNames, refuse, reportUnreached } from '../stages/read.js';
+import { PhotoRouting, codeFromName, dedupePhotos, listPhotos, photoNamesAccepted, type PhotoImportMode, type PhotoRoute, type RoutedPhoto } from '../stages/photo-route.js';
 import { PhotoCheckStage, normalizePhoto, type CheckedPhoto, type PhotoVerdict } from '../stages/photo-check-stage.js';
 import { batchInLanes, type Batch } from '../stages/batch.js';
 import { shortEnds } from '../stages/batch-order.js';
@@ -128,8 +128,14 @@ export async function runPhotoImport(options: PhotoImportOptions): Promise<Photo
   const temp = await mkdtemp(join(tmpdir(), 'wds-photos-'));
   const checks = new PhotoCheckStage(temp, { concurrency: check.concurrency, convert: normalize.convert, signal });
   let entries = 0;
+  // Every file named, so that a stopped run's report still lists those it did not reach.
+  let namedFiles: SourceFile[] = [];
+  report.trackKeys();
   const result = (): PhotoImportResult => {
-    if (signal?.aborted) report.interrupted = { signal: interruptedBy(signal), total: entries };
+    if (signal?.aborted) {
+      report.interrupted = { signal: interruptedBy(signal), total: entries };
+      reportUnreached(report, namedFiles, (file) => file.code ?? codeFromName(file.fileName), signal);
+    }
     report.finish();
     return {
       report,
@@ -147,8 +153,9 @@ export async function runPhotoImport(options: PhotoImportOptions): Promise<Photo
     listed.catch(() => undefined);
 
     // read: every name and size, no bytes.
-    const named = await readNames(source, { kind: 'photo' }, report, signal);
+    const named = await readNames(source, { kind: 'photo' }, report);
     entries = named.entries;
+    namedFiles = named.files;
     if (signal?.aborted) return result();
 
     // dedupe: one file per member, among the names a photo may have.

@@ -77,6 +77,12 @@ function placeOf(file: SourceFile, given: PlaceDefaults): { sheetId: number; fie
   return { sheetId: given.sheet, fieldId: given.field, code: parts[parts.length - 2]! };
 }
 
+/** The member a file goes to as far as its name or source says; '' when neither does. */
+export function memberOfFile(file: SourceFile, given: PlaceDefaults): string {
+  const place = placeOf(file, given);
+  return typeof place === 'string' ? file.code ?? '' : place.code;
+}
+
 /** A file part's listing: the names each member holds, their bytes on demand, and `updated_at` by journal target. */
 interface PartListing {
   multi: boolean;

@@ -5,7 +5,7 @@
  * read later, a batch at a time, by the check stage.
  */
 import type { ImportSource, SourceFile, SourceWant } from '../sources/source.js';
-import type { RunReport } from './report.js';
+import { interruptedBy, type RunReport } from './report.js';
 
 export interface NamedFiles {
   /** The files to import, in source order. */
@@ -17,14 +17,14 @@ export interface NamedFiles {
 /**
  * The source's files of the kind (sheet, field) the import wants; an entry the source refuses (a
  * link, a path out of the root, an unreadable name) is reported invalid with its rule, and what an
- * export holds for other imports is a note. Stopped by `signal`: the names read so far, none reported.
+ * export holds for other imports is a note. A stop does not cut the names short: they are cheap,
+ * and a stopped run's report names every file ({@link reportUnreached}).
  */
-export async function readNames(source: ImportSource, want: Omit<SourceWant, 'note'>, report: RunReport, signal?: AbortSignal): Promise<NamedFiles> {
+export async function readNames(source: ImportSource, want: Omit<SourceWant, 'note'>, report: RunReport): Promise<NamedFiles> {
   const files: SourceFile[] = [];
   let entries = 0;
   for await (const entry of source.entries({ ...want, note: (line) => report.notes.push(line) })) {
     entries += 1;
-    if (signal?.aborted) continue;
     if (entry.kind === 'refused') {
       const { where, relPath, reason } = entry.refused;
       report.add({ key: where, code: '', file_name: relPath, outcome: 'invalid', reason, path: where });
@@ -33,6 +33,15 @@ export async function readNames(source: ImportSource, want: Omit<SourceWant, 'no
     files.push(entry.file);
   }
   return { files, entries };
+}
+
+/**
+ * A stopped import's files that got no outcome, each reported `skipped` with the signal, so that
+ * its report still names every file; `code` is each file's member as far as its name says.
+ */
+export function reportUnreached(report: RunReport, files: readonly SourceFile[], code: (file: SourceFile) => string, signal: AbortSignal): void {
+  const reason = `not sent: the run was stopped (${interruptedBy(signal)}) before it reached this file; run it again to send it`;
+  report.addUnreached(files.map((file) => ({ key: file.where, code: code(file), file_name: file.fileName, path: file.where, size: file.size })), reason);
 }
 
 /** How an item that is not sent is reported: the file, its member and why. */

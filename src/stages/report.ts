@@ -55,6 +55,8 @@ export class RunReport {
   private closed = false;
   private count = 0;
   private readonly problemItems: ItemReport[] = [];
+  /** Keys of the items added, once `trackKeys` was called. */
+  private keys: Set<string> | null = null;
   /** How many files had each outcome. */
   readonly counts: Record<Outcome, number> = { ok: 0, converted: 0, skipped: 0, invalid: 0, conflict: 0, failed: 0, unknown: 0 };
   /** When the run started (ms since the epoch). */
@@ -66,14 +68,17 @@ export class RunReport {
   /** Remarks about the run as a whole. */
   notes: string[] = [];
   /**
-   * Set when the run was stopped by a signal before it had done everything: the items it did not
-   * reach are not in `items`, and `total` is how many there were in all (when known).
+   * Set when the run was stopped by a signal before it had done everything: `total` is how many
+   * items there were in all (when known). The items it did not reach are in `items` as `skipped`
+   * where the run knew them (`addUnreached`), and counted in `unreached`.
    */
   interrupted: {
     /** The signal that stopped it. */
     signal: 'SIGINT' | 'SIGTERM';
     /** How many items there were in all, when known. */
     total?: number;
+    /** Items reported `skipped` because the stop came before the run reached them. */
+    unreached?: number;
   } | null = null;
 
   constructor(
@@ -114,6 +119,7 @@ export class RunReport {
     if (this.closed) this.checkOpen();
     this.readBack = null;
     if (this.keeping) this.held.push(item);
+    this.keys?.add(item.key);
     this.count += 1;
     this.counts[item.outcome] += 1;
     if (item.outcome === 'ok' || item.outcome === 'converted') this.bytes += item.size ?? 0;
@@ -180,6 +186,43 @@ export class RunReport {
     if (!this.keeping) throw new Error(`the report of ${this.command} kept counts only (countOnly): it has no items to read`);
   }
 
+  /**
+   * Keeps the key of each item added from here on, so that `addUnreached` can tell which files a
+   * stopped run did not reach: an import's files are all named before the first is read.
+   */
+  trackKeys(): void {
+    this.keys ??= new Set();
+  }
+
+  /**
+   * A stopped run's files that have no item yet, each reported `skipped` with `reason`, so that
+   * the report of an interrupted run still names every file (DESIGN.md section 2);
+   * `interrupted.unreached` counts them. Needs `trackKeys` and `interrupted` set first.
+   */
+  addUnreached(items: Iterable<Omit<ItemReport, 'outcome' | 'reason'>>, reason: string): void {
+    if (!this.keys || !this.interrupted) throw new Error('addUnreached needs trackKeys() and the run marked interrupted');
+    let unreached = 0;
+    for (const item of items) {
+      if (this.keys.has(item.key)) continue;
+      this.add({ ...item, outcome: 'skipped', reason });
+      unreached += 1;
+    }
+    this.interrupted.unreached = (this.interrupted.unreached ?? 0) + unreached;
+  }
+
+  /** `addUnreached` for a report that keeps counts only (`countOnly`): `count` files were not reached. */
+  countUnreached(count: number): void {
+    if (this.keeping || !this.interrupted) throw new Error('countUnreached is for a stopped run whose report keeps counts only; give addUnreached the items');
+    this.count += count;
+    this.counts.skipped += count;
+    this.interrupted.unreached = (this.interrupted.unreached ?? 0) + count;
+  }
+
+  /** Items the run settled: all of them but those a stop left unreached (`addUnreached`). */
+  get doneCount(): number {
+    return this.count - (this.interrupted?.unreached ?? 0);
+  }
+
   /** The first FIRST_PROBLEMS items that did not go through, for a run's closing lines. */
   get firstProblems(): readonly ItemReport[] {
     return this.problemItems;
@@ -241,6 +284,12 @@ export class RunReport {
     if (part.length > 0) yield `${first ? '' : ',\n'}${part.join(',\n')}`;
     yield '\n  ]\n}\n';
   }
+}
+
+/** The line a stopped run ends with: how far it came, and that a rerun continues. */
+export function interruptedLine(report: RunReport): string {
+  const { signal, total } = report.interrupted!;
+  return `interrupted: ${report.doneCount} of ${total ?? '?'} done; run it again to continue (stopped by ${signal})`;
 }
 
 /** Items of a report formatted, or written to its spill, at a time. */

@@ -70,11 +70,15 @@ async function stopWhen(args: string[], ready: () => Promise<boolean>, signal: N
 async function expectStopped(run: CliRun, signal: NodeJS.Signals, report: string, present: number): Promise<void> {
   expect(run.code, run.stderr).toBe(signal === 'SIGTERM' ? 143 : 130);
   expect(run.stdout).toContain(`interrupted: ${present} of ${total} done; run it again to continue (stopped by ${signal})`);
-  const written = JSON.parse(await readFile(report, 'utf8')) as { interrupted: unknown; counts: Record<string, number>; items: unknown[] };
-  expect(written.interrupted).toEqual({ signal, total });
-  // Files not reached are not reported, and none failed.
-  expect(written.counts).toMatchObject({ ok: present, failed: 0 });
-  expect(written.items).toHaveLength(present);
+  const written = JSON.parse(await readFile(report, 'utf8')) as { interrupted: unknown; counts: Record<string, number>; items: { key: string; outcome: string; reason?: string }[] };
+  expect(written.interrupted).toEqual({ signal, total, unreached: total - present });
+  // Every listed file is reported once: those present ok, none failed, the rest skipped as not reached.
+  expect(written.counts).toMatchObject({ ok: present, skipped: total - present, failed: 0 });
+  expect(written.items).toHaveLength(total);
+  expect(new Set(written.items.map((i) => i.key)).size).toBe(total);
+  for (const item of written.items.filter((i) => i.outcome !== 'ok')) {
+    expect(item.reason).toBe(`not downloaded: the run was stopped (${signal}) before it reached this file; run it again to fetch it`);
+  }
   expect(run.stderr).not.toMatch(/closing file descriptor|Warning/);
 }
 

@@ -117,10 +117,15 @@ describe('attachments import with the journal', () => {
     expect(run.stdout).toContain(`interrupted: ${MEMBERS} of ${2 * MEMBERS} done; run it again to continue (stopped by SIGINT)`);
     expect(await attachmentRequests(emu())).toMatchObject({ register: 1 });
     const written = JSON.parse(await readFile(report, 'utf8')) as Report & { interrupted: unknown };
-    expect(written.interrupted).toEqual({ signal: 'SIGINT', total: 2 * MEMBERS });
-    expect(written.counts).toMatchObject({ ok: MEMBERS, failed: 0, unknown: 0 });
+    expect(written.interrupted).toEqual({ signal: 'SIGINT', total: 2 * MEMBERS, unreached: MEMBERS });
+    expect(written.counts).toMatchObject({ ok: MEMBERS, skipped: MEMBERS, failed: 0, unknown: 0 });
     const held = await attachmentFacts(emu());
-    expect(held.map((f) => `${f.code}/${f.file_name}`).sort()).toEqual(written.items.map((i) => `${i.code}/${i.file_name}`).sort());
+    const ok = written.items.filter((i) => i.outcome === 'ok');
+    expect(held.map((f) => `${f.code}/${f.file_name}`).sort()).toEqual(ok.map((i) => `${i.code}/${i.file_name}`).sort());
+    // The files of the request not sent are named with their member, as not sent.
+    const notSent = written.items.filter((i) => i.outcome === 'skipped');
+    expect(notSent.map((i) => `${i.code}/${i.file_name}`).sort()).toEqual(Object.keys(files).map((p) => p.split('/').slice(-2).join('/')).filter((f) => !held.some((h) => `${h.code}/${h.file_name}` === f)).sort());
+    for (const item of notSent) expect(item.reason).toBe('not sent: the run was stopped (SIGINT) before it reached this file; run it again to send it');
 
     const rerunReport = join(tempDir(), 'rerun.json');
     const rerun = await runCli(['attachments', 'import', dir, '--report', rerunReport, ...connectionArgs(emu())], place.env);

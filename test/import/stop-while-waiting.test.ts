@@ -64,12 +64,14 @@ describe('photos import stopped while a request waits for the limit', () => {
     expect(after.rate_limited).toBe(0);
     // The report has the photo of the one request sent (the run starts with the lighter of the
     // two), and the other member's photo is as it was.
-    const written = JSON.parse(readFileSync(report, 'utf8')) as { interrupted?: { signal: string }; items: { code: string; outcome: string }[] };
-    expect(written.interrupted?.signal).toBe('SIGINT');
-    expect(written.items.map((i) => i.outcome)).toEqual(['ok']);
+    const written = JSON.parse(readFileSync(report, 'utf8')) as { interrupted?: { signal: string; unreached?: number }; items: { code: string; outcome: string; reason: string }[] };
+    expect(written.interrupted).toEqual({ signal: 'SIGINT', total: 2, unreached: 1 });
+    expect(written.items.map((i) => i.outcome)).toEqual(['ok', 'skipped']);
     const sent = written.items[0]!.code;
     const left = sent === without ? withPhoto : without;
     expect([without, withPhoto]).toContain(sent);
+    // The photo that waited is named too, as not sent.
+    expect(written.items[1]).toMatchObject({ code: left, reason: 'not sent: the run was stopped (SIGINT) before it reached this file; run it again to send it' });
     const held = await photoHashes(emu());
     expect(held.get(sent)).toBe(sha256(files[`${sent}.jpg`]!));
     expect(held.get(left)).toBe(before.get(left) ?? null);

@@ -9,7 +9,7 @@ import { redactValue } from '../../util/redact.js';
 import { parseDuration } from '../../util/duration.js';
 import { say, UsageError } from '../connection.js';
 import { clientLogger, sayError } from '../log.js';
-import { finishRun } from '../output.js';
+import { finishRun, interruptedLine } from '../output.js';
 import { SAMPLE_COMPANY_DIR } from '../paths.js';
 import { stopSignal } from '../stop-signal.js';
 import { loadOrExit } from './pipeline-file.js';
@@ -83,7 +83,7 @@ export const runCommand: CommandModule<object, RunArgs> = {
       if (argv.json) {
         if (argv.report) await writeFile(argv.report, report.jsonParts(extra, redactValue));
         process.stdout.write(`${JSON.stringify(redactValue(summary))}\n`);
-        if (report.interrupted) process.stderr.write(`interrupted: ${report.itemCount} of ${report.interrupted.total ?? '?'} done; run it again to continue (stopped by ${report.interrupted.signal})\n`);
+        if (report.interrupted) process.stderr.write(`${interruptedLine(report)}\n`);
         process.exitCode = summary.exit_code;
         return;
       }
