@@ -5,14 +5,16 @@
  * nothing half written; no runtime warning about leaked file handles. Once the filler is removed,
  * the rerun completes and verifies. Mounting needs root: elsewhere the tests are skipped, saying why.
  */
+import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { readFile, readdir, rm, writeFile } from 'node:fs/promises';
+import { readFile, readdir, rm, stat, statfs, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { useEmulator } from '../helpers/emulator.js';
 import { isRoot, useTmpfs } from '../helpers/tmpfs.js';
 import { expectMatchesState, expectedFiles, filesUnder, readFolderExport, state } from '../helpers/export.js';
 import { connectionArgs, runCli } from '../helpers/cli-process.js';
+import { jpeg, setPhoto } from '../helpers/fixtures.js';
 
 
 /** About 14 MB of photos, against 8 MB left on the disk, at the default 64 downloads at once. */
@@ -70,6 +72,31 @@ describe('a disk that fills up', () => {
     expectDiskFullError(run.stderr, out);
     expect((await readdir(disk())).filter((name) => !name.endsWith('.lock'))).toEqual(['filler']);
     expect(existsSync(`${out}.partial.d`)).toBe(false);
+
+    await expectRerunCompletes(out);
+  });
+
+  it.skipIf(!isRoot)('stops the rerun of a complete zip while it copies the old entries over, and leaves the zip as it was', { timeout: 90_000 }, async () => {
+    const out = join(disk(), 'photos.zip');
+    await rm(join(disk(), 'filler'));
+    const first = await runCli(exportArgs(out));
+    expect(first.code, first.stderr).toBe(0);
+    const zipBytes = (await stat(out)).size;
+    const hash = async (): Promise<string> => createHash('sha256').update(await readFile(out)).digest('hex');
+    const before = await hash();
+    // One photo changed on the service: the rerun copies the other entries into a new zip, and the
+    // disk has room for about half of them.
+    const [changed] = [...expectedFiles(await state(emu()), 'photos').keys()];
+    setPhoto(emu(), changed!.slice('photos/'.length, changed!.lastIndexOf('.')), await jpeg(120, 90, 9));
+    const { bavail, bsize } = await statfs(disk());
+    await writeFile(join(disk(), 'filler'), Buffer.alloc(Math.max(0, bavail * bsize - Math.floor(zipBytes / 2)), 1));
+
+    const run = await runCli(exportArgs(out));
+    expect(run.code, run.stdout + run.stderr).toBe(1);
+    expectDiskFullError(run.stderr, out);
+    // The complete zip is untouched, and nothing half written is left beside it.
+    expect(await hash()).toBe(before);
+    expect((await readdir(disk())).filter((name) => !name.endsWith('.lock')).sort()).toEqual(['filler', 'photos.zip']);
 
     await expectRerunCompletes(out);
   });
