@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import type { WdsClient } from '../client/client.js';
 import { MAX_ATTACHMENTS_PER_REQUEST, MAX_PHOTOS_PER_REQUEST, MAX_REQUEST_BYTES, REQUESTS_PER_HOUR, UPDATE_REQUESTS_PER_MINUTE, base64Length } from '../spec/limits.js';
 import { UrlLister, attachmentTargets, type ListTarget } from '../stages/list-urls.js';
+import { realign } from '../stages/export-plan.js';
 import { MANIFEST_NAME, manifestKey, parseManifest, type ManifestLine } from '../sinks/manifest.js';
 import { listSnapshots, partialDir, readLatest, readSnapshotManifest, snapshotDir } from '../archive/store.js';
 import { openSource } from '../sources/open-source.js';
@@ -64,7 +65,8 @@ async function planExport(pipeline: LoadedPipeline, client: WdsClient): Promise<
     : await attachmentTargets(client, { sheets: from.sheets, field: from.field });
   const files = await new UrlLister(client, targets, pipeline.steps.list.since).listAll();
   const notes: string[] = [];
-  const earlier = await earlierLines(to, notes);
+  // A file whose record moved (a record before it was deleted) is kept as a run keeps it.
+  const earlier = realign(files, await earlierLines(to, notes)).lines;
   const kept = files.filter((f) => earlier.get(f.key)?.updated_at === f.updated_at).length;
   return {
     pipeline: pipeline.name,

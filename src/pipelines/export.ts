@@ -14,7 +14,7 @@ import { EarlyDownloads } from '../stages/export-early.js';
 import { RunReport, interruptedBy } from '../stages/report.js';
 import { stageOptions } from '../stages/options.js';
 import { openLister, type Listed } from '../stages/export-list.js';
-import { planExport } from '../stages/export-plan.js';
+import { planExport, realign } from '../stages/export-plan.js';
 import { DownloadStage } from '../stages/export-download.js';
 import { ExportRecorder, asTargetError, onDisk, openSink, type ExportProgress } from '../stages/export-sink.js';
 import { removeEmptyDirs, type ExportSink } from '../sinks/sink.js';
@@ -381,12 +381,18 @@ async function exportHeld(options: ExportOptions, where: string, since: string |
   let snapshot: SnapshotInfo | undefined;
   try {
     // plan
-    const { jobs, kept: planned, link } = planExport(listed.files, intact, build?.reference());
-    build?.noteListing(listed.files.map((file) => file.key));
+    // Files whose record moved (a record before theirs was deleted) keep their earlier lines.
+    const earlier = realign(listed.files, intact);
+    const reference = build ? realign(listed.files, build.reference()) : null;
+    if (earlier.changed.length > 0) await onDisk(options.out, () => sink.relabel?.(earlier.changed) ?? Promise.resolve());
+    const { jobs, kept: planned, link: plannedLinks } = planExport(listed.files, earlier.lines, reference?.lines);
+    // A file an archive run started early is downloaded, not linked as well.
+    const link = early && early.started.size > 0 ? plannedLinks.filter(({ file }) => !early.started.has(file.key)) : plannedLinks;
+    build?.noteListing(listed.files.map((file) => file.key), reference?.movedFrom);
     // What a zip holds that this run lists no more (a member deleted since, a file older than
     // `since`) stays in it, as a folder keeps such files: an export adds and refreshes. A snapshot
     // follows deletions: a resumed one gives up what the service no longer lists.
-    const gone = unlistedLines(intact, listed.files);
+    const gone = unlistedLines(earlier.lines, listed.files);
     const unlisted = build ? [] : gone;
     if (build && gone.length > 0) {
       await lock?.assertHeld();

@@ -175,9 +175,22 @@ export class SnapshotBuild {
     return this.earlier;
   }
 
-  /** Notes the keys the service listed: those of the earlier snapshot not among them were deleted. */
-  noteListing(keys: Iterable<string>): void {
-    const listed = new Set(keys);
+  /** The key each moved file had in the earlier snapshots, by its key now (export-plan.ts, `realign`). */
+  private movedFrom: ReadonlyMap<string, string> = new Map();
+
+  /** The earlier line of the file of `key`, under the key it had there if its record moved. */
+  private earlierKey(key: string): string {
+    return this.movedFrom.size === 0 ? key : this.movedFrom.get(key) ?? key;
+  }
+
+  /**
+   * Notes the keys the service listed: those of the earlier snapshot not among them were deleted,
+   * but for the files whose record moved (`movedFrom`: their earlier key by their key now).
+   */
+  noteListing(keys: Iterable<string>, movedFrom?: ReadonlyMap<string, string>): void {
+    if (movedFrom) this.movedFrom = movedFrom;
+    const listed = new Set<string>();
+    for (const key of keys) listed.add(this.earlierKey(key));
     let deleted = 0;
     for (const key of this.earlier.keys()) if (!listed.has(key)) deleted += 1;
     this.deleted = deleted;
@@ -194,7 +207,7 @@ export class SnapshotBuild {
     const refused: ManifestLine[] = [];
     const items: (LinkItem & { line: ManifestLine })[] = [];
     for (const line of lines) {
-      const key = manifestKey(line);
+      const key = this.earlierKey(manifestKey(line));
       const from = this.earlier.get(key);
       if (from) items.push({ root: this.dirOf(key), from: from.path, to: line.path, size: line.size, line });
       else refused.push(line);
@@ -303,7 +316,7 @@ export class SnapshotBuild {
     for (const [key, line] of lines) {
       counts.files += 1;
       bytes.total += line.size;
-      const before = this.earlier.get(key);
+      const before = this.earlier.get(this.earlierKey(key));
       if (before && before.updated_at === line.updated_at && before.sha256 === line.sha256) {
         counts.unchanged += 1;
         if (this.copied || this.refetched.has(key)) bytes.new += line.size;

@@ -107,16 +107,34 @@ export class FolderSink implements ExportSink {
    */
   async drop(lines: ManifestLine[]): Promise<void> {
     if (lines.length === 0) return;
-    if (this.manifest || this.queued.length > 0) throw new Error('drop is for files of an earlier run, before this run records any');
     const gone = new Set(lines.map(manifestKey));
+    await this.rewriteManifest('drop', (earlier) => {
+      for (const key of gone) earlier.delete(key);
+    });
+    for (const line of lines) await rm(join(this.target, line.path), { force: true });
+  }
+
+  /** The files stay where they are; only their lines change key, all at once (a moved line may take a key another line leaves). */
+  async relabel(changed: { before: ManifestLine; after: ManifestLine }[]): Promise<void> {
+    if (changed.length === 0) return;
+    await this.rewriteManifest('relabel', (earlier) => {
+      for (const { before } of changed) earlier.delete(manifestKey(before));
+      for (const { after } of changed) earlier.set(manifestKey(after), after);
+    });
+  }
+
+  /** Rewrites the manifest an earlier run left, changed by `edit`, before this run records a line. */
+  private async rewriteManifest(what: string, edit: (lines: Map<string, ManifestLine>) => void): Promise<void> {
+    if (this.manifest || this.queued.length > 0) throw new Error(`${what} is for files of an earlier run, before this run records any`);
     const text = await readFile(join(this.target, MANIFEST_NAME), 'utf8');
-    const left = sortLines([...parseManifest(text).lines].filter(([key]) => !gone.has(key)).map(([, line]) => line));
+    const lines = parseManifest(text).lines;
+    edit(lines);
+    const left = sortLines(lines.values());
     const temp = join(this.target, TMP, MANIFEST_NAME);
     await writeFile(temp, manifestChunks(left));
     await rename(temp, join(this.target, MANIFEST_NAME));
     this.index = new LineIndex();
     for (const line of left) this.index.add(line, Buffer.byteLength(formatLine(line)));
-    for (const line of lines) await rm(join(this.target, line.path), { force: true });
   }
 
   async open(path: string): Promise<EntryWriter> {

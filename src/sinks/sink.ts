@@ -41,6 +41,11 @@ export interface ExportSink {
   keep(lines: ManifestLine[], signal?: AbortSignal): Promise<ManifestLine[]>;
   /** Takes out files of `intactFromEarlierRun` this run does not keep (a folder's; see FolderSink). */
   drop?(lines: ManifestLine[]): Promise<void>;
+  /**
+   * Gives lines of `intactFromEarlierRun` their new record_index (export-plan.ts, `realign`) in a
+   * manifest the sink holds already (a folder's); a zip's lines are those `keep` is given.
+   */
+  relabel?(changed: { before: ManifestLine; after: ManifestLine }[]): Promise<void>;
   /** Paths in use by files not part of this run's listing, which new files must not take. */
   open(path: string, expectedSize?: number): Promise<EntryWriter>;
   /** Records a committed file in the manifest. */
