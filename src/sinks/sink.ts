@@ -46,7 +46,7 @@ export interface ExportSink {
    * manifest the sink holds already (a folder's); a zip's lines are those `keep` is given.
    */
   relabel?(changed: { before: ManifestLine; after: ManifestLine }[]): Promise<void>;
-  /** Paths in use by files not part of this run's listing, which new files must not take. */
+  /** A writer for the file at `path` inside the export, put in place by its `commit`; `expectedSize` (as listed) lets a zip plan its memory. */
   open(path: string, expectedSize?: number): Promise<EntryWriter>;
   /** Records a committed file in the manifest. */
   record(line: ManifestLine): Promise<void>;
