@@ -15,6 +15,7 @@ import { TargetError, type ExportSink } from '../sinks/sink.js';
 import { LinkCheck, manifestKey, parseManifest, sortLines, type ManifestLine, type ManifestLines } from '../sinks/manifest.js';
 import { RunReport } from '../stages/report.js';
 import { readSnapshotManifest, type SnapshotEntry } from './store.js';
+import { LockLostError, lockCheck, type TargetLock } from '../util/target-lock.js';
 
 export interface RestoreResult {
   snapshot: string;
@@ -24,8 +25,12 @@ export interface RestoreResult {
 
 const isZip = (out: string): boolean => out.toLowerCase().endsWith('.zip');
 
-/** Copies one file into the sink, hashing it on the way; answers why it was not written, or null. */
-async function copyInto(sink: ExportSink, from: string, line: ManifestLine): Promise<string | null> {
+/**
+ * Copies one file into the sink, hashing it on the way; answers why it was not written, or null.
+ * `held` is checked before the file is put in place: a file of a run whose lock was taken over is
+ * left as it is, uncommitted (its temporary name may be the other run's too).
+ */
+async function copyInto(sink: ExportSink, from: string, line: ManifestLine, held: () => Promise<void>): Promise<string | null> {
   const writer = await sink.open(line.path, line.size);
   const hash = createHash('sha256');
   let size = 0;
@@ -44,6 +49,7 @@ async function copyInto(sink: ExportSink, from: string, line: ManifestLine): Pro
     await writer.abort();
     return size !== line.size ? `size ${size} bytes in the archive, the manifest says ${line.size}` : 'sha256 in the archive differs from the manifest';
   }
+  await held();
   await writer.commit();
   await sink.record(line);
   return null;
@@ -103,15 +109,27 @@ export async function mixedRestoreProblem(plan: RestorePlan, out: string, zip: b
   return `${out} already holds files that snapshot ${plan.snapshot.id} does not (${some}): the restore would keep them beside its own. Name a new folder${zip ? ' or zip' : ''}`;
 }
 
-export async function restoreSnapshot(plan: RestorePlan, out: string, options: { signal?: AbortSignal } = {}): Promise<RestoreResult> {
+export interface RestoreOptions {
+  /** Stops the restore as SIGINT/SIGTERM do (reason: the signal's name): the output is left for a rerun. */
+  signal?: AbortSignal;
+  /**
+   * The lock the caller holds on `out` (DESIGN.md section 8). Should another run take it over, the
+   * restore ends with a `LockLostError`: no file more is put in place, the zip is not renamed
+   * and the folder's manifest not completed, and what the other run writes there is left alone.
+   */
+  lock?: TargetLock;
+}
+
+export async function restoreSnapshot(plan: RestorePlan, out: string, options: RestoreOptions = {}): Promise<RestoreResult> {
   const { snapshot, manifest, lines } = plan;
+  const held = lockCheck(options.lock);
   const report = new RunReport('archive restore');
   for (const problem of manifest.problems) report.notes.push(`${join(snapshot.dir, 'manifest.jsonl')} ${problem}; that line is not restored`);
   const onDisk = async <T>(step: () => Promise<T>): Promise<T> => {
     try {
       return await step();
     } catch (error) {
-      throw error instanceof TargetError ? error : new TargetError(out, error);
+      throw error instanceof TargetError || error instanceof LockLostError ? error : new TargetError(out, error);
     }
   };
   const sink: ExportSink = await onDisk(async () => (isZip(out) ? (await import('../sinks/zip.js')).ZipSink.create(out) : FolderSink.create(out)));
@@ -131,15 +149,21 @@ export async function restoreSnapshot(plan: RestorePlan, out: string, options: {
         continue;
       }
       const link = await links.linkIn(line.path);
-      const why = link ? LinkCheck.reason(link) : await onDisk(() => copyInto(sink, join(snapshot.dir, line.path), line));
+      const why = link ? LinkCheck.reason(link) : await onDisk(() => copyInto(sink, join(snapshot.dir, line.path), line, held));
       report.add(why ? { ...base, outcome: 'failed', reason: why } : { ...base, outcome: 'ok' });
     }
+    // The zip renamed into place, or its .partial or the folder's manifest completed, only while
+    // the lock is still this run's.
+    await options.lock?.assertHeld();
     if (reached < lines.length) {
       await onDisk(() => sink.pause());
       report.interrupted = { signal: options.signal?.reason === 'SIGTERM' ? 'SIGTERM' : 'SIGINT', total: lines.length };
     } else await onDisk(() => sink.finish());
   } catch (error) {
-    await sink.abort().catch(() => undefined);
+    // A run whose lock was taken over closes what it has open and removes nothing: the temporary
+    // files and the target are the other run's now.
+    if (error instanceof LockLostError || options.lock?.signal.aborted) await sink.letGo().catch(() => undefined);
+    else await sink.abort().catch(() => undefined);
     throw error;
   }
   report.finish();

@@ -5,6 +5,8 @@
  * - refused for good (invalid, conflict): to `refused/`, with `<name>.reason.txt` beside it;
  * - failed or unknown: left where it is, for the next run to try or settle.
  * A file is never moved over an existing one: the second `A0001.jpg` becomes `A0001 (2).jpg`.
+ * Each move waits for a look at the drop folder's lock (`<folder>.lock`, beside it): once another
+ * run has taken it over, the files are that run's to send and move, and this one moves no more.
  */
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
@@ -12,6 +14,7 @@ import { copyFile, constants, link, mkdir, stat, unlink, writeFile } from 'node:
 import { basename, dirname, extname, join, relative, isAbsolute } from 'node:path';
 import type { ItemReport, RunReport } from '../stages/report.js';
 import type { ImportSource } from '../sources/source.js';
+import { LockLostError, type TargetLock } from '../util/target-lock.js';
 
 export interface MoveCounts {
   done: number;
@@ -23,7 +26,9 @@ export interface MoveCounts {
 const DONE = new Set<ItemReport['outcome']>(['ok', 'converted', 'skipped']);
 const REFUSED = new Set<ItemReport['outcome']>(['invalid', 'conflict']);
 
-export async function moveSettled(report: RunReport, folder: string, move: { done: string; refused: string }, log: (line: string) => void): Promise<MoveCounts> {
+export async function moveSettled(
+  report: RunReport, folder: string, move: { done: string; refused: string }, log: (line: string) => void, lock?: TargetLock,
+): Promise<MoveCounts> {
   const counts: MoveCounts = { done: 0, refused: 0, left: 0 };
   const seen = new Set<string>();
   for (const item of report.items) {
@@ -44,11 +49,13 @@ export async function moveSettled(report: RunReport, folder: string, move: { don
         counts.left += 1;
         continue;
       }
+      await lock?.assertHeld();
       const placed = await placeWithoutOverwrite(path, join(to, rel));
       if (to === move.refused) await writeFile(`${placed}.reason.txt`, `${item.reason ?? item.outcome}\n`, { flag: 'wx' }).catch(() => undefined);
       if (to === move.done) counts.done += 1;
       else counts.refused += 1;
     } catch (error) {
+      if (error instanceof LockLostError) throw error;
       const code = (error as NodeJS.ErrnoException).code;
       // Gone already (moved by hand, or a folder refused whole): nothing to move.
       if (code === 'ENOENT' || code === 'EISDIR' || code === 'EPERM') continue;

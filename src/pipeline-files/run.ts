@@ -239,7 +239,7 @@ async function executeWith(
       // Retention after a stopped run would judge by a snapshot that is not there yet.
       if ('archive' in to && pipeline.retention && !result.report.interrupted) {
         const { forgetSnapshots } = await import('../archive/forget.js');
-        const { remove } = await forgetSnapshots(to.archive, pipeline.retention, { dryRun });
+        const { remove } = await forgetSnapshots(to.archive, pipeline.retention, { dryRun, lock });
         if (remove.length) lines.push(`retention ${dryRun ? 'would remove' : 'removed'} ${remove.length} snapshot${remove.length === 1 ? '' : 's'}: ${remove.join(', ')}`);
         extra.removed = remove;
       }
@@ -252,19 +252,22 @@ async function executeWith(
     const source = 'folder' in from ? settledOnly(opened, from.settle_seconds, log) : opened;
     // The embedded emulator is a new company each run: it has no journal. A dry run writes none.
     const journal = connection.embedded || dryRun ? undefined : ImportJournal.open(client.options.consumerKey);
+    // A lock another run took over stops the sending as a stop signal would (a request sent is
+    // followed to its end): the files left are that run's to send.
+    const signal = lock && options.signal ? AbortSignal.any([options.signal, lock.signal]) : lock?.signal ?? options.signal;
     let report: RunReport;
     try {
       if (to.service === 'photos') {
         const { runPhotoImport } = await import('../pipelines/photo-import.js');
         const result = await runPhotoImport({
-          client, source, mode: to.mode, trimming: steps.submit.trim, normalize: steps.normalize.convert, concurrency: steps.check.concurrency, dryRun, signal: options.signal, journal,
+          client, source, mode: to.mode, trimming: steps.submit.trim, normalize: steps.normalize.convert, concurrency: steps.check.concurrency, dryRun, signal, journal,
         });
         report = result.report;
         lines.push(requestLine(result.requests), ...result.report.notes);
       } else {
         const { runAttachmentImport } = await import('../pipelines/attachment-import.js');
         const result = await runAttachmentImport({
-          client, source, sheet: to.sheet, field: to.field, mode: to.mode, concurrency: steps.check.concurrency, dryRun, signal: options.signal, journal,
+          client, source, sheet: to.sheet, field: to.field, mode: to.mode, concurrency: steps.check.concurrency, dryRun, signal, journal,
         });
         report = result.report;
         lines.push(requestLine(result.requests), ...result.report.notes);
@@ -272,8 +275,10 @@ async function executeWith(
     } finally {
       await source.close();
     }
+    // Stopped by the lock's loss, the run fails naming the other holder rather than passing for interrupted.
+    if (lock?.signal.aborted) throw lock.signal.reason;
     if ('folder' in from && from.move && !dryRun) {
-      const moved = await moveSettled(report, from.folder, from.move, log);
+      const moved = await moveSettled(report, from.folder, from.move, log, lock);
       extra.moved = moved;
       lines.push(`moved ${moved.done} to ${from.move.done}, ${moved.refused} to ${from.move.refused}; ${moved.left} left in ${from.folder}`);
     }

@@ -120,6 +120,24 @@ export interface TargetLock {
   release(): Promise<void>;
 }
 
+/**
+ * A check of `lock` for a run that completes many things one after another (files restored into
+ * place): the lock file is read at most every `everyMs`, so thousands of files do not cost
+ * thousands of reads, but always on the first call after a pause longer than that (a process
+ * stopped and continued), when a takeover is likeliest. A loss already known throws at once.
+ */
+export function lockCheck(lock: TargetLock | undefined, everyMs = 500): () => Promise<void> {
+  let last = Number.NEGATIVE_INFINITY;
+  return async () => {
+    if (!lock) return;
+    lock.signal.throwIfAborted();
+    // Either way: a clock set back must not put the next read off.
+    if (Math.abs(Date.now() - last) < everyMs) return;
+    await lock.assertHeld();
+    last = Date.now();
+  };
+}
+
 export async function acquireTargetLock(file: string, options: AcquireOptions): Promise<TargetLock> {
   const holder: LockHolder = {
     pid: process.pid,

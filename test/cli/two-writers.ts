@@ -19,9 +19,9 @@ export const exportArgs = (emu: TestEmulator, out: string, ...more: string[]): s
 
 export type PidRun = CliRun & { pid: number };
 
-/** Starts a CLI child; its pid and a promise of how it ended. */
-export function start(args: string[]): { pid: number; done: Promise<PidRun> } {
-  const child = spawnCli(args);
+/** Starts a CLI child (with `env` added to its environment); its pid and a promise of how it ended. */
+export function start(args: string[], env?: NodeJS.ProcessEnv): { pid: number; done: Promise<PidRun> } {
+  const child = spawnCli(args, env);
   const pid = child.pid!;
   return { pid, done: finished(child).then((run) => ({ ...run, pid })) };
 }

@@ -153,8 +153,8 @@ const restoreCommand: CommandModule<object, RestoreArgs> = {
     const preflight = await preflightOf(argv);
     try {
       await preflight.report(argv.report, [{ path: argv.out, folder: !out.toLowerCase().endsWith('.zip'), what: 'the restore' }, { path: dir, folder: true, what: 'the archive' }]);
-      await preflight.exportTarget(argv.out, { zip: out.toLowerCase().endsWith('.zip'), force: argv.force ?? false, waitLock: argv['wait-lock'] });
-      const result = await restoreSnapshot(plan, out, { signal: stopSignal() });
+      const lock = await preflight.exportTarget(argv.out, { zip: out.toLowerCase().endsWith('.zip'), force: argv.force ?? false, waitLock: argv['wait-lock'] });
+      const result = await restoreSnapshot(plan, out, { signal: stopSignal(), lock });
       const whose = members ? ` (the files of ${members.join(', ')})` : '';
       await finishRun(argv, result.report, { snapshot: result.snapshot, out, ...(members ? { members } : {}) }, [`snapshot ${result.snapshot}${whose} restored to ${out}`, ...result.report.notes]);
     } finally {
@@ -225,8 +225,8 @@ const forgetCommand: CommandModule<object, ForgetArgs> = {
     const { forgetSnapshots } = await import('../../archive/forget.js');
     const preflight = await preflightOf(argv);
     try {
-      if (!argv['dry-run']) await preflight.exportTarget(dir, { zip: false, force: false, waitLock: argv['wait-lock'], archive: true });
-      const result = await forgetSnapshots(dir, policy, { dryRun: argv['dry-run'] });
+      const lock = argv['dry-run'] ? undefined : await preflight.exportTarget(dir, { zip: false, force: false, waitLock: argv['wait-lock'], archive: true });
+      const result = await forgetSnapshots(dir, policy, { dryRun: argv['dry-run'], lock });
       const verb = argv['dry-run'] ? 'would remove' : 'removed';
       print(argv.json, { archive: dir, dry_run: argv['dry-run'], policy, keep: result.decision.keep, remove: result.decision.remove }, () => [
         `forget ${dir}: keep ${result.keep.length}, ${verb} ${result.remove.length}`,
