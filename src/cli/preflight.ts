@@ -99,16 +99,17 @@ export class Preflight {
   /**
    * `--out` of a command that writes one file by a rename (a sheet download), then its lock beside
    * it: not a folder, its folder made if missing, and a file already there replaced only when
-   * `replaceable` says it may be, or with `force`; `refusal` says why it may not.
+   * `replaceable` says it may be, or with `force`; `refusal` says why it may not. Answers the
+   * lock, for the command to check before its rename.
    */
-  async fileTarget(out: string, options: { force: boolean; waitLock?: string; replaceable: (path: string) => Promise<boolean>; refusal: string }): Promise<void> {
+  async fileTarget(out: string, options: { force: boolean; waitLock?: string; replaceable: (path: string) => Promise<boolean>; refusal: string }): Promise<TargetLock> {
     const label = `--out ${out}`;
     const abs = resolve(out);
     const info = await statOrNull(abs);
     if (info?.isDirectory()) throw new UsageError(`${label}: is a folder; name a file`);
     if (info && !options.force && !(await options.replaceable(abs))) throw new UsageError(`${label}: ${options.refusal}`);
     await this.ensureDir(dirname(abs), label);
-    await this.takeLock(out, lockFileOf(abs, 'file'), options.waitLock);
+    return this.takeLock(out, lockFileOf(abs, 'file'), options.waitLock);
   }
 
   private async takeLock(out: string, lockFile: string, waitLock: string | undefined, retried = false): Promise<TargetLock> {

@@ -12,6 +12,12 @@ export const partialFileOf = (target: string): string => `${target}.partial`;
 export interface AtomicWriteOptions {
   /** Checked between pieces: once aborted, nothing more is written and the target is left untouched. */
   signal?: AbortSignal;
+  /**
+   * Called once the text is on disk, before the rename: a rejection (the target's lock taken over
+   * by another run) leaves the target and the partial file as they are, since both may be that
+   * run's now, and is what the write rejects with.
+   */
+  beforeRename?: () => Promise<void>;
 }
 
 /** Writes `pieces` to `target` atomically; returns the bytes written. */
@@ -34,6 +40,7 @@ export async function writeFileAtomically(target: string, pieces: Iterable<strin
     throw error;
   }
   await handle.close();
+  await options.beforeRename?.();
   try {
     await rename(partial, target);
   } catch (error) {

@@ -5,7 +5,7 @@
  * out (a gateway's 504) is read asynchronously instead. Ctrl-C during the polls leaves the earlier
  * file as it was, and no partial file or lock; a second run meanwhile refuses, naming the first.
  */
-import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { readFileSync, readdirSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeEach, expect, it } from 'vitest';
 import { KEY, SECRET, useEmulator } from '../helpers/emulator.js';
@@ -156,6 +156,46 @@ it('Ctrl-C while polling leaves the earlier download, no partial file and no loc
   const [, ...rows] = csvRows(out);
   expect(rows.map((r) => r[0])).toEqual((await members()).map((m) => m.code));
   expect(readdirSync(dir)).toEqual(['sheet.csv']);
+});
+
+it('a run whose lock was taken over while it was stopped exits 1 and does not rename its download over the file', { timeout: CHILD_TIMEOUT_MS }, async () => {
+  const dir = tempDir('wds-legacy-sheet-');
+  const out = join(dir, 'sheet.csv');
+  const earlier = '\uFEFFCode,Name\r\nA0001,earlier download\r\n';
+  writeFileSync(out, earlier);
+  // What a run on another host writes when it takes a stale lock over: a new lock file.
+  const taker = `${JSON.stringify({ pid: 4242, host: 'backup-host-2', command: 'wds-files legacy sheet 0 --out sheet.csv', started_at: new Date().toISOString(), token: 'taker' })}\n`;
+  await emu().control('POST', '/clock', { speed: 0.0001 });
+  let run;
+  try {
+    const first = spawnCli(['legacy', 'sheet', '0', '--out', out, '--async', ...connectionArgs(emu())]);
+    const ended = finished(first);
+    let stderr = '';
+    await new Promise<void>((resolve, reject) => {
+      first.stderr.on('data', (chunk: Buffer) => {
+        stderr += chunk.toString();
+        if (/sheet 0: WAITING/.test(stderr)) resolve();
+      });
+      first.once('close', () => reject(new Error(`the run ended before its first poll:\n${stderr}`)));
+    });
+    process.kill(first.pid!, 'SIGSTOP');
+    try {
+      writeFileSync(`${out}.lock.new`, taker);
+      renameSync(`${out}.lock.new`, `${out}.lock`);
+    } finally {
+      process.kill(first.pid!, 'SIGCONT');
+    }
+    // The job is let finish: the run downloads the sheet, and must not put it in place.
+    await emu().control('POST', '/clock', { speed: 1, advance_seconds: 60 });
+    run = await ended;
+  } finally {
+    await emu().control('POST', '/clock', { speed: 1 });
+  }
+  expect(run.code, run.stderr).toBe(1);
+  expect(run.stderr).toContain(`another run took over the lock ${out}.lock (pid 4242 on backup-host-2`);
+  expect(run.stderr).not.toMatch(/\n\s+at /);
+  expect(readFileSync(out, 'utf8')).toBe(earlier);
+  expect(readFileSync(`${out}.lock`, 'utf8')).toBe(taker);
 });
 
 it('a request the budget would refuse waits, and the wait is said on stderr', { timeout: CHILD_TIMEOUT_MS }, async () => {

@@ -13,24 +13,25 @@ import { sheetText, type SheetFormat } from '../../legacy/sheet-formats.js';
 import { writeFileAtomically } from '../../legacy/atomic-file.js';
 import { looksLikeSheetDownload } from '../../legacy/earlier-download.js';
 import { versionAtLeast, type LegacyVersion } from '../../legacy/v1-operations.js';
+import { LockLostError, type TargetLock } from '../../util/target-lock.js';
 import type { LegacySheetArgs } from './legacy.js';
 
 export async function runLegacySheet(argv: LegacySheetArgs, call: { sheetId: number; version: LegacyVersion; format: SheetFormat }): Promise<void> {
   const preflight = new Preflight(argv);
   try {
-    await preflight.fileTarget(argv.out, {
+    const lock = await preflight.fileTarget(argv.out, {
       force: argv.force ?? false,
       waitLock: argv['wait-lock'],
       replaceable: (path) => looksLikeSheetDownload(path, call.format).catch(() => false),
       refusal: `is a file that is not an earlier sheet download (${call.format === 'csv' ? 'a CSV beginning with a byte order mark' : 'JSON lines'}), and the download would replace it; name another file, or add --force to replace it`,
     });
-    await download(argv, call);
+    await download(argv, call, lock);
   } finally {
     await preflight.end();
   }
 }
 
-async function download(argv: LegacySheetArgs, call: { sheetId: number; version: LegacyVersion; format: SheetFormat }): Promise<void> {
+async function download(argv: LegacySheetArgs, call: { sheetId: number; version: LegacyVersion; format: SheetFormat }, lock: TargetLock): Promise<void> {
   const signal = stopSignal();
   const out = resolve(argv.out);
   const started = Date.now();
@@ -45,8 +46,9 @@ async function download(argv: LegacySheetArgs, call: { sheetId: number; version:
       onFallback: (error) => say(argv, `sheet ${call.sheetId}: the direct read timed out (${error.message}); reading it asynchronously instead`),
       onPoll: (status, message) => say(argv, `sheet ${call.sheetId}: ${status}${message ? `: ${message}` : ''}`),
     });
-    const bytes = await writeFileAtomically(out, sheetText(call.format, sheet.headers, sheet.records), { signal }).catch((error: unknown) => {
-      if (stoppedBy(signal)) throw error;
+    // The file is renamed over `out` only while the lock is still this run's.
+    const bytes = await writeFileAtomically(out, sheetText(call.format, sheet.headers, sheet.records), { signal, beforeRename: () => lock.assertHeld() }).catch((error: unknown) => {
+      if (stoppedBy(signal) || error instanceof LockLostError) throw error;
       throw new Error(`cannot write ${argv.out}: ${writeFailure(error)}; the file that was there is as it was`);
     });
     const seconds = (Date.now() - started) / 1000;
