@@ -45,7 +45,7 @@ export type {
 export {
   WdsError, OptionsError, ApiError, BadRequestError, AuthenticationError, ForbiddenError, NotFoundError,
   MethodNotAllowedError, PayloadTooLargeError, RateLimitError, ServerError, MaintenanceError, NetworkError,
-  TimeoutError, UpdateOutcomeUnknownError, RequestBodyError, ResponseShapeError, TaskFailedError,
+  TimeoutError, UpdateOutcomeUnknownError, RequestBodyError, BodyItemError, ResponseShapeError, TaskFailedError,
   isWdsError, isApiError, isRateLimitError, isTaskFailedError, isUpdateOutcomeUnknownError,
 } from './client/errors.js';
 export type { WdsErrorCode, ErrorDetails, FinalTask } from './client/errors.js';

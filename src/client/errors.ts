@@ -198,9 +198,24 @@ export class UpdateOutcomeUnknownError extends WdsError {
  * fail the same way.
  */
 export class RequestBodyError extends WdsError {
-  constructor(message: string, details: ErrorDetails) {
+  /** Which item of the request the body stopped at, when the body's source said so ({@link BodyItemError}). */
+  readonly item?: { index: number; reason: string };
+
+  constructor(message: string, details: ErrorDetails, item?: { index: number; reason: string }) {
     super('REQUEST_BODY', describe(details, `the request was not sent, its body could not be read to its end: ${message}`), details);
     this.name = 'RequestBodyError';
+    if (item) this.item = { index: item.index, reason: redact(item.reason) };
+  }
+}
+
+/**
+ * What a request body's source throws when one of its items cannot be sent as it was checked (a
+ * file changed or gone since): the request is cut off, and the caller sends the others again.
+ */
+export class BodyItemError extends Error {
+  constructor(readonly index: number, readonly reason: string) {
+    super(reason);
+    this.name = 'BodyItemError';
   }
 }
 

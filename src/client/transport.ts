@@ -12,7 +12,7 @@ import { API_PREFIX, operation, operationPath, type OperationId } from '../spec/
 import { redact } from '../util/redact.js';
 import {
   apiErrorFor, WdsError, MaintenanceError, NetworkError, RateLimitError, ResponseShapeError,
-  RequestBodyError, ServerError, TimeoutError, UpdateOutcomeUnknownError, type ErrorDetails,
+  BodyItemError, RequestBodyError, ServerError, TimeoutError, UpdateOutcomeUnknownError, type ErrorDetails,
 } from './errors.js';
 import type { Limiter, Slot, WaitEvent } from './limiter.js';
 import { WaitMeter } from './wait-meter.js';
@@ -214,7 +214,11 @@ export class Transport {
       try {
         raw = await this.send(op.method, url, headers, payload, call.signal);
       } catch (error) {
-        if (streamed?.failed) throw new RequestBodyError((streamed.failed as Error)?.message ?? String(streamed.failed), { method: op.method, path });
+        if (streamed?.failed) {
+          const failed = streamed.failed;
+          const item = failed instanceof BodyItemError ? { index: failed.index, reason: failed.reason } : undefined;
+          throw new RequestBodyError((failed as Error)?.message ?? String(failed), { method: op.method, path }, item);
+        }
         throw streamed && !streamed.done ? new BodyNotSent(error) : error;
       }
       if (raw.status >= 200 && raw.status < 300) call.onHeaders?.(raw.headers);

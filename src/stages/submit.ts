@@ -8,7 +8,7 @@
  * holds is read from a fresh listing and each item is reported by it.
  */
 import type { WdsClient } from '../client/client.js';
-import { isWdsError, type FinalTask } from '../client/errors.js';
+import { isWdsError, RequestBodyError, type FinalTask } from '../client/errors.js';
 import type { TaskRef } from '../client/resources/common.js';
 import { sleep } from '../client/retry.js';
 
@@ -83,6 +83,14 @@ export async function submitBatch<T>(client: WdsClient, items: T[], options: Sub
       return [];
     }
     if (!isWdsError(error)) throw error;
+    if (error instanceof RequestBodyError && error.item && items[error.item.index] !== undefined) {
+      // One file is not what was checked: the request was cut off before its end, so the service
+      // has none of it; that file fails and the others go again without it.
+      const { index, reason } = error.item;
+      if (id !== undefined) record!.settled(id, items.map(() => false), `not sent: ${reason}`);
+      const others = items.filter((_, i) => i !== index);
+      return [{ item: items[index]!, outcome: 'failed', reason }, ...(others.length ? await submitBatch(client, others, options, retryUnnamed) : [])];
+    }
     if (error.code === 'UPDATE_OUTCOME_UNKNOWN') {
       const what = error.cause instanceof Error ? `the answer to the request was lost (${error.cause.message})`
         : error.status ? `the service answered ${error.status}, which does not tell whether it carried out the request`
