@@ -157,7 +157,9 @@ export async function runAttachmentImport(options: AttachmentImportOptions): Pro
   try {
     // read: every name and size, no bytes.
     // From an export, the sheet and field say which of its files are restored.
-    const named = await readNames(source, { kind: 'attachment', sheetId: options.sheet, fieldId: options.field }, report);
+    const given = { sheet: options.sheet, field: options.field };
+    const named = await readNames(source, { kind: 'attachment', sheetId: options.sheet, fieldId: options.field }, report,
+      (r) => (r.fileName === undefined ? r.code ?? '' : memberOfFile({ relPath: r.relPath, fileName: r.fileName, code: r.code }, given)));
     entries = named.entries;
     namedFiles = named.files;
     if (signal?.aborted) return result();

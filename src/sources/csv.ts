@@ -124,7 +124,7 @@ export class CsvSource implements ImportSource {
     for (const record of this.records) {
       const taken = await this.take(record, dir);
       if ('reason' in taken) {
-        yield { kind: 'refused', refused: { where: `${this.label}:${record.line}`, relPath: taken.relPath, reason: `line ${record.line}: ${taken.reason}` } };
+        yield { kind: 'refused', refused: { where: `${this.label}:${record.line}`, relPath: taken.relPath, reason: `line ${record.line}: ${taken.reason}`, code: taken.code } };
       } else {
         yield { kind: 'file', file: taken };
       }
@@ -132,12 +132,12 @@ export class CsvSource implements ImportSource {
   }
 
   /** One line: the file it names, or why it is refused. */
-  private async take(record: CsvRecord, dir: string): Promise<SourceFile | { relPath: string; reason: string }> {
+  private async take(record: CsvRecord, dir: string): Promise<SourceFile | { relPath: string; reason: string; code?: string }> {
     const fields = record.fields.map((f) => f.trim());
     // Excel writes trailing empty cells as trailing commas.
     while (fields.length > 3 && fields.at(-1) === '') fields.pop();
     const [code = '', written = '', overrideName = ''] = fields;
-    const refuse = (reason: string) => ({ relPath: written, reason });
+    const refuse = (reason: string) => ({ relPath: written, reason, code: code || undefined });
     if (record.unclosed) return refuse('a quoted field is not closed before the end of the file');
     if (fields.length > 3) return refuse(`${fields.length} columns; expected code,path[,file_name] (quote a field that holds a comma)`);
     if (code === '') return refuse('the code is empty');

@@ -117,7 +117,7 @@ abstract class ExportTree implements ImportSource {
     for (const line of lines) {
       const problem = lineProblem(line);
       const checked = problem ? { reason: problem } : await this.check(line);
-      if ('reason' in checked) yield { kind: 'refused', refused: { where: this.whereOf(line.path), relPath: line.path, reason: checked.reason } };
+      if ('reason' in checked) yield { kind: 'refused', refused: { where: this.whereOf(line.path), relPath: line.path, reason: checked.reason, code: line.code } };
       else yield { kind: 'file', file: checked.file };
     }
   }

@@ -79,15 +79,15 @@ export class FolderSource implements ImportSource {
       } catch (error) {
         // Removed while the walk went on: nothing to import, nothing to report.
         if ((error as NodeJS.ErrnoException).code === 'ENOENT') continue;
-        yield { kind: 'refused', refused: { where: path, relPath: shown, reason: `cannot be read (${(error as NodeJS.ErrnoException).code ?? String(error)})` } };
+        yield { kind: 'refused', refused: { where: path, relPath: shown, reason: `cannot be read (${(error as NodeJS.ErrnoException).code ?? String(error)})`, fileName: name.normalize('NFC') } };
         continue;
       }
       if (info.isSymbolicLink()) {
-        yield { kind: 'refused', refused: { where: path, relPath: shown, reason: LINK_REFUSED } };
+        yield { kind: 'refused', refused: { where: path, relPath: shown, reason: LINK_REFUSED, fileName: name.normalize('NFC') } };
       } else if (info.isDirectory()) {
         yield* this.walk(relPath);
       } else if (!info.isFile()) {
-        yield { kind: 'refused', refused: { where: path, relPath: shown, reason: 'is not a regular file (a pipe, socket or device)' } };
+        yield { kind: 'refused', refused: { where: path, relPath: shown, reason: 'is not a regular file (a pipe, socket or device)', fileName: name.normalize('NFC') } };
       } else {
         // macOS stores names decomposed (NFD); the service and the reports get them composed.
         yield { kind: 'file', file: diskFile(path, { relPath: shown, fileName: name.normalize('NFC'), size: info.size }) };

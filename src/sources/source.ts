@@ -47,6 +47,10 @@ export interface RefusedFile {
   relPath: string;
   /** The rule broken, in words a person acts on. */
   reason: string;
+  /** The file's name, when the entry is a file whose name could be read (the report's member comes from it). */
+  fileName?: string;
+  /** The member the source gives the file (a CSV line's code). */
+  code?: string;
 }
 
 /** What a source yields: a file to import, or one refused with its reason. */

@@ -35,7 +35,7 @@ export interface ZipSourceOptions {
 
 export type EntryVerdict =
   | { kind: 'skip' }
-  | { kind: 'refuse'; relPath: string; reason: string }
+  | { kind: 'refuse'; relPath: string; reason: string; /** The path is the file's real name. */ named?: true }
   | { kind: 'take'; relPath: string };
 
 const S_IFMT = 0o170000;
@@ -106,13 +106,13 @@ export function judgeEntry(entry: ZipEntry, options: JudgeOptions): EntryVerdict
   const relPath = segments.join('/');
   if (CONTROL.test(relPath)) return { kind: 'refuse', relPath, reason: 'the name holds control characters' };
   if (options.skipJunk !== false && segments.some(isSkippedSegment)) return { kind: 'skip' };
-  if (kind === S_IFLNK) return { kind: 'refuse', relPath, reason: LINK_REFUSED };
-  if (entry.encrypted) return { kind: 'refuse', relPath, reason: 'is encrypted; encrypted entries cannot be read' };
+  if (kind === S_IFLNK) return { kind: 'refuse', relPath, reason: LINK_REFUSED, named: true };
+  if (entry.encrypted) return { kind: 'refuse', relPath, reason: 'is encrypted; encrypted entries cannot be read', named: true };
   if (entry.compressionMethod !== 0 && entry.compressionMethod !== 8) {
-    return { kind: 'refuse', relPath, reason: `uses compression method ${entry.compressionMethod}; only stored and deflated entries can be read` };
+    return { kind: 'refuse', relPath, reason: `uses compression method ${entry.compressionMethod}; only stored and deflated entries can be read`, named: true };
   }
   const bomb = bombReason(entry, options.maxEntryBytes);
-  if (bomb) return { kind: 'refuse', relPath, reason: bomb };
+  if (bomb) return { kind: 'refuse', relPath, reason: bomb, named: true };
   return { kind: 'take', relPath };
 }
 
@@ -171,7 +171,8 @@ export class ZipSource implements ImportSource {
       if (verdict.kind === 'skip' || (verdict.kind === 'take' && verdict.relPath === MANIFEST_FILE)) continue;
       const where = `${this.label}:${verdict.relPath}`;
       if (verdict.kind === 'refuse') {
-        yield { kind: 'refused', refused: { where, relPath: verdict.relPath, reason: verdict.reason } };
+        const fileName = verdict.named ? verdict.relPath.slice(verdict.relPath.lastIndexOf('/') + 1) : undefined;
+        yield { kind: 'refused', refused: { where, relPath: verdict.relPath, reason: verdict.reason, fileName } };
         continue;
       }
       const fileName = verdict.relPath.slice(verdict.relPath.lastIndexOf('/') + 1);

@@ -61,8 +61,11 @@ export interface PlaceDefaults {
   field?: number;
 }
 
+/** What says where a file goes: its path and name, and what its source says. */
+type NamedFile = Pick<SourceFile, 'relPath' | 'fileName' | 'code' | 'sheetId' | 'fieldId'>;
+
 /** Where a file goes: the source's own say, the export layout, or `<code>/<file>` with the sheet and field given. */
-function placeOf(file: SourceFile, given: PlaceDefaults): { sheetId: number; fieldId: number; code: string } | string {
+function placeOf(file: NamedFile, given: PlaceDefaults): { sheetId: number; fieldId: number; code: string } | string {
   if (file.code !== undefined && file.sheetId !== undefined && file.fieldId !== undefined) {
     return { sheetId: file.sheetId, fieldId: file.fieldId, code: file.code };
   }
@@ -78,7 +81,7 @@ function placeOf(file: SourceFile, given: PlaceDefaults): { sheetId: number; fie
 }
 
 /** The member a file goes to as far as its name or source says; '' when neither does. */
-export function memberOfFile(file: SourceFile, given: PlaceDefaults): string {
+export function memberOfFile(file: NamedFile, given: PlaceDefaults): string {
   const place = placeOf(file, given);
   return typeof place === 'string' ? file.code ?? '' : place.code;
 }

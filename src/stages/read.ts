@@ -4,7 +4,7 @@
  * so duplicates and unknown members are found before anything is read or sent; the bytes are
  * read later, a batch at a time, by the check stage.
  */
-import type { ImportSource, SourceFile, SourceWant } from '../sources/source.js';
+import type { ImportSource, RefusedFile, SourceFile, SourceWant } from '../sources/source.js';
 import { interruptedBy, type RunReport } from './report.js';
 
 export interface NamedFiles {
@@ -16,18 +16,19 @@ export interface NamedFiles {
 
 /**
  * The source's files of the kind (sheet, field) the import wants; an entry the source refuses (a
- * link, a path out of the root, an unreadable name) is reported invalid with its rule, and what an
+ * link, a path out of the root, an unreadable name) is reported invalid with its rule and the
+ * member its name or source gives (`memberOf`, '' when neither does), and what an
  * export holds for other imports is a note. A stop does not cut the names short: they are cheap,
  * and a stopped run's report names every file ({@link reportUnreached}).
  */
-export async function readNames(source: ImportSource, want: Omit<SourceWant, 'note'>, report: RunReport): Promise<NamedFiles> {
+export async function readNames(source: ImportSource, want: Omit<SourceWant, 'note'>, report: RunReport, memberOf: (refused: RefusedFile) => string): Promise<NamedFiles> {
   const files: SourceFile[] = [];
   let entries = 0;
   for await (const entry of source.entries({ ...want, note: (line) => report.notes.push(line) })) {
     entries += 1;
     if (entry.kind === 'refused') {
       const { where, relPath, reason } = entry.refused;
-      report.add({ key: where, code: '', file_name: relPath, outcome: 'invalid', reason, path: where });
+      report.add({ key: where, code: memberOf(entry.refused), file_name: relPath, outcome: 'invalid', reason, path: where });
       continue;
     }
     files.push(entry.file);

@@ -69,6 +69,8 @@ describe('a zip written by archiver', () => {
     const link = itemFor(result, 'photos.zip:A0003.jpg');
     expect(link.outcome).toBe('invalid');
     expect(link.reason).toBe('is a link; links are not followed');
+    // The report names the member the refused file was for.
+    expect(link.code).toBe('A0003');
     expect(result.report.items.some((i) => (i.path ?? '').includes('__MACOSX'))).toBe(false);
     expect(result.report.items).toHaveLength(3);
     const after = await photoHashes(emu());
@@ -108,6 +110,11 @@ describe('a zip with entries archiver cannot write', () => {
     expect(item.outcome).toBe('invalid');
     if (typeof reason === 'string') expect(item.reason).toBe(reason);
     else expect(item.reason).toMatch(reason);
+  });
+
+  it('names the member of a refused entry whose name could be read, and no member for one whose name could not', () => {
+    expect(itemFor(result, 'quirks.zip:A0007.jpg').code).toBe('A0007');
+    expect(itemFor(result, 'A0009.jpg').code).toBe('');
   });
 
   it('imports the Shift_JIS-named folder and the plain entry, and sends nothing else', async () => {

@@ -123,6 +123,8 @@ describe('CsvSource', () => {
       [`${csvPath}:13`, "line 13: the path C:\\photos\\x.jpg is a Windows absolute path; give it relative to the CSV's folder"],
       [`${csvPath}:14`, 'line 14: a quoted field is not closed before the end of the file'],
     ]);
+    // A refused line's member is the code it gives, for the report.
+    expect(got.refused.map((r) => r.code)).toEqual(['A0002', undefined, 'A0003', 'A0004', 'A0005', 'A0006', 'A0007', 'A0008', 'A0010', 'A0011']);
   });
 
   it('refuses a file_name holding / or \\, which the service would refuse after an update request', async () => {

@@ -55,8 +55,8 @@ describe('FolderSource', () => {
     const got = await collect(new FolderSource(dir));
     expect(got.files.map((f) => f.relPath)).toEqual(['A0001.jpg']);
     expect(got.refused).toEqual([
-      { where: join(dir, 'A0002.jpg'), relPath: 'A0002.jpg', reason: 'is a link; links are not followed' },
-      { where: join(dir, 'linked'), relPath: 'linked', reason: 'is a link; links are not followed' },
+      { where: join(dir, 'A0002.jpg'), relPath: 'A0002.jpg', reason: 'is a link; links are not followed', fileName: 'A0002.jpg' },
+      { where: join(dir, 'linked'), relPath: 'linked', reason: 'is a link; links are not followed', fileName: 'linked' },
     ]);
   });
 
@@ -75,7 +75,7 @@ describe('FolderSource', () => {
     execFileSync('mkfifo', [join(dir, 'A0002.jpg')]);
     const got = await collect(new FolderSource(dir));
     expect(got.files.map((f) => f.relPath)).toEqual(['A0001.jpg']);
-    expect(got.refused).toEqual([{ where: join(dir, 'A0002.jpg'), relPath: 'A0002.jpg', reason: 'is not a regular file (a pipe, socket or device)' }]);
+    expect(got.refused).toEqual([{ where: join(dir, 'A0002.jpg'), relPath: 'A0002.jpg', reason: 'is not a regular file (a pipe, socket or device)', fileName: 'A0002.jpg' }]);
   });
 
   it('reads files on demand: what is read is the file as it is when read', async () => {

@@ -74,7 +74,7 @@ describe('ZipSource: an archiver zip', () => {
     await archiverZip(path, [{ name: 'A0001.jpg', data: 'a' }, { name: 'A0002.jpg', linkTo: '/etc/passwd' }, { name: 'A0003.jpg', data: 'c' }]);
     const got = await readZip(path);
     expect(got.order).toEqual(['file:A0001.jpg', 'refused:A0002.jpg', 'file:A0003.jpg']);
-    expect(got.refused[0]).toEqual({ where: `${path}:A0002.jpg`, relPath: 'A0002.jpg', reason: 'is a link; links are not followed' });
+    expect(got.refused[0]).toEqual({ where: `${path}:A0002.jpg`, relPath: 'A0002.jpg', reason: 'is a link; links are not followed', fileName: 'A0002.jpg' });
   });
 
   it('read(maxBytes) rejects naming the entry and the limit, without inflating it', async () => {
@@ -212,7 +212,7 @@ describe('ZipSource: zip bombs', () => {
     const path = zipFileOf(buildZip([stored('A0001.jpg', 'ok'), { name: 'bomb.jpg', data: zeros.data, method: 8, size: 200 * MB, crc: zeros.crc }]));
     const got = await readZip(path);
     expect(got.files.map((f) => f.relPath)).toEqual(['A0001.jpg']);
-    expect(got.refused).toEqual([{ where: `${path}:bomb.jpg`, relPath: 'bomb.jpg', reason: `declares ${200 * MB} bytes uncompressed, over the limit of ${64 * MB} bytes; not inflated` }]);
+    expect(got.refused).toEqual([{ where: `${path}:bomb.jpg`, relPath: 'bomb.jpg', reason: `declares ${200 * MB} bytes uncompressed, over the limit of ${64 * MB} bytes; not inflated`, fileName: 'bomb.jpg' }]);
   });
 
   it('refuses an entry under the cap compressed more than 100:1 beyond 1 MB; one under 1 MB or under 100:1 is read', async () => {
