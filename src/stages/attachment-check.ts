@@ -4,28 +4,32 @@
  * refused), the file is not empty and at most 5 MB.
  */
 import { createHash } from 'node:crypto';
-import { fileTypeFromBuffer } from 'file-type';
 import type { SourceFile } from '../sources/source.js';
 import { MAX_FILE_BYTES } from '../spec/limits.js';
 import { ATTACHMENT_EXTENSIONS, extensionOf, isAttachmentExtension } from '../spec/extensions.js';
+import { sniff } from './sniff.js';
 
 export type AttachmentCheck = { ok: true } | { ok: false; reason: string };
 
-/** Detected types (file-type's `ext`) each extension may hold; `text` stands for no binary signature and no NUL bytes. */
+// An application's variants (macro-enabled, template) pass under each other's extension, as a
+// bare zip already does: the check stops a file of another kind, and the service checks names only.
+const WORD = ['docx', 'docm', 'dotx', 'dotm'];
+const EXCEL = ['xlsx', 'xlsm', 'xltx', 'xltm'];
+const POWERPOINT = ['pptx', 'pptm', 'ppsx', 'ppsm', 'potx', 'potm'];
+const CALC = ['ods', 'ots'];
+const IMPRESS = ['odp', 'otp'];
+
+/** The kinds (sniff.ts) each extension may hold. */
 const ALLOWED: Record<string, string[]> = {
-  txt: ['text'], csv: ['text'], xml: ['text', 'xml'], htm: ['text', 'xml'], html: ['text', 'xml'], rtf: ['text', 'rtf'],
+  txt: ['text'], csv: ['text'], xml: ['text'], htm: ['text'], html: ['text'], rtf: ['text'],
   doc: ['cfb'], xls: ['cfb'], ppt: ['cfb'], msg: ['cfb'],
-  docx: ['docx', 'zip'], xlsx: ['xlsx', 'zip'], xlsm: ['xlsx', 'zip'], pptx: ['pptx', 'zip'],
-  odp: ['odp', 'zip'], ods: ['ods', 'zip'], zip: ['zip', 'docx', 'xlsx', 'pptx', 'odp', 'ods', 'odt', 'epub', 'jar'],
+  docx: [...WORD, 'zip'], xlsx: [...EXCEL, 'zip'], xlsm: [...EXCEL, 'zip'], pptx: [...POWERPOINT, 'zip'],
+  odp: [...IMPRESS, 'zip'], ods: [...CALC, 'zip'],
+  zip: ['zip', ...WORD, ...EXCEL, ...POWERPOINT, ...CALC, ...IMPRESS, 'odt', 'ott', 'odg', 'otg', 'epub', 'jar'],
   pdf: ['pdf'], jpeg: ['jpg'], jpg: ['jpg'], gif: ['gif'], png: ['png'], tif: ['tif'],
   // DocuWorks has no signature file-type knows: anything but a recognised other type.
   xdw: ['unknown', 'text'],
 };
-
-function looksLikeText(data: Buffer): boolean {
-  const head = data.subarray(0, 8192);
-  return !head.includes(0);
-}
 
 /** Why the name alone rules the file out (an extension off the list), or null; needs no bytes, so it comes before reading. */
 export function extensionProblem(fileName: string): string | null {
@@ -42,13 +46,8 @@ export async function checkAttachment(fileName: string, data: Buffer): Promise<A
   if (data.length > MAX_FILE_BYTES) {
     return { ok: false, reason: `${data.length.toLocaleString('en-US')} bytes is over the 5 MB limit (${MAX_FILE_BYTES.toLocaleString('en-US')} bytes)` };
   }
-  const detected = await fileTypeFromBuffer(data);
-  const kind = detected ? (detected.ext === 'jpeg' ? 'jpg' : detected.ext) : looksLikeText(data) ? 'text' : 'unknown';
-  const allowed = ALLOWED[ext] ?? [];
-  if (!allowed.includes(kind)) {
-    const what = detected ? `${detected.mime} (.${detected.ext})` : kind === 'text' ? 'plain text' : 'binary data of no known type';
-    return { ok: false, reason: `the name says .${ext} but the bytes are ${what}` };
-  }
+  const { kind, what } = await sniff(data);
+  if (!(ALLOWED[ext] ?? []).includes(kind)) return { ok: false, reason: `the name says .${ext} but the bytes are ${what}` };
   return { ok: true };
 }
 

@@ -1,11 +1,11 @@
 /**
  * Validation and normalisation of one face photo (DESIGN.md section 5; api-v2.md 4.4 Members 7).
- * The real type is read from the bytes (file-type), not the name. A JPEG, PNG or GIF within 5 MB,
- * whole, without EXIF rotation or location data, is sent as it is, byte for byte. Anything else
- * that is an image (HEIC, WebP, TIFF, BMP, AVIF, an oversized or rotated photo) is converted to
- * JPEG under 5 MB by sharp (HEIC decoded by heic-decode and BMP by bmp.ts into raw pixels: sharp's
- * prebuilt build reads neither), with the EXIF orientation applied and all metadata, location
- * included, dropped. With `normalize: false` such files are refused instead.
+ * The real type is read from the bytes (sniff.ts), not the name. A JPEG, PNG or GIF within 5 MB,
+ * whole, without EXIF rotation or location data, is sent as it is, byte for byte.
+ * Anything else that is an image (HEIC, WebP, TIFF, BMP, AVIF, an oversized or rotated photo) is
+ * converted to JPEG under 5 MB by sharp (HEIC decoded by heic-decode and BMP by bmp.ts into raw
+ * pixels: sharp's prebuilt build reads neither), with the EXIF orientation applied and all
+ * metadata, location included, dropped. With `normalize: false` such files are refused instead.
  *
  * Memory (issue 5): libvips allocates whole decoded frames (a WebP: 4 bytes a pixel, several times)
  * and region buffers on its worker threads, and glibc keeps what each thread freed in that thread's
@@ -16,10 +16,10 @@
  * allocator settings that only a new process can have (photo-checker.ts).
  */
 import sharp, { type Metadata, type Sharp } from 'sharp';
-import { fileTypeFromBuffer } from 'file-type';
 import { MAX_FILE_BYTES } from '../spec/limits.js';
 import { formatBytes } from '../util/format.js';
 import { decodeBmp } from './bmp.js';
+import { sniff } from './sniff.js';
 
 // No photo is opened again once checked: a cache of operations would only hold their frames.
 sharp.cache(false);
@@ -212,10 +212,9 @@ async function opener(type: string, data: Buffer): Promise<() => Sharp> {
 
 export async function checkPhoto(data: Buffer, options: CheckPhotoOptions): Promise<PhotoCheck> {
   if (data.length === 0) return { ok: false, reason: 'the file is empty' };
-  const detected = await fileTypeFromBuffer(data);
-  const type = detected?.ext === 'jpeg' ? 'jpg' : detected?.ext ?? '';
+  // An animated PNG is a PNG (sniff.ts): sent as it is, the service reads its first frame.
+  const { kind: type, what } = await sniff(data);
   if (!CONVERTIBLE.has(type)) {
-    const what = detected ? `${detected.mime} (.${detected.ext})` : 'not a known image type';
     return { ok: false, reason: `not an image the service accepts: the bytes are ${what}; photos must be JPEG, PNG or GIF (or HEIC, WebP, TIFF, BMP, AVIF to convert)` };
   }
   if (SENDABLE.has(type) && !looksComplete(type, data)) {

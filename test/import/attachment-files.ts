@@ -1,8 +1,11 @@
 /**
  * Real attachment files made in memory, for tests and bench/import (no test runner needed): PDFs
- * of an exact size, and a Windows program to rename.
+ * of an exact size, a Windows program to rename, Excel workbooks, and MPEG audio.
  */
 import { randomBytes } from 'node:crypto';
+import { PassThrough } from 'node:stream';
+import { buffer } from 'node:stream/consumers';
+import { ZipArchive } from 'archiver';
 
 /**
  * A well-formed PDF of exactly `size` bytes: catalog, page tree, one page, and a stream object
@@ -51,4 +54,59 @@ export function exe(): Buffer {
   data.write('PE\0\0', 0x80, 'latin1');
   data.writeUInt16LE(0x8664, 0x84);
   return data;
+}
+
+/**
+ * The smallest workbook Excel opens: one sheet holding one number, zipped by archiver as Office
+ * zips its parts. Macro-enabled (.xlsm) differs from .xlsx only by its main part's content type;
+ * Excel saves a workbook without macros that way too, so no VBA project is needed.
+ */
+export async function workbook(macroEnabled: boolean): Promise<Buffer> {
+  const main = macroEnabled ? 'application/vnd.ms-excel.sheet.macroEnabled.main+xml' : 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet.main+xml';
+  const parts: [string, string][] = [
+    ['[Content_Types].xml', '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n<Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types">'
+      + '<Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/><Default Extension="xml" ContentType="application/xml"/>'
+      + `<Override PartName="/xl/workbook.xml" ContentType="${main}"/>`
+      + '<Override PartName="/xl/worksheets/sheet1.xml" ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.worksheet+xml"/></Types>'],
+    ['_rels/.rels', '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">'
+      + '<Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument" Target="xl/workbook.xml"/></Relationships>'],
+    ['xl/workbook.xml', '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n<workbook xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main" xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships">'
+      + '<sheets><sheet name="Sheet1" sheetId="1" r:id="rId1"/></sheets></workbook>'],
+    ['xl/_rels/workbook.xml.rels', '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">'
+      + '<Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/worksheet" Target="worksheets/sheet1.xml"/></Relationships>'],
+    ['xl/worksheets/sheet1.xml', '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n<worksheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main">'
+      + '<sheetData><row r="1"><c r="A1"><v>42</v></c></row></sheetData></worksheet>'],
+  ];
+  const archive = new ZipArchive({ zlib: { level: 6 } });
+  const zipped = buffer(archive.pipe(new PassThrough()));
+  for (const [name, text] of parts) archive.append(text, { name });
+  await archive.finalize();
+  return zipped;
+}
+
+/** MPEG audio's CRC-16: polynomial 0x8005, starting at 0xFFFF, most significant bit first. */
+function mpegCrc(bytes: number[]): number {
+  let crc = 0xffff;
+  for (const byte of bytes) {
+    for (let bit = 7; bit >= 0; bit -= 1) {
+      const carry = (crc >> 15) ^ ((byte >> bit) & 1);
+      crc = (crc << 1) & 0xffff;
+      if (carry) crc ^= 0x8005;
+    }
+  }
+  return crc;
+}
+
+/**
+ * MPEG-1 Layer I audio of `frames` silent frames, 32 kbit/s at 44.1 kHz, mono: each frame a
+ * header FF FE 10 C0 (FF FE: sync, MPEG-1, Layer I, protected by a CRC), the CRC of the header's
+ * last two bytes and the bit allocation, and a bit allocation of 0 for all 32 subbands (silence).
+ * Its first two bytes are those of a UTF-16 little-endian byte order mark.
+ */
+export function mpegAudio(frames: number): Buffer {
+  // Layer I frame length: 4 * floor(12 * bitrate / sample rate) bytes.
+  const frame = Buffer.alloc(4 * Math.floor((12 * 32_000) / 44_100));
+  frame.set([0xff, 0xfe, 0x10, 0xc0]);
+  frame.writeUInt16BE(mpegCrc([0x10, 0xc0, ...Buffer.alloc(16)]), 4);
+  return Buffer.concat(Array.from({ length: frames }, () => frame));
 }
