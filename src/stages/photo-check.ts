@@ -1,7 +1,7 @@
 /**
  * Validation and normalisation of one face photo (DESIGN.md section 5; api-v2.md 4.4 Members 7).
  * The real type is read from the bytes (sniff.ts), not the name. A JPEG, PNG or GIF within 5 MB,
- * whole, without EXIF rotation or location data, is sent as it is, byte for byte.
+ * whole (image-end.ts), without EXIF rotation or location data, is sent as it is, byte for byte.
  * Anything else that is an image (HEIC, WebP, TIFF, BMP, AVIF, an oversized or rotated photo) is
  * converted to JPEG under 5 MB by sharp (HEIC decoded by heic-decode and BMP by bmp.ts into raw
  * pixels: sharp's prebuilt build reads neither), with the EXIF orientation applied and all
@@ -19,6 +19,7 @@ import sharp, { type Metadata, type Sharp } from 'sharp';
 import { MAX_FILE_BYTES } from '../spec/limits.js';
 import { formatBytes } from '../util/format.js';
 import { decodeBmp } from './bmp.js';
+import { looksComplete } from './image-end.js';
 import { sniff } from './sniff.js';
 
 // No photo is opened again once checked: a cache of operations would only hold their frames.
@@ -52,15 +53,6 @@ export interface CheckPhotoOptions {
 
 const SENDABLE = new Set(['jpg', 'png', 'gif']);
 const CONVERTIBLE = new Set(['heic', 'webp', 'tif', 'bmp', 'avif', 'jpg', 'png', 'gif']);
-
-/** The last bytes of a whole file of each type: a truncated upload lacks them. */
-function looksComplete(type: string, data: Buffer): boolean {
-  const tail = data.subarray(Math.max(0, data.length - 4096));
-  if (type === 'jpg') return tail.includes(Buffer.from([0xff, 0xd9]));
-  if (type === 'png') return tail.includes(Buffer.from('IEND'));
-  if (type === 'gif') return data[data.length - 1] === 0x3b;
-  return true;
-}
 
 /** True when an EXIF block (as sharp gives it) has a GPS IFD pointer in IFD0 (tag 0x8825). */
 export function exifHasLocation(exif: Buffer | undefined): boolean {
