@@ -45,8 +45,8 @@ export type {
 export {
   WdsError, OptionsError, ApiError, BadRequestError, AuthenticationError, ForbiddenError, NotFoundError,
   MethodNotAllowedError, PayloadTooLargeError, RateLimitError, ServerError, MaintenanceError, NetworkError,
-  TimeoutError, UpdateOutcomeUnknownError, RequestBodyError, BodyItemError, ResponseShapeError, TaskFailedError,
-  isWdsError, isApiError, isRateLimitError, isTaskFailedError, isUpdateOutcomeUnknownError,
+  TimeoutError, UpdateOutcomeUnknownError, RequestBodyError, BodyItemError, ResponseShapeError, TaskFailedError, WrongBaseUrlError, RedirectError,
+  isWdsError, isApiError, isRateLimitError, isTaskFailedError, isUpdateOutcomeUnknownError, isWrongBaseUrlError, isRedirectError,
 } from './client/errors.js';
 export type { WdsErrorCode, ErrorDetails, FinalTask } from './client/errors.js';
 

@@ -78,6 +78,8 @@ export async function connect(args: ConnectionArgs, extra: ConnectOptions = {}):
       extra.onWait?.(event);
       if (!extra.quietWaits) say(args, event.message);
     },
+    // Runs back to back share a token rather than each taking one of the hour's.
+    tokenCache: true,
     fail: (message) => new UsageError(message),
   });
 }

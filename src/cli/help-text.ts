@@ -7,9 +7,10 @@ const ENVIRONMENT = `Environment:
   WDS_CONSUMER_SECRET  its consumer secret (as --consumer-secret; never printed)
   WDS_CLIENT_LIMITS    the client's own limit windows: off, or e.g. update=5/1m,request=3000/1h
   WDS_LEGACY_LIMITS    the same for the legacy commands: off, or e.g. request=60/1h,token=5/1h
+  WDS_TOKEN_CACHE      off: issue a token every run rather than reuse the last one still valid
   NO_COLOR             any value: no colour on stderr (none either when stderr is not a terminal)
   WDS_TIMEZONE         the service's time zone for schedule's cron times (default Asia/Tokyo)
-  XDG_STATE_HOME       import journals and schedule state (default ~/.local/state/wds-files)
+  XDG_STATE_HOME       import journals, schedule state, tokens kept (default ~/.local/state/wds-files)
   XDG_CACHE_HOME       where the shared limit windows are kept (default ~/.cache/wds-files)`;
 
 const EXIT_CODES = `Exit codes:

@@ -7,6 +7,7 @@ import { TokenManager } from './auth.js';
 import { Transport, type CallOptions } from './transport.js';
 import { resolveOptions, type ResolvedOptions, type WdsClientOptions } from './options.js';
 import { defaultStateFile } from './state-file.js';
+import { tokenCacheOf } from './token-cache.js';
 import { WaitMeter } from './wait-meter.js';
 import { Tasks } from './tasks.js';
 import { Members } from './resources/members.js';
@@ -75,7 +76,8 @@ export class WdsClient {
       },
     });
     this.transport = new Transport(o, this.limiter, () => this.tokens, meter);
-    this.tokens = new TokenManager(o.consumerKey, o.consumerSecret, (credentials) => this.transport.requestToken(credentials), o.tokenRenewBeforeMs);
+    const cache = tokenCacheOf(o.tokenCache, 'v2', o);
+    this.tokens = new TokenManager(o.consumerKey, o.consumerSecret, (credentials) => this.transport.requestToken(credentials), o.tokenRenewBeforeMs, cache);
     this.members = new Members(this.transport);
     this.faceImages = new FaceImages(this.transport);
     this.sheets = new Sheets(this.transport);

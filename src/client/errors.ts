@@ -9,7 +9,8 @@ import { redact } from '../util/redact.js';
 export type WdsErrorCode =
   | 'INVALID_OPTION' | 'BAD_REQUEST' | 'AUTHENTICATION' | 'FORBIDDEN' | 'NOT_FOUND'
   | 'METHOD_NOT_ALLOWED' | 'PAYLOAD_TOO_LARGE' | 'RATE_LIMITED' | 'SERVER_ERROR' | 'MAINTENANCE'
-  | 'NETWORK' | 'TIMEOUT' | 'TASK_FAILED' | 'UPDATE_OUTCOME_UNKNOWN' | 'INVALID_RESPONSE' | 'REQUEST_BODY';
+  | 'NETWORK' | 'TIMEOUT' | 'TASK_FAILED' | 'UPDATE_OUTCOME_UNKNOWN' | 'INVALID_RESPONSE' | 'REQUEST_BODY'
+  | 'WRONG_BASE_URL' | 'REDIRECT';
 
 /** What an error knows of the request it comes from. */
 export interface ErrorDetails {
@@ -111,6 +112,36 @@ export class NotFoundError extends ApiError {
   constructor(details: ErrorDetails) {
     super('NOT_FOUND', 'no such id (404)', details);
     this.name = 'NotFoundError';
+  }
+}
+
+/**
+ * 404 from something that is not the API: the answer lacks the service's JSON error, or came for a
+ * path the API always has (the token's, a list's). The base URL points at the wrong place.
+ */
+export class WrongBaseUrlError extends ApiError {
+  /** The base URL the client was given. */
+  readonly baseUrl: string;
+  constructor(baseUrl: string, why: string, details: ErrorDetails) {
+    super('WRONG_BASE_URL', `the base URL ${baseUrl} looks wrong: ${why}; the base URL is the service's address, the part before /api/`, details);
+    this.name = 'WrongBaseUrlError';
+    this.baseUrl = baseUrl;
+  }
+}
+
+/**
+ * A redirect (301, 302, 303, 307, 308). It is never followed: the request carries the token or the
+ * credentials, which must go to the configured address only.
+ */
+export class RedirectError extends ApiError {
+  /** Where the answer pointed (the Location header, made absolute), when it said. */
+  readonly location?: string;
+  constructor(location: string | undefined, suggestedBaseUrl: string | undefined, details: ErrorDetails) {
+    const where = location ? `redirected to ${location}` : 'redirected, without saying where';
+    const hint = suggestedBaseUrl ? `; if that is the service, use the base URL ${suggestedBaseUrl}` : '';
+    super('REDIRECT', `the service ${where} (${details.status}); not followed, since it would send the token or the credentials elsewhere${hint}`, details);
+    this.name = 'RedirectError';
+    this.location = location === undefined ? undefined : redact(location);
   }
 }
 
@@ -274,5 +305,9 @@ export const isApiError = (e: unknown): e is ApiError => e instanceof ApiError;
 export const isRateLimitError = (e: unknown): e is RateLimitError => e instanceof RateLimitError;
 /** Whether this is a task that ended NG or ERROR. */
 export const isTaskFailedError = (e: unknown): e is TaskFailedError => e instanceof TaskFailedError;
+/** Whether the base URL looks wrong (a 404 that is not the API's). */
+export const isWrongBaseUrlError = (e: unknown): e is WrongBaseUrlError => e instanceof WrongBaseUrlError;
+/** Whether the service answered with a redirect, which the client does not follow. */
+export const isRedirectError = (e: unknown): e is RedirectError => e instanceof RedirectError;
 /** Whether this is an update whose answer was lost (check the data before sending it again). */
 export const isUpdateOutcomeUnknownError = (e: unknown): e is UpdateOutcomeUnknownError => e instanceof UpdateOutcomeUnknownError;

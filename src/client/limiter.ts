@@ -116,6 +116,28 @@ export class Limiter {
     }
   }
 
+  /**
+   * Gives the slot back: its request provably never reached the service (the connection was
+   * refused, the TLS handshake failed, or it was never sent), so the service counted nothing and
+   * neither does the window. Never throws, as `settle`.
+   */
+  async release(slot: Slot): Promise<void> {
+    const drop = (stamps: WindowStamps): { stamps: WindowStamps; result: void } => {
+      for (const name of slot.names) {
+        const at = stamps[name].indexOf(slot.stamp);
+        if (at >= 0) stamps[name].splice(at, 1);
+      }
+      return { stamps, result: undefined };
+    };
+    try {
+      const file = this.options.stateFile;
+      if (file) await file.update(drop, this.options.meter);
+      else drop(this.memory);
+    } catch {
+      // The state file could not be written: the slot stays counted, which only errs on the safe side.
+    }
+  }
+
   private async acquireNow(names: WindowName[], signal?: AbortSignal): Promise<Slot> {
     for (;;) {
       signal?.throwIfAborted();

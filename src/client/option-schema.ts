@@ -42,6 +42,8 @@ export const credentialFields = {
 
 export const stateFileSchema = z.union([z.string().min(1), z.literal(false)]).optional();
 
+export const tokenCacheSchema = z.union([z.boolean(), z.string().min(1)]).default(false);
+
 export const retrySchema = z
   .strictObject({
     maxAttempts: z.number().int().min(1).default(DEFAULT_RETRY.maxAttempts),

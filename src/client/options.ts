@@ -7,7 +7,8 @@ import { z } from 'zod';
 import type { Dispatcher } from 'undici';
 import type { WaitEvent } from './limiter.js';
 import {
-  credentialFields, connectionFields, limitsSchema, loggerSchema, onWaitSchema, parseOptions, retrySchema, stateFileSchema, timingFields, windowSchema, type Logger,
+  credentialFields, connectionFields, limitsSchema, loggerSchema, onWaitSchema, parseOptions, retrySchema, stateFileSchema, timingFields, tokenCacheSchema, windowSchema,
+  type Logger,
 } from './option-schema.js';
 import { REQUESTS_PER_HOUR, TOKENS_PER_HOUR, UPDATE_REQUESTS_PER_MINUTE } from '../spec/limits.js';
 
@@ -85,6 +86,16 @@ export interface WdsClientOptions {
    * XDG_CACHE_HOME is not set).
    */
   stateFile?: string | false;
+  /**
+   * Keep the access token between runs, so that a run shortly after another uses its token rather
+   * than taking another of the hour's: `true` for the default file,
+   * `$XDG_STATE_HOME/wds-files/tokens/v2-<hash of the base URL and the consumer key>.json`
+   * (`~/.local/state` when XDG_STATE_HOME is not set), or the file's path. The file is written
+   * with mode 0600 and holds the token in clear, as a logged-in CLI's credentials file does. A
+   * token issued for another consumer secret is not used. Default false: nothing on disk. The CLI
+   * turns it on (`WDS_TOKEN_CACHE=off` turns it off).
+   */
+  tokenCache?: boolean | string;
   /** When and how often a failed request is sent again (each field has its default). */
   retry?: WdsClientRetry;
   /** Time allowed for one request's answer, in milliseconds. Default 120,000 (a 250 MB upload takes a while). */
@@ -112,6 +123,7 @@ const optionsSchema = z.strictObject({
     token: windowSchema.default({ limit: TOKENS_PER_HOUR, windowMs: 3_600_000 }),
   }),
   stateFile: stateFileSchema,
+  tokenCache: tokenCacheSchema,
   retry: retrySchema,
   ...timingFields,
   connections: z.number().int().positive().default(8),

@@ -11,8 +11,8 @@ import type { z } from 'zod';
 import { API_PREFIX, operation, operationPath, type OperationId } from '../spec/operations.js';
 import { redact } from '../util/redact.js';
 import {
-  apiErrorFor, WdsError, MaintenanceError, NetworkError, RateLimitError, ResponseShapeError,
-  BodyItemError, RequestBodyError, ServerError, TimeoutError, UpdateOutcomeUnknownError, type ErrorDetails,
+  apiErrorFor, WdsError, MaintenanceError, NetworkError, OptionsError, RateLimitError, RedirectError, ResponseShapeError,
+  BodyItemError, RequestBodyError, ServerError, TimeoutError, UpdateOutcomeUnknownError, WrongBaseUrlError, type ErrorDetails,
 } from './errors.js';
 import type { Limiter, Slot, WaitEvent } from './limiter.js';
 import { WaitMeter } from './wait-meter.js';
@@ -50,8 +50,38 @@ export interface CallOptions {
 }
 
 /** Error codes that prove the request never reached the service. */
-const NOT_SENT = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'UND_ERR_CONNECT_TIMEOUT', 'EHOSTUNREACH', 'ENETUNREACH']);
+const NOT_SENT = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'UND_ERR_CONNECT_TIMEOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ERR_SSL_WRONG_VERSION_NUMBER']);
 const TIMEOUTS = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT']);
+/** OpenSSL's code when the other side answered the handshake with plain HTTP: sending again cannot help. */
+const PLAIN_HTTP_PEER = 'ERR_SSL_WRONG_VERSION_NUMBER';
+const REDIRECTS = new Set([301, 302, 303, 307, 308]);
+
+/**
+ * Errors of attempts that stopped before their request left (its token could not be had, or it
+ * was stopped first): their slot in the limit windows is given back, as the service counted nothing.
+ */
+const neverSent = new WeakSet<object>();
+
+/** Marks the error of an attempt that stopped before its request left; answers the error. */
+export function markNeverSent(error: unknown): unknown {
+  if (error && typeof error === 'object') neverSent.add(error);
+  return error;
+}
+
+/** What one request of {@link Transport.withRetries} is, for its limits and its errors. */
+export interface RequestTarget {
+  method: string;
+  /** The path errors and log lines name (under `/api/v2.0` for API v2). */
+  path: string;
+  /** The whole URL, query left out: redirects are told against it. */
+  url: string;
+  /** The limit windows it takes a slot in. */
+  windows: WindowName[];
+  /** An update: never sent again once it may have reached the service. */
+  mutating: boolean;
+  /** A path the API always has (no id in it): a 404 there means the base URL is wrong. */
+  fixedPath?: boolean;
+}
 
 interface RawAnswer {
   status: number;
@@ -73,6 +103,12 @@ class BodyNotSent extends Error {
 function errorCode(error: unknown): string {
   const e = error as { code?: string; cause?: { code?: string } };
   return e?.code ?? e?.cause?.code ?? '';
+}
+
+/** Whether a failed attempt provably never reached the service (so the service counted nothing). */
+function provedUnsent(thrown: unknown): boolean {
+  const error = thrown instanceof BodyNotSent ? thrown.original : thrown;
+  return (!!error && typeof error === 'object' && neverSent.has(error)) || NOT_SENT.has(errorCode(error));
 }
 
 export class Transport {
@@ -142,6 +178,8 @@ export class Transport {
     const started = Date.now();
     // The path alone: the query and the headers are left out of the line, so it names no secret.
     const line = `${method} ${new URL(url).pathname}`;
+    // Stopped before it left: nothing reached the service.
+    if (signal?.aborted) throw markNeverSent(signal.reason);
     let res: Dispatcher.ResponseData;
     try {
       res = await request(url, {
@@ -181,12 +219,15 @@ export class Transport {
       'User-Agent': this.options.userAgent,
     };
     const closing = this.closing.signal;
-    return this.withRetries('POST', '/token', ['token'], false, async () => this.send('POST', url, headers, 'grant_type=client_credentials', closing), closing);
+    const target: RequestTarget = { method: 'POST', path: '/token', url, windows: ['token'], mutating: false, fixedPath: true };
+    return this.withRetries(target, async () => this.send('POST', url, headers, 'grant_type=client_credentials', closing), closing);
   }
 
   /** One operation of the service, parsed with `schema` when given. */
   async call<T = unknown>(id: OperationId, call: CallOptions = {}, schema?: z.ZodType<T>): Promise<T> {
     const op = operation(id);
+    // The client issues its tokens itself: sent this way, the token would go to the token endpoint.
+    if (op.kind === 'token') throw new OptionsError(`the client gets its tokens itself; ${id} cannot be called through call`);
     const path = operationPath(id, call.params);
     const query = new URLSearchParams();
     for (const [k, v] of Object.entries(call.query ?? {})) if (v !== undefined) query.set(k, String(v));
@@ -202,8 +243,14 @@ export class Transport {
     const waits = call.signal && call.stopBeforeSending ? AbortSignal.any([call.signal, call.stopBeforeSending]) : call.signal ?? call.stopBeforeSending;
     waits?.throwIfAborted();
     let first: string | undefined = await untilAborted(this.tokens().get(), waits);
-    const answer = await this.withRetries(op.method, path, windows, mutating, async () => {
-      const token = first ?? (await this.tokens().get());
+    const target: RequestTarget = { method: op.method, path, url: url.split('?')[0]!, windows, mutating, fixedPath: !op.path.includes(':') };
+    const answer = await this.withRetries(target, async () => {
+      let token: string;
+      try {
+        token = first ?? (await this.tokens().get());
+      } catch (error) {
+        throw markNeverSent(error);
+      }
       first = undefined;
       const headers: Record<string, string> = { 'Service-Token': token, 'User-Agent': this.options.userAgent };
       if (body !== undefined || call.bodyStream) headers['Content-Type'] = 'application/json';
@@ -242,14 +289,12 @@ export class Transport {
 
   /** @internal `attemptOnce` under the limits and the retry policy (the legacy client's calls too). */
   async withRetries(
-    method: string,
-    path: string,
-    windows: WindowName[],
-    mutating: boolean,
+    target: RequestTarget,
     attemptOnce: () => Promise<RawAnswer | 'again'>,
     signal?: AbortSignal,
     stopBeforeSending?: AbortSignal,
   ): Promise<unknown> {
+    const { method, path, windows, mutating } = target;
     const policy = this.options.retry;
     const waits = signal && stopBeforeSending ? AbortSignal.any([signal, stopBeforeSending]) : signal ?? stopBeforeSending;
     let failures = 0;
@@ -266,6 +311,7 @@ export class Transport {
         const error = unsent ? thrown.original : thrown;
         const code = errorCode(error);
         const details: ErrorDetails = { method, path, cause: error };
+        if (code === PLAIN_HTTP_PEER) throw plainHttpPeer(target.url, this.options.baseUrl, details);
         if (mutating && !unsent && !NOT_SENT.has(code)) throw new UpdateOutcomeUnknownError(details);
         failures += 1;
         if (failures >= policy.maxAttempts) {
@@ -309,16 +355,30 @@ export class Transport {
         await this.wait({ reason: 'retry', waitMs, message: `${method} ${path}: ${raw.status}; retrying in ${waitMs} ms` }, waits);
         continue;
       }
+      if (REDIRECTS.has(raw.status)) throw redirectError(target, this.options.baseUrl, raw.headers.location, details);
+      if (raw.status === 404 && (target.fixedPath || !isServiceError(raw.body))) {
+        const why = target.fixedPath
+          ? `${method} ${pathOf(target.url)} answered 404, and the API always has that path`
+          : `${method} ${pathOf(target.url)} answered 404 without the service's JSON error, so something other than the API answered`;
+        throw new WrongBaseUrlError(this.options.baseUrl, why, { ...details, status: 404 });
+      }
       throw apiErrorFor(raw.status, details);
     }
   }
 
-  /** The attempt, its slot stamped again once it is answered or given up (the service counted it by then). */
+  /**
+   * The attempt, its slot stamped again once it is answered or given up (the service counted it by
+   * then), or given back when the attempt provably never reached the service.
+   */
   private async settling<T>(slot: Slot | undefined, attempt: () => Promise<T>): Promise<T> {
+    let reached = true;
     try {
       return await attempt();
+    } catch (error) {
+      reached = !provedUnsent(error);
+      throw error;
     } finally {
-      if (slot) await this.limiter!.settle(slot);
+      if (slot) await (reached ? this.limiter!.settle(slot) : this.limiter!.release(slot));
     }
   }
 }
@@ -352,6 +412,38 @@ async function* drained(body: AsyncIterable<Uint8Array>, state: BodyState): Asyn
   } finally {
     if (!state.done && state.failed === undefined) await chunks.return?.();
   }
+}
+
+/** The service's error answer: JSON with an `errors` array (wire-format.md, Common; the legacy one adds `status`). */
+function isServiceError(body: unknown): boolean {
+  return !!body && typeof body === 'object' && Array.isArray((body as { errors?: unknown }).errors);
+}
+
+const pathOf = (url: string): string => new URL(url).pathname;
+
+/** https:// to a server that speaks plain HTTP: OpenSSL reads its answer as a wrong TLS version. */
+function plainHttpPeer(url: string, baseUrl: string, details: ErrorDetails): NetworkError {
+  const { host } = new URL(url);
+  const http = baseUrl.replace(/^https:/, 'http:');
+  return new NetworkError(`https:// to a server that speaks http? ${host} answered the TLS handshake in plain HTTP; if that server is the service, its base URL is ${http}`, details);
+}
+
+/** A 3xx, with the base URL it would mean when it points at the same API path elsewhere. */
+function redirectError(target: RequestTarget, baseUrl: string, header: string | string[] | undefined, details: ErrorDetails): RedirectError {
+  const value = Array.isArray(header) ? header[0] : header;
+  let location: string | undefined;
+  let suggested: string | undefined;
+  try {
+    if (value) location = new URL(value, target.url).href;
+  } catch {
+    location = value;
+  }
+  if (location && target.url.startsWith(baseUrl)) {
+    const rest = target.url.slice(baseUrl.length);
+    const bare = location.split('?')[0]!.replace(/\/+$/, '');
+    if (rest && bare.endsWith(rest)) suggested = bare.slice(0, bare.length - rest.length);
+  }
+  return new RedirectError(location, suggested, details);
 }
 
 function extractErrors(body: unknown): string[] {

@@ -29,6 +29,8 @@ export interface ConnectOptions {
   log?: (line: string) => void;
   /** The client's request lines and warnings. */
   logger?: Logger;
+  /** Keep the access token between runs (see {@link ClientSettings.tokenCache}). Default false. */
+  tokenCache?: boolean;
 }
 
 /** A connection problem a person fixes in the file or the environment. */
@@ -97,8 +99,18 @@ export interface ClientSettings {
   dryRun?: boolean;
   logger?: Logger;
   onWait?: (event: WaitEvent) => void;
+  /**
+   * Keep the access token between runs (the client's `tokenCache`), unless WDS_TOKEN_CACHE is
+   * `off` or the run uses the embedded emulator, which is a new company each time. Default false.
+   */
+  tokenCache?: boolean;
   /** The error to throw for a WDS_CLIENT_LIMITS that does not read. */
   fail: (message: string) => Error;
+}
+
+/** Whether a run keeps its token between runs: asked for, not switched off, not the embedded emulator. */
+export function keepsToken(asked: boolean | undefined, embedded: boolean, env: NodeJS.ProcessEnv = process.env): boolean {
+  return !!asked && !embedded && env.WDS_TOKEN_CACHE?.trim().toLowerCase() !== 'off';
 }
 
 /** The client of an endpoint, with WDS_CLIENT_LIMITS applied; closing it closes the embedded emulator too. */
@@ -121,6 +133,7 @@ export async function clientFor(endpoint: Endpoint, settings: ClientSettings): P
     ...(limits !== undefined ? { limits } : {}),
     // The embedded emulator is a fresh company each run: its windows are not shared with others.
     ...(embedded ? { stateFile: false as const } : {}),
+    tokenCache: keepsToken(settings.tokenCache, !!embedded, settings.env),
     ...(settings.logger ? { logger: settings.logger } : {}),
     ...(settings.onWait ? { onWait: settings.onWait } : {}),
   });
@@ -146,5 +159,6 @@ export async function connectPipeline(pipeline: LoadedPipeline, options: Connect
   }, env);
   return clientFor(endpoint, {
     env, dryRun: options.dryRun, logger: options.logger, onWait: (event) => options.log?.(event.message), fail: (message) => new PipelineConnectionError(message),
+    tokenCache: options.tokenCache,
   });
 }

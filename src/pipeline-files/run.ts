@@ -60,6 +60,8 @@ export interface RunPipelineOptions {
    * first problems only, for a caller that writes no per-file report. Imports keep them always.
    */
   keepItems?: boolean;
+  /** Keep the access token between runs (the client's `tokenCache`). Default false. */
+  tokenCache?: boolean;
 }
 
 /** A run's summary, with the per-file report and lines for a person when there is one. */
@@ -204,7 +206,9 @@ async function executeWith(
   const dryRun = options.dryRun || steps.submit.dry_run;
   // The client and the stages load here, after the lock and while a snapshot starts.
   const { connectPipeline } = await import('./connection.js');
-  const connection = await connectPipeline(pipeline, { env: options.env, embedded: options.embedded, seed: options.seed, dryRun, log, logger: options.logger });
+  const connection = await connectPipeline(pipeline, {
+    env: options.env, embedded: options.embedded, seed: options.seed, dryRun, log, logger: options.logger, tokenCache: options.tokenCache,
+  });
   try {
     const { client } = connection;
     if ('service' in from) {

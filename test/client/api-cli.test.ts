@@ -27,10 +27,12 @@ interface Run {
 
 /**
  * Runs the CLI without blocking this process, which serves the emulator meanwhile. Each run gets
- * its own limiter state folder, so the CLI's 5-a-minute window never makes a test wait.
+ * its own limiter state folder, so the CLI's 5-a-minute window never makes a test wait, and its own
+ * state folder, so no run uses another's token.
  */
 function cli(args: string[], connection: string[] = ['--base-url', emu().url, '--consumer-key', KEY, '--consumer-secret', SECRET]): Promise<Run> {
-  const env: NodeJS.ProcessEnv = { ...process.env, XDG_CACHE_HOME: mkdtempSync(join(tmpdir(), 'wds-cli-')) };
+  // The token the CLI keeps between runs goes to XDG_STATE_HOME: a folder of the test's, not the user's.
+  const env: NodeJS.ProcessEnv = { ...process.env, XDG_CACHE_HOME: mkdtempSync(join(tmpdir(), 'wds-cli-')), XDG_STATE_HOME: mkdtempSync(join(tmpdir(), 'wds-cli-state-')) };
   for (const name of ['WDS_BASE_URL', 'WDS_CONSUMER_KEY', 'WDS_CONSUMER_SECRET']) delete env[name];
   return new Promise((done, fail) => {
     const child = spawn(process.execPath, [CLI_MAIN, 'api', ...args, ...connection], { cwd: ROOT, env });

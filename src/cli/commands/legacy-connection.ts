@@ -7,6 +7,7 @@ import { LegacyClient, type LegacyClientLimits, type LegacyVersion } from '../..
 import { parseLimitsSetting } from '../../client/limits-setting.js';
 import { UsageError, resolveEndpoint, say, type ConnectionArgs } from '../connection.js';
 import { clientLogger } from '../log.js';
+import { keepsToken } from '../../pipeline-files/connection.js';
 
 export interface LegacyConnection {
   client: LegacyClient;
@@ -27,6 +28,8 @@ export async function connectLegacy(args: ConnectionArgs, options: { version: Le
     ...limits,
     // The embedded emulator is a fresh company each run: its windows are not shared with others.
     ...(embedded ? { stateFile: false as const } : {}),
+    // 5 tokens an hour: runs back to back share one rather than each taking its own.
+    tokenCache: keepsToken(true, !!embedded),
     onWait: (event) => say(args, event.message),
   });
   return {

@@ -70,6 +70,7 @@ export const runCommand: CommandModule<object, RunArgs> = {
         waitLockMs: argv['wait-lock'] ? parseDuration(argv['wait-lock']) ?? 0 : 0,
         logger: clientLogger,
         keepItems: Boolean(argv.report),
+        tokenCache: true,
       });
       // A dry run changed nothing: no one is told about it.
       if (!argv['dry-run']) await notifyRun(pipeline, summary, log);

@@ -8,7 +8,7 @@ import type { Dispatcher } from 'undici';
 import { defaultStateFile } from '../state-file.js';
 import type { Logger, WdsClientRetry, WindowOption } from '../options.js';
 import {
-  credentialFields, connectionFields, limitsSchema, loggerSchema, onWaitSchema, parseOptions, retrySchema, stateFileSchema, timingFields, windowSchema,
+  credentialFields, connectionFields, limitsSchema, loggerSchema, onWaitSchema, parseOptions, retrySchema, stateFileSchema, timingFields, tokenCacheSchema, windowSchema,
 } from '../option-schema.js';
 import { LEGACY_VERSIONS, type LegacyVersion } from './operations.js';
 
@@ -94,6 +94,15 @@ export interface LegacyClientOptions {
    * XDG_CACHE_HOME is not set): apart from `WdsClient`'s, because the two interfaces count apart.
    */
   stateFile?: string | false;
+  /**
+   * Keep the access token between runs, so that a run shortly after another uses its token rather
+   * than taking one of the 5 an hour: `true` for the default file,
+   * `$XDG_STATE_HOME/wds-files/tokens/legacy-<version>-<hash of the base URL and the consumer key>.json`
+   * (`~/.local/state` when XDG_STATE_HOME is not set), or the file's path. The file is written
+   * with mode 0600 and holds the token in clear. A token issued for another consumer secret is not
+   * used. Default false: nothing on disk. The CLI turns it on (`WDS_TOKEN_CACHE=off` turns it off).
+   */
+  tokenCache?: boolean | string;
   /** When and how often a failed read is sent again (each field has its default, as `WdsClient`'s). */
   retry?: WdsClientRetry;
   /** Time allowed for one request's answer, in milliseconds. Default 120,000. */
@@ -123,6 +132,7 @@ const optionsSchema = z.strictObject({
     token: windowSchema.default({ limit: LEGACY_TOKENS_PER_HOUR, windowMs: 3_600_000 }),
   }),
   stateFile: stateFileSchema,
+  tokenCache: tokenCacheSchema,
   retry: retrySchema,
   ...timingFields,
   poll: z

@@ -6,9 +6,10 @@
  */
 import type { z } from 'zod';
 import { Limiter, limiterFor, type WaitEvent } from '../limiter.js';
-import { Transport } from '../transport.js';
+import { Transport, markNeverSent } from '../transport.js';
 import { TokenManager } from '../auth.js';
 import { WaitMeter } from '../wait-meter.js';
+import { tokenCacheOf } from '../token-cache.js';
 import { ResponseShapeError } from '../errors.js';
 import type { ResolvedOptions, WindowOption } from '../options.js';
 import { registerSecret } from '../../util/redact.js';
@@ -54,6 +55,7 @@ export class LegacyTransport {
       dryRun: o.dryRun,
       limits: false,
       stateFile: false,
+      tokenCache: false,
       retry: o.retry,
       timeoutMs: o.timeoutMs,
       tokenRenewBeforeMs: o.tokenRenewBeforeMs,
@@ -64,7 +66,8 @@ export class LegacyTransport {
       userAgent: o.userAgent,
     };
     this.inner = new Transport(inner, this.limiter, () => this.tokens, meter);
-    this.tokens = new TokenManager(o.consumerKey, o.consumerSecret, () => this.requestToken(), o.tokenRenewBeforeMs);
+    const cache = tokenCacheOf(o.tokenCache, `legacy-${o.version}`, o);
+    this.tokens = new TokenManager(o.consumerKey, o.consumerSecret, () => this.requestToken(), o.tokenRenewBeforeMs, cache);
   }
 
   /** Time held back by the limits, Retry-After, backoff (overlapping waits counted once), and request counts. */
@@ -94,7 +97,9 @@ export class LegacyTransport {
     // The secret travels in the body; the request line names the path only.
     const body = JSON.stringify({ consumer_key: this.options.consumerKey, consumer_secret: this.options.consumerSecret });
     const headers = { 'Content-Type': 'application/json', 'User-Agent': this.options.userAgent };
-    return this.inner.withRetries('POST', path, ['token'], false, () => this.inner.send('POST', this.url('get_token'), headers, body, this.signal()), this.signal());
+    const url = this.url('get_token');
+    const target = { method: 'POST', path, url, windows: ['token' as const], mutating: false, fixedPath: true };
+    return this.inner.withRetries(target, () => this.inner.send('POST', url, headers, body, this.signal()), this.signal());
   }
 
   /**
@@ -121,8 +126,14 @@ export class LegacyTransport {
     // The token first: issuing one between the window's stamp and the send would make the request
     // arrive later than the stamp says.
     let first: string | undefined = await this.tokens.get();
-    const body = await this.inner.withRetries('POST', shown, ['request'], kind === 'update', async () => {
-      const token = first ?? (await this.tokens.get());
+    const target = { method: 'POST', path: shown, url: this.url(p), windows: ['request' as const], mutating: kind === 'update' };
+    const body = await this.inner.withRetries(target, async () => {
+      let token: string;
+      try {
+        token = first ?? (await this.tokens.get());
+      } catch (error) {
+        throw markNeverSent(error);
+      }
       first = undefined;
       const headers = { 'X-SERVICE-TOKEN': token, 'Content-Type': 'application/json', 'User-Agent': this.options.userAgent };
       const raw = await this.inner.send('POST', this.url(p, query), headers, text, signal);
