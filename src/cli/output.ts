@@ -19,7 +19,7 @@ export interface OutputArgs {
  * Writes the report under a temporary name, then renames it: a disk that fills while it is
  * written leaves the earlier report whole. Answers why it could not be written, or null.
  */
-async function writeReport(path: string, data: Parameters<typeof writeFile>[1]): Promise<string | null> {
+export async function writeReport(path: string, data: Parameters<typeof writeFile>[1]): Promise<string | null> {
   // A device or a pipe (/dev/stdout) is written as it is.
   const special = await stat(path).then((info) => !info.isFile(), () => false);
   const temp = special ? path : join(dirname(path), `.${basename(path)}.${process.pid}.tmp`);

@@ -1,8 +1,9 @@
 /**
- * `wds-files api <METHOD> <PATH> [--data JSON] [--dry-run] [--wait] [--show-secrets]`: one raw call
- * with auth, limits and retries, printing the JSON answer (like `gh api`). `--wait` follows a
- * returned task to its end and prints the final task. Secrets in the answer (a webhook's
+ * `wds-files api <METHOD> <PATH> [--data JSON] [--dry-run] [--wait] [--show-secrets] [--report FILE]`:
+ * one raw call with auth, limits and retries, printing the JSON answer (like `gh api`). `--wait`
+ * follows a returned task to its end and prints the final task. Secrets in the answer (a webhook's
  * `secret_token`, a `password`) are masked unless `--show-secrets` (DESIGN.md section 8).
+ * `--report` writes what was asked and how it ended, as every command's does (DESIGN.md section 3).
  */
 import type { Argv, CommandModule } from 'yargs';
 import { connect, withConnection, UsageError, type ConnectionArgs } from '../connection.js';
@@ -17,6 +18,7 @@ interface ApiArgs extends ConnectionArgs {
   wait: boolean;
   'dry-run': boolean;
   'show-secrets': boolean;
+  report?: string;
 }
 
 export const apiCommand: CommandModule<object, ApiArgs> = {
@@ -25,18 +27,22 @@ export const apiCommand: CommandModule<object, ApiArgs> = {
   builder: (yargs: Argv) =>
     withConnection(yargs)
       .positional('method', { type: 'string', demandOption: true, describe: 'GET, POST, PUT, PATCH or DELETE' })
-      .positional('path', { type: 'string', demandOption: true, describe: 'Path under /api/v2.0, e.g. /members or /tasks/12' })
+      .positional('path', { type: 'string', demandOption: true, describe: 'Path under /api/v2.0, e.g. /members, /sheets/2 or /tasks/12' })
       .option('data', { type: 'string', describe: 'JSON request body' })
       .option('dry-run', { type: 'boolean', default: false, describe: 'Send Dry-Run: 1 (validate, change nothing)' })
       .option('wait', { type: 'boolean', default: false, describe: 'Follow a returned task_id to its final status' })
-      .option('show-secrets', { type: 'boolean', default: false, describe: 'Print secret_token and password values of the answer in clear (masked by default)' }) as unknown as Argv<ApiArgs>,
+      .option('show-secrets', { type: 'boolean', default: false, describe: 'Print secret_token and password values of the answer in clear (masked by default)' })
+      .option('report', { type: 'string', describe: 'Write the request made and how it ended (JSON) to FILE' }) as unknown as Argv<ApiArgs>,
   handler: async (argv) => {
     const [rawPath, rawQuery = ''] = argv.path.split('?', 2) as [string, string?];
     const path = rawPath.startsWith(API_PREFIX) ? rawPath.slice(API_PREFIX.length) : rawPath;
     const method = argv.method.toUpperCase();
-    const match = findOperation(method, path.startsWith('/') ? path : `/${path}`);
-    if (match.kind === 'none') throw new UsageError(`${path} is not a path of API v2; paths look like /members, /members/face_image or /sheets/2/members`);
+    const slashed = path.startsWith('/') ? path : `/${path}`;
+    const match = findOperation(method, slashed);
+    if (match.kind === 'none') throw new UsageError(`${path} is not a path of API v2; paths look like /members, /members/face_image, /sheets/2 or /tasks/12`);
     if (match.kind === 'method') throw new UsageError(`${method} is not allowed on ${path}; it takes ${match.allow.join(', ')}`);
+    // As `legacy api` refuses /get_token: the tool issues tokens itself and never prints one.
+    if (match.op.kind === 'token') throw new UsageError('/token is called for you on every command (its token is never printed); name the operation you want');
     let body: unknown;
     if (argv.data !== undefined) {
       try {
@@ -48,29 +54,75 @@ export const apiCommand: CommandModule<object, ApiArgs> = {
     // A secret the user sends (a webhook's secret_token) is masked in every line printed from here on.
     registerSecretsIn(body);
     if (argv['dry-run'] && !match.op.dryRun) throw new UsageError(`${match.op.id} has no dry-run mode`);
-    const connection = await connect(argv);
+    const { Preflight } = await import('../preflight.js');
+    const preflight = new Preflight(argv);
+    await preflight.report(argv.report);
+    const query = Object.fromEntries(new URLSearchParams(rawQuery));
+    const record: ApiRecord = {
+      command: 'api',
+      started_at: new Date().toISOString(),
+      request: { method, path: slashed, operation: match.op.id, query, dry_run: argv['dry-run'], body_bytes: argv.data === undefined ? 0 : Buffer.byteLength(argv.data) },
+      outcome: 'failed',
+    };
+    const started = Date.now();
+    let connection: Awaited<ReturnType<typeof connect>> | undefined;
     // What the service answers is printed masked unless asked; secrets it names are masked in log lines too.
     const print = (value: unknown): void => {
       registerSecretsIn(value);
       console.log(value === undefined || value === '' ? '' : JSON.stringify(argv['show-secrets'] ? value : redactValue(value), null, 2));
     };
     try {
-      const answer = await connection.client.call(match.op.id as never, {
-        params: match.params,
-        query: Object.fromEntries(new URLSearchParams(rawQuery)),
-        body,
-        dryRun: argv['dry-run'],
-      });
+      connection = await connect(argv);
+      const answer = await connection.client.call(match.op.id as never, { params: match.params, query, body, dryRun: argv['dry-run'] });
+      record.outcome = 'ok';
       const taskId = (answer as { task_id?: unknown } | undefined)?.task_id;
+      if (typeof taskId === 'number') record.task_id = taskId;
       if (argv.wait && typeof taskId === 'number') {
         const task = await connection.client.tasks.wait(taskId);
+        record.task = task;
         print(task);
-        if (task.status !== 'OK') process.exitCode = EXIT.partial;
+        if (task.status !== 'OK') {
+          record.outcome = 'failed';
+          process.exitCode = EXIT.partial;
+        }
         return;
       }
       print(answer);
+    } catch (error) {
+      const e = error as { code?: string; status?: number; message?: string };
+      record.outcome = e.code === 'UPDATE_OUTCOME_UNKNOWN' ? 'unknown' : 'failed';
+      record.error = { code: e.code ?? 'ERROR', ...(e.status ? { status: e.status } : {}), message: String(e.message ?? error) };
+      throw error;
     } finally {
-      await connection.close();
+      await connection?.close();
+      if (argv.report) await finishReport(argv.report, record, started, connection);
+      await preflight.end();
     }
   },
 };
+
+/** What `api --report` writes: the request (its body's size, not its content) and how it ended. */
+interface ApiRecord {
+  command: 'api';
+  started_at: string;
+  duration_ms?: number;
+  request: { method: string; path: string; operation: string; query: Record<string, string>; dry_run: boolean; body_bytes: number };
+  /** `ok`: answered 2xx; `failed`: refused, not reached, or its task did not end OK; `unknown`: an update whose answer was lost. */
+  outcome: 'ok' | 'failed' | 'unknown';
+  task_id?: number;
+  task?: unknown;
+  error?: { code: string; status?: number; message: string };
+  requests?: { sent: number; retries: number; rate_limited: number; waited_ms: number };
+}
+
+async function finishReport(path: string, record: ApiRecord, started: number, connection: { client: { transport: { counters: { requests: number; retries: number; rateLimited: number; waitedMs: number } } } } | undefined): Promise<void> {
+  record.duration_ms = Date.now() - started;
+  const c = connection?.client.transport.counters;
+  if (c) record.requests = { sent: c.requests, retries: c.retries, rate_limited: c.rateLimited, waited_ms: c.waitedMs };
+  const { writeReport } = await import('../output.js');
+  const problem = await writeReport(path, `${JSON.stringify(redactValue(record), null, 2)}\n`);
+  if (problem) {
+    process.stderr.write(`wds-files: --report ${path} could not be written (${problem})\n`);
+    process.exitCode = EXIT.fatal;
+  }
+}
