@@ -35,11 +35,17 @@ const SECRET_FIELD_KEY = /^(?:secret_token|password|access_token|consumer_secret
 
 export const REDACTED = '[REDACTED]';
 
+/** What stands for a URL's user name and password, and for each query value, in a URL shown to the user. */
+export const URL_MASK = '***';
+
+/** `scheme://user:password@` anywhere in a text: the user part is masked whole (it may be a token alone). */
+const URL_USERINFO = /\b([a-z][a-z0-9+.-]*:\/\/)[^\s/?#"'<>]+@/gi;
+
 export function redact(text: string): string {
   // Fields and headers first: a registered secret that is also a word of a field's name (a
   // consumer secret "secret", say) would otherwise be masked inside "secret_token", and the
   // field, no longer found, would show its value.
-  let out = text;
+  let out = text.replace(URL_USERINFO, `$1${URL_MASK}@`);
   for (const pattern of HEADER_PATTERNS) out = out.replace(pattern, `$1${REDACTED}`);
   out = out.replace(SECRET_FIELD, (_, key: string, value: string) => {
     const quote = value.startsWith('\\"') ? '\\"' : value[0] === '"' || value[0] === "'" ? value[0] : '';
@@ -49,6 +55,31 @@ export function redact(text: string): string {
     if (out.includes(secret)) out = out.split(secret).join(REDACTED);
   }
   return out;
+}
+
+/**
+ * A URL as it may be printed: its user name and password masked, and every query value, since
+ * `?token=...` or `?sig=...` is how many services put a secret in an address. With `path: 'hide'`
+ * only the scheme, masked user part and host are shown: a webhook's path is often itself the
+ * secret (`/hooks/T0123/B0456/XXXX`), and no rule tells such a path from a harmless one. A text
+ * that is not a URL is masked the same way by pattern, so a typo never shows what it carried.
+ */
+export function redactUrl(url: string, options: { path?: 'keep' | 'hide' } = {}): string {
+  // `u:secret@host` parses as a URL of scheme `u:` with no host: only a URL with a host is taken apart.
+  const parsed = URL.canParse(url) ? new URL(url) : null;
+  if (!parsed?.host) {
+    // Not a URL: everything up to the last `@` may be a user name and password, typed with a `/` or `#`.
+    const masked = url.replace(/^((?:[a-z][a-z0-9+.-]*:)?\/\/)?[^]*@/i, (_, scheme: string | undefined) => `${scheme ?? ''}${URL_MASK}@`);
+    const cut = /^((?:[a-z][a-z0-9+.-]*:\/\/)?[^/?#]*)([/?#][^]*)?$/i.exec(masked)!;
+    if (!cut[2]) return redact(masked);
+    if (options.path === 'hide') return redact(cut[1]!);
+    return redact(`${cut[1]}${cut[2].replace(/#[^]*$/, '').replace(/([?&][^=&]*=)[^&]*/g, `$1${URL_MASK}`)}`);
+  }
+  const userinfo = parsed.username || parsed.password ? `${URL_MASK}@` : '';
+  const root = `${parsed.protocol}//${userinfo}${parsed.host}`;
+  if (options.path === 'hide') return redact(root);
+  const query = [...parsed.searchParams.keys()].map((key) => `${encodeURIComponent(key)}=${URL_MASK}`).join('&');
+  return redact(`${root}${parsed.pathname}${query ? `?${query}` : ''}`);
 }
 
 /** Keys whose string values are secrets wherever they appear. */
