@@ -7,6 +7,7 @@ import { z } from 'zod';
 import type { Dispatcher } from 'undici';
 import { OptionsError } from './errors.js';
 import { DEFAULT_RETRY } from './retry.js';
+import { redactUrl } from '../util/redact.js';
 
 /** Where the client writes what it does; each line is already free of secrets. */
 export interface Logger {
@@ -33,9 +34,24 @@ export function limitsSchema<W extends Record<string, z.ZodDefault<typeof window
   return schema.prefault({} as z.input<typeof schema>);
 }
 
+/**
+ * What is wrong with a service address, in words that fit after its name, or null. A user name
+ * or password in it is refused: the service signs in with the consumer key and secret only, and
+ * an address that carries a password gets printed and logged where a secret must not be.
+ */
+export function baseUrlProblem(url: string): string | null {
+  const parsed = URL.canParse(url) ? new URL(url) : null;
+  if (!parsed?.host || !/^https?:$/.test(parsed.protocol)) return 'must be an http(s) URL such as https://example.com';
+  if (parsed.username || parsed.password) return 'must not carry a user name or password (the service signs in with the consumer key and secret only)';
+  return null;
+}
+
 /** The service's address and the company's credentials. */
 export const credentialFields = {
-  baseUrl: z.url({ protocol: /^https?$/, error: 'baseUrl must be an http(s) URL such as https://example.com' }),
+  baseUrl: z.string().check((ctx) => {
+    const problem = baseUrlProblem(ctx.value);
+    if (problem) ctx.issues.push({ code: 'custom', message: `baseUrl ${problem}`, input: ctx.value });
+  }),
   consumerKey: z.string().min(1, 'consumerKey must not be empty'),
   consumerSecret: z.string().min(1, 'consumerSecret must not be empty'),
 };
@@ -83,6 +99,6 @@ export function parseOptions<S extends z.ZodType>(schema: S, options: unknown, c
   const issue = result.error.issues[0]!;
   const name = issue.path.join('.') || 'options';
   const given = issue.path.reduce<unknown>((v, k) => (v && typeof v === 'object' ? (v as Record<PropertyKey, unknown>)[k] : undefined), options);
-  const shown = /secret/i.test(name) ? '(hidden)' : JSON.stringify(given) ?? String(given);
+  const shown = /secret/i.test(name) ? '(hidden)' : name === 'baseUrl' && typeof given === 'string' ? JSON.stringify(redactUrl(given)) : JSON.stringify(given) ?? String(given);
   throw new OptionsError(`invalid ${client} option ${name}: ${issue.message} (got ${shown})`);
 }

@@ -10,7 +10,8 @@ import type { WaitEvent } from '../client/limiter.js';
 import { parseLimitsSetting } from '../client/limits-setting.js';
 import type { Logger } from '../client/options.js';
 import type { RunningEmulator } from '../emulator/index.js';
-import { registerSecret } from '../util/redact.js';
+import { baseUrlProblem } from '../client/option-schema.js';
+import { redactUrl, registerSecret } from '../util/redact.js';
 import type { LoadedPipeline } from './load.js';
 
 export interface PipelineConnection {
@@ -76,6 +77,9 @@ export async function endpointOf(settings: EndpointSettings, env: NodeJS.Process
   let consumerKey = settings.consumerKey ?? env.WDS_CONSUMER_KEY;
   let consumerSecret = settings.consumerSecret ?? env.WDS_CONSUMER_SECRET;
   registerSecret(consumerSecret);
+  // Checked here, where the setting has its name, so that a bad address is the caller's usage error.
+  const problem = baseUrl ? baseUrlProblem(baseUrl) : null;
+  if (problem) throw settings.fail(`${settings.baseUrl ? names.baseUrl : 'WDS_BASE_URL'} ${problem}, got "${redactUrl(baseUrl!)}"`);
   let embedded: RunningEmulator | undefined;
   if (!baseUrl) {
     // The emulator (and sharp, which it uses for trimming) is loaded only when it is needed.
@@ -89,7 +93,7 @@ export async function endpointOf(settings: EndpointSettings, env: NodeJS.Process
   const missing = [!consumerKey && `${names.consumerKey} (or WDS_CONSUMER_KEY)`, !consumerSecret && `${names.consumerSecret} (or WDS_CONSUMER_SECRET)`].filter(Boolean);
   if (missing.length) {
     await embedded?.close();
-    throw settings.fail(`connecting to ${baseUrl} needs ${missing.join(' and ')}`);
+    throw settings.fail(`connecting to ${redactUrl(baseUrl)} needs ${missing.join(' and ')}`);
   }
   return { baseUrl, consumerKey: consumerKey!, consumerSecret: consumerSecret!, embedded };
 }
