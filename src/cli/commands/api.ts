@@ -10,6 +10,7 @@ import { connect, withConnection, UsageError, type ConnectionArgs } from '../con
 import { findOperation, API_PREFIX } from '../../spec/operations.js';
 import { EXIT } from '../exit-codes.js';
 import { redactValue, registerSecretsIn } from '../../util/redact.js';
+import { jsonProblem } from '../../util/json-problem.js';
 
 interface ApiArgs extends ConnectionArgs {
   method: string;
@@ -47,8 +48,9 @@ export const apiCommand: CommandModule<object, ApiArgs> = {
     if (argv.data !== undefined) {
       try {
         body = JSON.parse(argv.data);
-      } catch (error) {
-        throw new UsageError(`--data is not valid JSON: ${(error as Error).message}`);
+      } catch {
+        // JSON.parse's message quotes the text, which may hold a password: the place and the rule only.
+        throw new UsageError(`--data is not valid JSON: ${jsonProblem(argv.data) ?? 'it does not read as JSON'}`);
       }
     }
     // A secret the user sends (a webhook's secret_token) is masked in every line printed from here on.

@@ -8,6 +8,7 @@ import { UsageError, withConnection, type ConnectionArgs } from '../connection.j
 import { withTargetOptions, type TargetArgs } from '../target-options.js';
 import { formatOf } from '../../legacy/sheet-formats.js';
 import { LEGACY_VERSIONS, LATEST_LEGACY_VERSION, findLegacyOperation, isLegacyVersion, versionAtLeast, type LegacyOperation, type LegacyVersion } from '../../legacy/v1-operations.js';
+import { jsonKind, jsonProblem } from '../../util/json-problem.js';
 
 export interface LegacyArgs extends ConnectionArgs {
   version?: string;
@@ -69,10 +70,11 @@ export function checkApiCall(argv: Pick<LegacyApiArgs, 'path' | 'version' | 'dry
   if (argv.data !== undefined) {
     try {
       body = JSON.parse(argv.data);
-    } catch (error) {
-      throw new UsageError(`--data is not valid JSON: ${(error as Error).message}`);
+    } catch {
+      // JSON.parse's message quotes the text, which may hold a password: the place and the rule only.
+      throw new UsageError(`--data is not valid JSON: ${jsonProblem(argv.data) ?? 'it does not read as JSON'}`);
     }
-    if (!body || typeof body !== 'object' || Array.isArray(body)) throw new UsageError(`--data must be a JSON object, such as '{"users": [...]}', got ${argv.data.slice(0, 40)}`);
+    if (!body || typeof body !== 'object' || Array.isArray(body)) throw new UsageError(`--data must be a JSON object, such as '{"users": [...]}', got ${jsonKind(body)}`);
   }
   return { op, path, version, body };
 }
