@@ -23,6 +23,7 @@ import { attachmentsImportCommand } from './commands/attachment-import.js';
 import { UsageError } from './connection.js';
 import { configureLog, sayError } from './log.js';
 import { unknownWordMessage } from './did-you-mean.js';
+import { registerCommandLineSecrets, secretValueMissing } from './secret-args.js';
 import { withHelpText } from './help-text.js';
 import { isWdsError } from '../client/errors.js';
 import { EXIT } from './exit-codes.js';
@@ -47,6 +48,13 @@ quietWhenReaderLeaves(process.stdout);
 quietWhenReaderLeaves(process.stderr);
 
 export async function main(argv: string[]): Promise<void> {
+  // Before yargs reads the line: its usage errors quote what was typed, and every printed line is redacted.
+  registerCommandLineSecrets(argv);
+  const secretProblem = secretValueMissing(argv);
+  if (secretProblem) {
+    sayError(`wds-files: ${secretProblem}\nRun wds-files --help for usage.`);
+    process.exit(EXIT.usage);
+  }
   const cli = yargs(argv)
     .scriptName('wds-files')
     // yargs would read the package.json nearest the working directory: another project's, once installed.

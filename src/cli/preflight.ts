@@ -8,26 +8,17 @@ import { mkdir, open, stat, unlink } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { UsageError, say } from './connection.js';
 import { clashProblem, type Place } from './path-clash.js';
+import { shownCommandLine } from './secret-args.js';
 import { exitCodeOf, stopSignal, stoppedBy } from './stop-signal.js';
 import { removeEmptyDirs } from '../sinks/sink.js';
 import { formatDuration, parseDuration } from '../util/duration.js';
-import { REDACTED, redact } from '../util/redact.js';
 import { TargetLockedError, acquireTargetLock, lockFileOf, type TargetLock } from '../util/target-lock.js';
 
 export { withTargetOptions, type TargetArgs } from './target-options.js';
 
 /** The command line as the lock shows it to other runs: the consumer secret masked. */
 export function commandLine(argv: string[] = process.argv.slice(2)): string {
-  const shown: string[] = [];
-  for (let i = 0; i < argv.length; i += 1) {
-    const arg = argv[i]!;
-    if (/^--consumer[-_]?secret$/i.test(arg)) {
-      shown.push(arg, REDACTED);
-      i += 1;
-    } else if (/^--consumer[-_]?secret=/i.test(arg)) shown.push(`${arg.slice(0, arg.indexOf('='))}=${REDACTED}`);
-    else shown.push(/\s/.test(arg) ? JSON.stringify(arg) : arg);
-  }
-  return redact(['wds-files', ...shown].join(' '));
+  return shownCommandLine(argv);
 }
 
 const why = (error: unknown): string => {
