@@ -39,7 +39,7 @@ export const REDACTED = '[REDACTED]';
 export const URL_MASK = '***';
 
 /** `scheme://user:password@` anywhere in a text: the user part is masked whole (it may be a token alone). */
-const URL_USERINFO = /\b([a-z][a-z0-9+.-]*:\/\/)[^\s/?#"'<>]+@/gi;
+const URL_USERINFO = /\b([a-z][a-z0-9+.-]{0,31}:\/\/)[^\s/?#"'<>]+@/gi;
 
 export function redact(text: string): string {
   // Fields and headers first: a registered secret that is also a word of a field's name (a
