@@ -2,7 +2,7 @@
  * A zip as an import source (DESIGN.md section 5). yauzl is opened with `decodeStrings: false`, so
  * each entry is judged here and one bad entry is refused while the others are read:
  * - names: the Info-ZIP Unicode Path field, else UTF-8 (flagged, or valid bytes), else Shift_JIS
- *   (zips made on Japanese Windows), else refused; backslashes are separators;
+ *   holding Japanese (zips made on Japanese Windows), else refused; backslashes are separators;
  * - entries that escape the root (absolute, a drive letter, `..`), links, encrypted entries and
  *   compression methods other than stored and deflate are refused;
  * - zip bombs: an entry declaring more than `maxEntryBytes` (default 64 MB), or compressed more
@@ -72,8 +72,19 @@ export function decodeEntryName(entry: ZipEntry): { name: string } | { reason: s
   if (asUtf8 !== null) return { name: asUtf8 };
   if (entry.utf8) return { reason: 'the name is flagged UTF-8 but its bytes are not valid UTF-8' };
   const asShiftJis = tryDecode(shiftJis, entry.rawName);
-  if (asShiftJis !== null) return { name: asShiftJis };
-  return { reason: 'the name is neither UTF-8 nor Shift_JIS' };
+  if (asShiftJis !== null && looksJapanese(asShiftJis)) return { name: asShiftJis };
+  return { reason: NOT_UTF8_NOR_SJIS };
+}
+
+export const NOT_UTF8_NOR_SJIS = 'the name is neither UTF-8 nor Shift_JIS (a zip made on Windows in another language keeps names in its own code page; zip it again with UTF-8 names, as 7-Zip does)';
+
+/**
+ * Whether a Shift_JIS reading holds Japanese: kana, kanji or full-width letters and digits. Most
+ * bytes of other Windows code pages read as Shift_JIS too (CP437's `Müller` as `M〕ler`, `Señor`
+ * as `Se､or`), but as punctuation rather than words; such a name is refused, not renamed.
+ */
+function looksJapanese(name: string): boolean {
+  return /[\u3041-\u30ff\u3400-\u9fff\uf900-\ufaff\uff10-\uff19\uff21-\uff3a\uff41-\uff5a\uff66-\uff9f]/u.test(name);
 }
 
 /** Why an entry's declared sizes make it a likely zip bomb, or null. */

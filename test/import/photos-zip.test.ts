@@ -12,6 +12,7 @@ import { useEmulator } from '../helpers/emulator.js';
 import { clientFor } from '../helpers/client.js';
 import { tempDir } from '../helpers/export.js';
 import { SHAIN_SHASHIN, SHAIN_SHASHIN_SJIS, archiverZip, buildZip, deflated, deflatedZeros, stored } from '../sources/helpers.js';
+import { NOT_UTF8_NOR_SJIS } from '../../src/sources/zip.js';
 import type { WdsClient } from '../../src/index.js';
 import type { PhotoImportResult } from '../../src/pipelines/photo-import.js';
 import { importPhotos, itemFor, photoHashes, plain, sha256, startCapturingProxy, type CapturingProxy } from './photo-helpers.js';
@@ -104,7 +105,7 @@ describe('a zip with entries archiver cannot write', () => {
     ['quirks.zip:../A0004.jpg', 'the path goes up with `..`; entries must stay inside the zip'],
     ['quirks.zip:/tmp/A0005.jpg', 'the path is absolute; entries must stay inside the zip'],
     ['quirks.zip:A0007.jpg', /compressed \d+:1 .* a likely zip bomb; not inflated/],
-    ['A0009.jpg', 'the name is neither UTF-8 nor Shift_JIS'],
+    ['A0009.jpg', NOT_UTF8_NOR_SJIS],
   ])('%s is refused with its reason', (where, reason) => {
     const item = itemFor(result, where);
     expect(item.outcome).toBe('invalid');

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { crc32, deflateRawSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import sharp from 'sharp';
-import { ZipSource } from '../../src/sources/zip.js';
+import { NOT_UTF8_NOR_SJIS, ZipSource } from '../../src/sources/zip.js';
 import { tempDir } from '../helpers/export.js';
 import { SHAIN_SHASHIN, SHAIN_SHASHIN_SJIS, archiverZip, buildZip, byPath, collect, deflated, deflatedZeros, stored } from './helpers.js';
 
@@ -183,8 +183,19 @@ describe('ZipSource: names', () => {
     const got = await readZip(path);
     expect(got.files.map((f) => f.relPath)).toEqual(['A0001.jpg']);
     expect(got.refused).toHaveLength(1);
-    expect(got.refused[0]!.reason).toBe('the name is neither UTF-8 nor Shift_JIS');
+    expect(got.refused[0]!.reason).toBe(NOT_UTF8_NOR_SJIS);
     expect(got.refused[0]!.relPath).toBe('A\ufffd\ufffd.jpg');
+  });
+
+  it('refuses a name of another code page that happens to read as Shift_JIS punctuation, rather than renaming the file', async () => {
+    // CP437 (a zip made by an older Windows in a Western language): Müller.pdf and Señor.pdf.
+    const muller = Buffer.from([0x4d, 0x81, 0x6c, 0x6c, 0x65, 0x72, 0x2e, 0x70, 0x64, 0x66]);
+    const senor = Buffer.from([0x53, 0x65, 0xa4, 0x6f, 0x72, 0x2e, 0x70, 0x64, 0x66]);
+    // Half-width katakana, as an old Japanese system writes them: read.
+    const katakana = Buffer.from([0xb6, 0xc0, 0xb6, 0xc5, 0x2e, 0x70, 0x64, 0x66]);
+    const got = await readZip(zipFileOf(buildZip([stored(muller, 'm'), stored(senor, 's'), stored(katakana, 'k')])));
+    expect(got.files.map((f) => f.relPath)).toEqual(['ｶﾀｶﾅ.pdf']);
+    expect(got.refused.map((r) => r.reason)).toEqual([NOT_UTF8_NOR_SJIS, NOT_UTF8_NOR_SJIS]);
   });
 
   it('takes the Info-ZIP Unicode Path field when its CRC matches the name, and ignores it when not', async () => {
