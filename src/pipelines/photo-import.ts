@@ -300,7 +300,8 @@ async function* sendable(verdicts: AsyncIterable<PhotoVerdict>, routing: PhotoRo
 
 function photoItem(outcome: BatchOutcome<CheckedPhoto>, route: PhotoRoute, dryRun: boolean): ItemReport {
   const { item } = outcome;
-  const base = { key: item.file.where, code: item.code, file_name: item.file.fileName, path: item.file.where, size: item.size, sha256: item.sha256 };
+  // Size and sha256 are the source file's, as every other item's: a converted photo's reason gives the JPEG's size.
+  const base = { key: item.file.where, code: item.code, file_name: item.file.fileName, path: item.file.where, size: item.file.size, sha256: item.sha256 };
   if (outcome.outcome !== 'ok') return { ...base, outcome: outcome.outcome, reason: outcome.reason };
   const what = route === 'register' ? 'registered' : 'updated (the earlier photo was replaced)';
   const done = dryRun ? `dry run: the service would accept it (${route})` : outcome.reason ? `${what}, ${outcome.reason}` : what;

@@ -136,6 +136,8 @@ describe('converted to JPEG', () => {
     const item = itemFor(result, name);
     expect(item.outcome, item.reason).toBe('converted');
     expect(item.reason).toContain(`converted ${type} to JPEG`);
+    // The item's size and sha256 are those of the user's file, not of the JPEG made from it.
+    expect([item.size, item.sha256]).toEqual([files[name]!.length, sha256(files[name]!)]);
     const sent = sentFor(code)!;
     const meta = await sharp(sent).metadata();
     expect(meta.format).toBe('jpeg');
