@@ -81,7 +81,7 @@ export class ZipReader {
   /** Every entry, one at a time. */
   async *entries(): AsyncGenerator<ZipEntry> {
     const zip = this.zip;
-    for (;;) {
+    for (let read = 0; ; read += 1) {
       const entry = await new Promise<Entry | null>((resolve, reject) => {
         const onEntry = (e: Entry): void => {
           cleanup();
@@ -93,7 +93,8 @@ export class ZipReader {
         };
         const onError = (err: Error): void => {
           cleanup();
-          reject(new Error(`${this.path}: ${err.message}`));
+          // The central directory lists every entry: past a damaged one, none can be trusted.
+          reject(new Error(`${this.path}: not a readable zip: its list of entries is damaged after ${read} of the ${zip.entryCount} it declares (${err.message})`));
         };
         const cleanup = (): void => {
           zip.off('entry', onEntry);

@@ -187,6 +187,15 @@ describe('ZipSource: names', () => {
     expect(got.refused[0]!.relPath).toBe('A\ufffd\ufffd.jpg');
   });
 
+  it('a damaged list of entries is a fatal error naming the zip and where the list breaks', async () => {
+    const zip = buildZip([stored('A0001.jpg', 'a'), stored('A0002.jpg', 'b')]);
+    // The second central directory header loses its signature.
+    const first = zip.indexOf(Buffer.from('PK\x01\x02', 'latin1'));
+    zip.writeUInt32LE(0, zip.indexOf(Buffer.from('PK\x01\x02', 'latin1'), first + 4));
+    const path = zipFileOf(zip);
+    await expect(readZip(path)).rejects.toThrow(`${path}: not a readable zip: its list of entries is damaged after 1 of the 2 it declares (invalid central directory file header signature: 0x0)`);
+  });
+
   it('refuses a name of another code page that happens to read as Shift_JIS punctuation, rather than renaming the file', async () => {
     // CP437 (a zip made by an older Windows in a Western language): Müller.pdf and Señor.pdf.
     const muller = Buffer.from([0x4d, 0x81, 0x6c, 0x6c, 0x65, 0x72, 0x2e, 0x70, 0x64, 0x66]);
