@@ -3,7 +3,8 @@
  * fate is settled leaves the folder, so the next run reads only what is new or still open.
  * - sent, or already held by the service (ok, converted, skipped): to `done/`;
  * - refused for good (invalid, conflict): to `refused/`, with `<name>.reason.txt` beside it;
- * - failed or unknown: left where it is, for the next run to try or settle.
+ * - failed or unknown: left where it is, for the next run to try or settle;
+ * - gone before it was read (deleted after the folder was listed): skipped by name, nothing to move.
  * A file is never moved over an existing one: the second `A0001.jpg` becomes `A0001 (2).jpg`.
  * Each move waits for a look at the drop folder's lock (`<folder>.lock`, beside it): once another
  * run has taken it over, the files are that run's to send and move, and this one moves no more.
@@ -14,6 +15,7 @@ import { copyFile, constants, link, mkdir, stat, unlink, writeFile } from 'node:
 import { basename, dirname, extname, join, relative, isAbsolute } from 'node:path';
 import type { ItemReport, RunReport } from '../stages/report.js';
 import type { ImportSource } from '../sources/source.js';
+import { GONE_REASON, isGone } from '../sources/file-rules.js';
 import { LockLostError, type TargetLock } from '../util/target-lock.js';
 
 export interface MoveCounts {
@@ -37,6 +39,8 @@ export async function moveSettled(
     seen.add(path);
     const rel = relative(folder, path);
     if (!rel || rel.startsWith('..') || isAbsolute(rel)) continue;
+    // Gone before it was read, so never sent: a file put back under its name since then is a new drop.
+    if (item.reason === GONE_REASON) continue;
     const to = DONE.has(item.outcome) ? move.done : REFUSED.has(item.outcome) ? move.refused : null;
     if (!to) {
       counts.left += 1;
@@ -110,8 +114,13 @@ export function settledOnly(source: ImportSource, seconds: number, log: (line: s
     async *entries(want) {
       for await (const entry of source.entries(want)) {
         if (entry.kind === 'file') {
-          const info = await stat(entry.file.where).catch(() => null);
-          if (info && Date.now() - info.mtimeMs < seconds * 1000) {
+          const info = await stat(entry.file.where).catch((error: NodeJS.ErrnoException) => error);
+          if (info instanceof Error) {
+            if (isGone(info)) yield { kind: 'refused', refused: { where: entry.file.where, relPath: entry.file.relPath, reason: GONE_REASON, gone: true } };
+            else yield entry;
+            continue;
+          }
+          if (Date.now() - info.mtimeMs < seconds * 1000) {
             log(`${entry.file.where}: changed less than ${seconds} s ago (it may still be being copied); left for the next run`);
             continue;
           }

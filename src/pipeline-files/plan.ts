@@ -129,7 +129,7 @@ async function planImport(pipeline: LoadedPipeline, client: WdsClient): Promise<
     // An export's files for the other kind of import, or another sheet or field, are not this run's.
     const want = to.service === 'photos' ? { kind: 'photo' as const } : { kind: 'attachment' as const, sheetId: to.sheet, fieldId: to.field };
     for await (const entry of source.entries(want)) {
-      if (entry.kind === 'refused') refused += 1;
+      if (entry.kind === 'refused') refused += entry.refused.gone ? 0 : 1;
       else sizes.push({ code: entry.file.code ?? codeFromName(entry.file.relPath), size: entry.file.size });
     }
   } finally {

@@ -13,6 +13,7 @@ import type { SnapshotBuild } from '../sinks/archive.js';
 import { TargetLockedError, acquireTargetLock, lockFileOf, type TargetLock } from '../util/target-lock.js';
 import { redact } from '../util/redact.js';
 import { isWdsError } from '../client/errors.js';
+import { GONE_REASON } from '../sources/file-rules.js';
 import type { LoadedPipeline } from './load.js';
 
 /** What a run did: what `run --json` prints, notifications carry and the scheduler counts. */
@@ -109,7 +110,8 @@ export async function runPipelineOnce(pipeline: LoadedPipeline, options: RunPipe
       await refuseTarget(pipeline);
       lock = await takeLock(pipeline, options, log);
     }
-    if (lock?.tookOver) log(`${pipeline.name}: took over the lock of an earlier run (${lock.tookOver})`);
+    // The run's log lines name no pipeline: the scheduler puts the name before each, `run` has one.
+    if (lock?.tookOver) log(`took over the lock ${lock.file} of an earlier run (${lock.tookOver})`);
     report = await execute(pipeline, options, log, lines, extra, lock ? openSnapshot(pipeline) : undefined, lock);
   } catch (caught) {
     error = redact(caught instanceof Error ? `${caught.message}${isWdsError(caught) ? ` [${caught.code}]` : ''}` : String(caught));
@@ -162,7 +164,7 @@ async function takeLock(pipeline: LoadedPipeline, options: RunPipelineOptions, l
       command: options.command ?? `wds-files run ${pipeline.file}`,
       waitMs: options.waitLockMs ?? 0,
       signal: options.signal,
-      onWait: (holder) => log(`${pipeline.name}: ${lockFile} is held by ${holder ? `pid ${holder.pid} on ${holder.host}` : 'another run'}; waiting for it`),
+      onWait: (holder) => log(`${lockFile} is held by ${holder ? `pid ${holder.pid} on ${holder.host}` : 'another run'}; waiting for it`),
     });
   } catch (lockError) {
     if (!(lockError instanceof TargetLockedError)) throw lockError;
@@ -281,6 +283,8 @@ async function executeWith(
     }
     // Stopped by the lock's loss, the run fails naming the other holder rather than passing for interrupted.
     if (lock?.signal.aborted) throw lock.signal.reason;
+    // A file gone since the listing is skipped, not a problem, so no summary line names it: the log does.
+    if (report.counts.skipped) for (const item of report.items) if (item.reason === GONE_REASON) log(`${item.path ?? item.file_name}: ${GONE_REASON}`);
     if ('folder' in from && from.move && !dryRun) {
       const moved = await moveSettled(report, from.folder, from.move, log, lock);
       extra.moved = moved;

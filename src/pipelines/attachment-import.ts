@@ -16,7 +16,7 @@
 import type { WdsClient } from '../client/client.js';
 import type { ImportSource, SourceFile } from '../sources/source.js';
 import { stageOptions } from '../stages/options.js';
-import { closingOnError, readNames, refuse, reportUnreached } from '../stages/read.js';
+import { closingOnError, readNames, refuse, reportGone, reportUnreached } from '../stages/read.js';
 import { AttachmentRouting, memberOfFile, type AttachmentImportMode, type AttachmentLane, type PlacedFile, type RoutedFile } from '../stages/attachment-route.js';
 import { checkAttachmentFile, type AttachmentVerdict } from '../stages/attachment-check.js';
 import { batchInLanes, fewestRequests, planGroupedBatches, type Batch } from '../stages/batch.js';
@@ -291,8 +291,9 @@ function checkOrder(routed: RoutedFile[]): RoutedFile[] {
 }
 
 /**
- * Between check and batch: a file the check refused is reported, one whose bytes make it a skip
- * is skipped, one the names already ruled out is a conflict; the rest go on to be batched.
+ * Between check and batch: a file the check refused is reported (one gone since the listing is
+ * skipped), one whose bytes make it a skip is skipped, one the names already ruled out is a
+ * conflict; the rest go on to be batched.
  */
 async function* sendable(
   verdicts: AsyncIterable<{ file: RoutedFile; verdict: AttachmentVerdict }>, routing: AttachmentRouting, report: RunReport, tracker: ImportTracker<string>, ended: () => void,
@@ -301,7 +302,8 @@ async function* sendable(
     const lane = file.lane ? laneKey(file.lane) : null;
     const planned = { bytes: plannedSize(file), body: bodyBytes(file, plannedSize(file)) };
     if (!verdict.ok) {
-      refuse(report, file.file, file.code, 'invalid', verdict.reason);
+      if (verdict.gone) reportGone(report, { where: file.file.where, fileName: file.file.fileName }, file.code);
+      else refuse(report, file.file, file.code, 'invalid', verdict.reason);
       tracker.checked(lane, planned, null);
       continue;
     }

@@ -21,7 +21,7 @@ import { join } from 'node:path';
 import type { WdsClient } from '../client/client.js';
 import type { ImportSource, SourceFile } from '../sources/source.js';
 import { stageOptions } from '../stages/options.js';
-import { closingOnError, readNames, refuse, reportUnreached } from '../stages/read.js';
+import { closingOnError, readNames, refuse, reportGone, reportUnreached } from '../stages/read.js';
 import { PhotoRouting, codeFromName, dedupePhotos, listPhotos, photoNamesAccepted, type PhotoImportMode, type PhotoRoute, type RoutedPhoto } from '../stages/photo-route.js';
 import { PhotoCheckStage, normalizePhoto, type CheckedPhoto, type PhotoVerdict } from '../stages/photo-check-stage.js';
 import { batchInLanes, type Batch } from '../stages/batch.js';
@@ -264,8 +264,9 @@ function sendOrder(routed: RoutedPhoto[], window: number): { items: RoutedPhoto[
 }
 
 /**
- * Between normalize and batch: a photo the check refused is reported, one whose bytes an earlier
- * run applied is skipped, one the mode refuses is a conflict; the rest go on to be batched.
+ * Between normalize and batch: a photo the check refused is reported (one gone since the listing
+ * is skipped), one whose bytes an earlier run applied is skipped, one the mode refuses is a
+ * conflict; the rest go on to be batched.
  */
 async function* sendable(verdicts: AsyncIterable<PhotoVerdict>, routing: PhotoRouting, report: RunReport, tracker: ImportTracker<PhotoRoute>): AsyncGenerator<CheckedPhoto> {
   for await (const verdict of verdicts) {
@@ -273,7 +274,8 @@ async function* sendable(verdicts: AsyncIterable<PhotoVerdict>, routing: PhotoRo
     const planned = { bytes: plannedBytes(photo), body: photoItemBytes(photo.code, plannedBytes(photo)) };
     const checked = normalizePhoto(verdict);
     if ('refused' in checked) {
-      refuse(report, photo.file, photo.code, 'invalid', checked.refused);
+      if (checked.gone) reportGone(report, { where: photo.file.where, fileName: photo.file.fileName }, photo.code);
+      else refuse(report, photo.file, photo.code, 'invalid', checked.refused);
       tracker.checked(photo.route, planned, null);
       continue;
     }

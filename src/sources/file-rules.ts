@@ -24,6 +24,21 @@ export function isSkippedPath(relPath: string): boolean {
   return relPath === MANIFEST_FILE || relPath.split('/').some(isSkippedSegment);
 }
 
+/**
+ * Why a file listed by its source is skipped when it is no longer there to read: deleted or
+ * moved away (a drop folder's user, or another program) between the listing and the read.
+ */
+export const GONE_REASON = 'gone before it was read (deleted or moved away after it was listed); nothing was sent';
+
+/** Whether a read failed because the file (or its folder) is no longer there, as the error or its cause says. */
+export function isGone(error: unknown): boolean {
+  let e = error as { code?: unknown; cause?: unknown } | undefined;
+  for (let depth = 0; e && depth < 4; depth += 1, e = e.cause as typeof e) {
+    if (e.code === 'ENOENT' || e.code === 'ENOTDIR') return true;
+  }
+  return false;
+}
+
 export function tooLargeMessage(where: string, size: number | string, maxBytes: number): string {
   return `${where}: ${size} bytes, over the limit of ${maxBytes} bytes`;
 }

@@ -10,7 +10,7 @@ import { lstat, open, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import type { ImportSource, SourceEntry, SourceFile } from './source.js';
-import { errorAbout, isSkippedPath, isSkippedSegment, readLimited } from './file-rules.js';
+import { GONE_REASON, errorAbout, isSkippedPath, isSkippedSegment, readLimited } from './file-rules.js';
 
 export const LINK_REFUSED = 'is a link; links are not followed';
 
@@ -77,8 +77,11 @@ export class FolderSource implements ImportSource {
       try {
         info = await lstat(path);
       } catch (error) {
-        // Removed while the walk went on: nothing to import, nothing to report.
-        if ((error as NodeJS.ErrnoException).code === 'ENOENT') continue;
+        // Removed after the folder was listed: nothing to import, but the user is told which file.
+        if ((error as NodeJS.ErrnoException).code === 'ENOENT') {
+          yield { kind: 'refused', refused: { where: path, relPath: shown, reason: GONE_REASON, gone: true, fileName: name.normalize('NFC') } };
+          continue;
+        }
         yield { kind: 'refused', refused: { where: path, relPath: shown, reason: `cannot be read (${(error as NodeJS.ErrnoException).code ?? String(error)})`, fileName: name.normalize('NFC') } };
         continue;
       }

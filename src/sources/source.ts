@@ -51,6 +51,11 @@ export interface RefusedFile {
   fileName?: string;
   /** The member the source gives the file (a CSV line's code). */
   code?: string;
+  /**
+   * True when there is no rule broken: the file was listed and then deleted or moved away before
+   * it was looked at. An import skips it by name rather than refusing it.
+   */
+  gone?: boolean;
 }
 
 /** What a source yields: a file to import, or one refused with its reason. */

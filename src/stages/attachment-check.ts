@@ -6,6 +6,7 @@
 import { createHash } from 'node:crypto';
 import type { SourceFile } from '../sources/source.js';
 import { MAX_FILE_BYTES } from '../spec/limits.js';
+import { GONE_REASON, isGone } from '../sources/file-rules.js';
 import { ATTACHMENT_EXTENSIONS, extensionOf, isAttachmentExtension } from '../spec/extensions.js';
 import { sniff } from './sniff.js';
 
@@ -52,7 +53,7 @@ export async function checkAttachment(fileName: string, data: Buffer): Promise<A
 }
 
 /** What the check stage makes of one file: its size and sha256, or why it cannot go. */
-export type AttachmentVerdict = { ok: true; size: number; sha256: string } | { ok: false; reason: string };
+export type AttachmentVerdict = { ok: true; size: number; sha256: string } | { ok: false; reason: string; gone?: boolean };
 
 /**
  * The check stage for one attachment: the name first (a program of 40 MB is refused for what it
@@ -65,6 +66,7 @@ export async function checkAttachmentFile(file: SourceFile): Promise<AttachmentV
   try {
     data = await file.read(MAX_FILE_BYTES + 1);
   } catch (error) {
+    if (isGone(error)) return { ok: false, reason: GONE_REASON, gone: true };
     const message = (error as Error).message;
     return { ok: false, reason: message.includes('limit') ? `over the 5 MB limit (${MAX_FILE_BYTES.toLocaleString('en-US')} bytes)` : message };
   }

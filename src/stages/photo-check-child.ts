@@ -7,6 +7,7 @@ import './photo-check-signals.js';
 import { createHash } from 'node:crypto';
 import { tuneMemory } from '../util/runtime.js';
 import { readDiskFile } from '../sources/folder.js';
+import { GONE_REASON, isGone } from '../sources/file-rules.js';
 import { checkPhoto } from './photo-check.js';
 import { MAX_PHOTO_SOURCE_BYTES, type CheckInput, type CheckReply, type CheckRequest, type CheckVerdict } from './photo-checker.js';
 
@@ -16,19 +17,19 @@ const send = (message: CheckReply | { ready: true }): void => {
   process.send?.(message);
 };
 
-/** The photo's bytes, read here with the folder source's rules when it is a file on disk. */
-async function bytesOf(input: CheckInput): Promise<Buffer | string> {
+/** The photo's bytes, read here with the folder source's rules when it is a file on disk; else why not. */
+async function bytesOf(input: CheckInput): Promise<Buffer | Extract<CheckVerdict, { ok: false }>> {
   if (input instanceof Uint8Array) return Buffer.from(input.buffer, input.byteOffset, input.byteLength);
   try {
     return await readDiskFile(input.path, input.size, MAX_PHOTO_SOURCE_BYTES);
   } catch (error) {
-    return (error as Error).message;
+    return isGone(error) ? { ok: false, reason: GONE_REASON, gone: true } : { ok: false, reason: (error as Error).message };
   }
 }
 
 async function check(message: CheckRequest): Promise<CheckVerdict> {
   const data = await bytesOf(message.input);
-  if (typeof data === 'string') return { ok: false, reason: data };
+  if (!Buffer.isBuffer(data)) return data;
   const result = await checkPhoto(data, { normalize: message.normalize, output: message.output });
   if (!result.ok) return result;
   const { data: _bytes, ...verdict } = result;

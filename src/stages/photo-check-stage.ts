@@ -8,6 +8,7 @@
 import { join } from 'node:path';
 import { MAX_PHOTO_SOURCE_BYTES, PhotoChecker, type CheckVerdict } from './photo-checker.js';
 import { mapInOrder } from './flow.js';
+import { GONE_REASON, isGone } from '../sources/file-rules.js';
 import type { RoutedPhoto } from './photo-route.js';
 
 /** A photo that passed its check, ready to batch. */
@@ -105,7 +106,7 @@ export class PhotoCheckStage {
         data = await file.read(MAX_PHOTO_SOURCE_BYTES, buffer);
       } catch (error) {
         this.#buffers.push(buffer);
-        return { photo, output, verdict: { ok: false, reason: (error as Error).message } };
+        return { photo, output, verdict: isGone(error) ? { ok: false, reason: GONE_REASON, gone: true } : { ok: false, reason: (error as Error).message } };
       }
       // The check is done with `data` when it settles: the buffer can take the next photo.
       return { photo, output, verdict: await this.#checker.check(data, checkOptions).finally(() => this.#buffers.push(buffer)) };
@@ -118,8 +119,8 @@ export class PhotoCheckStage {
 }
 
 /** The normalize stage: what is sent for each photo that passed, and the report's word on a conversion. */
-export function normalizePhoto({ photo, verdict, output }: PhotoVerdict): CheckedPhoto | { refused: string } {
-  if (!verdict.ok) return { refused: verdict.reason };
+export function normalizePhoto({ photo, verdict, output }: PhotoVerdict): CheckedPhoto | { refused: string; gone?: boolean } {
+  if (!verdict.ok) return { refused: verdict.reason, ...(verdict.gone ? { gone: true } : {}) };
   const checked: CheckedPhoto = { ...photo, size: verdict.size, sha256: verdict.sha256 };
   if (verdict.converted) {
     checked.converted = verdict.converted;

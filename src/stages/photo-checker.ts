@@ -26,7 +26,7 @@ export const MAX_PHOTO_SOURCE_BYTES = 64 * 1024 * 1024;
  * What the checker answers: the check, without the bytes (they stay on disk), and the sha256 of
  * the file as the source holds it (the import journal knows files by it).
  */
-export type CheckVerdict = (Omit<Extract<PhotoCheck, { ok: true }>, 'data'> & { sha256: string }) | Extract<PhotoCheck, { ok: false }>;
+export type CheckVerdict = (Omit<Extract<PhotoCheck, { ok: true }>, 'data'> & { sha256: string }) | (Extract<PhotoCheck, { ok: false }> & { gone?: boolean });
 
 /** A photo to check: its bytes, or a file on disk that the checker reads itself. */
 export type CheckInput = Uint8Array | { path: string; size: number };

@@ -5,6 +5,7 @@
  * read later, a batch at a time, by the check stage.
  */
 import type { ImportSource, RefusedFile, SourceFile, SourceWant } from '../sources/source.js';
+import { GONE_REASON } from '../sources/file-rules.js';
 import { interruptedBy, type RunReport } from './report.js';
 
 export interface NamedFiles {
@@ -17,15 +18,20 @@ export interface NamedFiles {
 /**
  * The source's files of the kind (sheet, field) the import wants; an entry the source refuses (a
  * link, a path out of the root, an unreadable name) is reported invalid with its rule and the
- * member its name or source gives (`memberOf`, '' when neither does), and what an
- * export holds for other imports is a note. A stop does not cut the names short: they are cheap,
- * and a stopped run's report names every file ({@link reportUnreached}).
+ * member its name or source gives (`memberOf`, '' when neither does), one gone since the listing
+ * is skipped ({@link reportGone}), and what an export holds for other imports is a note. A stop
+ * does not cut the names short: they are cheap, and a stopped run's report names every file
+ * ({@link reportUnreached}).
  */
 export async function readNames(source: ImportSource, want: Omit<SourceWant, 'note'>, report: RunReport, memberOf: (refused: RefusedFile) => string): Promise<NamedFiles> {
   const files: SourceFile[] = [];
   let entries = 0;
   for await (const entry of source.entries({ ...want, note: (line) => report.notes.push(line) })) {
     entries += 1;
+    if (entry.kind === 'refused' && entry.refused.gone) {
+      reportGone(report, { where: entry.refused.where, fileName: entry.refused.relPath }, memberOf(entry.refused));
+      continue;
+    }
     if (entry.kind === 'refused') {
       const { where, relPath, reason } = entry.refused;
       report.add({ key: where, code: memberOf(entry.refused), file_name: relPath, outcome: 'invalid', reason, path: where });
@@ -43,6 +49,14 @@ export async function readNames(source: ImportSource, want: Omit<SourceWant, 'no
 export function reportUnreached(report: RunReport, files: readonly SourceFile[], code: (file: SourceFile) => string, signal: AbortSignal): void {
   const reason = `not sent: the run was stopped (${interruptedBy(signal)}) before it reached this file; run it again to send it`;
   report.addUnreached(files.map((file) => ({ key: file.where, code: code(file), file_name: file.fileName, path: file.where, size: file.size })), reason);
+}
+
+/**
+ * A file deleted or moved away between the listing and its read is skipped, not refused: there is
+ * nothing left to send, and nothing the user must fix.
+ */
+export function reportGone(report: RunReport, file: { where: string; fileName: string }, code: string): void {
+  report.add({ key: file.where, code, file_name: file.fileName, outcome: 'skipped', reason: GONE_REASON, path: file.where });
 }
 
 /** How an item that is not sent is reported: the file, its member and why. */
