@@ -51,6 +51,8 @@ interface Slot {
   coveredUntil: Date | null;
   /** State writes one after the other. */
   saving: Promise<void>;
+  /** No state was saved before this start: nothing can have been missed. */
+  fresh: boolean;
 }
 
 export interface Health {
@@ -63,6 +65,7 @@ export class Scheduler {
   private readonly state: ScheduleState;
   readonly metrics: ScheduleMetrics;
   private readonly now: () => Date;
+  private loaded = false;
 
   constructor(private readonly jobs: ScheduledJob[], private readonly options: SchedulerOptions) {
     const names = new Set<string>();
@@ -75,8 +78,13 @@ export class Scheduler {
     this.now = options.now ?? (() => new Date());
   }
 
-  /** Reads each pipeline's state, catches up missed runs, and starts the timers. */
-  async start(): Promise<void> {
+  /**
+   * Reads each pipeline's state, so that health() answers from it before anything runs (start()
+   * does this itself when it was not done).
+   */
+  async load(): Promise<void> {
+    if (this.loaded) return;
+    this.loaded = true;
     for (const job of this.jobs) {
       const saved = await this.state.read(job.name);
       const slot: Slot = {
@@ -87,6 +95,7 @@ export class Scheduler {
         busySince: null,
         coveredUntil: null,
         saving: Promise.resolve(),
+        fresh: false,
       };
       this.slots.push(slot);
       this.metrics.declare(job.name);
@@ -94,8 +103,16 @@ export class Scheduler {
       const next = slot.cron.nextRun();
       const nextText = next ? `${localClock(next.getTime(), this.options.timeZone).text} service time (${next.toISOString()})` : 'never';
       this.options.log(`${job.name}: scheduled "${job.cron}" (${this.options.timeZone}) from ${job.file}; next run ${nextText}`);
-      if (saved) this.catchUp(slot);
-      else this.save(slot);
+      slot.fresh = !saved;
+    }
+  }
+
+  /** Reads each pipeline's state (unless load() did), catches up missed runs, and starts the timers. */
+  async start(): Promise<void> {
+    await this.load();
+    for (const slot of this.slots) {
+      if (slot.fresh) this.save(slot);
+      else this.catchUp(slot);
     }
     if (this.options.signal.aborted) return;
     this.options.signal.addEventListener('abort', () => this.stopTimers(), { once: true });
@@ -112,11 +129,17 @@ export class Scheduler {
     await Promise.all(this.slots.map((slot) => slot.saving));
   }
 
-  /** Healthy unless some pipeline's last run failed (also a run before this start, from the state). */
+  /**
+   * Healthy unless some pipeline's last completed run failed (also a run before this start, from
+   * the state). A run cut short by a stop (a deploy, a reboot) neither clears nor makes a failure:
+   * it says nothing of the pipeline, and its time is run again at the next start.
+   */
   health(): Health {
-    const failing = this.slots
-      .filter((slot) => slot.state.last_run?.status === 'failed')
-      .map((slot) => ({ pipeline: slot.job.name, file: slot.job.file, finished_at: slot.state.last_run!.finished_at, ...(slot.state.last_run!.error ? { error: slot.state.last_run!.error } : {}) }));
+    const failing = this.slots.flatMap((slot) => {
+      const last = slot.state.last_completed_run;
+      if (last?.status !== 'failed') return [];
+      return [{ pipeline: slot.job.name, file: slot.job.file, finished_at: last.finished_at, ...(last.error ? { error: last.error } : {}) }];
+    });
     return { ok: failing.length === 0, failing };
   }
 
@@ -186,6 +209,7 @@ export class Scheduler {
       status: outcome.status, started_at: outcome.started_at, finished_at: outcome.finished_at, duration_ms: outcome.duration_ms,
       files: outcome.files, bytes: outcome.bytes, ...(outcome.error ? { error: redact(outcome.error) } : {}),
     };
+    if (outcome.status !== 'interrupted') slot.state.last_completed_run = slot.state.last_run;
     if (outcome.status === 'ok' || outcome.status === 'partial') slot.state.last_success_at = outcome.finished_at;
     // A run the scheduler's stop cut short has not dealt with its time: the next start runs it again.
     if (outcome.status !== 'interrupted') this.handled(slot, slot.coveredUntil && slot.coveredUntil > dueAt ? slot.coveredUntil : dueAt);

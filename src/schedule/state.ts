@@ -1,8 +1,9 @@
 /**
  * What the scheduler remembers of each pipeline between starts, in
  * `$XDG_STATE_HOME/wds-files/schedule/<name>.json`: up to which due time it has dealt with (so a
- * restart finds the runs missed while the machine slept or the scheduler was down), and the last
- * run's outcome (so a restart does not turn a failing pipeline healthy). Written atomically.
+ * restart finds the runs missed while the machine slept or the scheduler was down), the last run,
+ * and the last run that went to its end (so neither a restart nor a run cut short by a stop turns
+ * a failing pipeline healthy). Written atomically.
  */
 import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -23,7 +24,13 @@ export const pipelineStateSchema = z.object({
   pipeline: z.string(),
   /** ISO time up to which every due time was run, skipped on purpose, or found missed. */
   handled_until: z.string(),
+  /** The last run, also one cut short by the scheduler's stop (`interrupted`). */
   last_run: lastRunSchema.optional(),
+  /**
+   * The last run that went to its end (ok, partial or failed): what /healthz judges. A run cut
+   * short later tells nothing of the pipeline's health, so it leaves this as it was.
+   */
+  last_completed_run: lastRunSchema.optional(),
   /** ISO time of the last run that ended ok or partial. */
   last_success_at: z.string().optional(),
 });
@@ -53,7 +60,11 @@ export class ScheduleState {
     }
     try {
       const parsed = pipelineStateSchema.safeParse(JSON.parse(text));
-      return parsed.success && parsed.data.pipeline === pipeline ? parsed.data : null;
+      if (!parsed.success || parsed.data.pipeline !== pipeline) return null;
+      const state = parsed.data;
+      // A state written before last_completed_run was kept: its last run says it, unless it was cut short.
+      if (!state.last_completed_run && state.last_run && state.last_run.status !== 'interrupted') state.last_completed_run = state.last_run;
+      return state;
     } catch {
       return null;
     }

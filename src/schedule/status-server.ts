@@ -1,5 +1,5 @@
 /**
- * `--status-port`: `/healthz` (200, or 503 naming the pipelines whose last run failed) and
+ * `--status-port`: `/healthz` (200, or 503 naming the pipelines whose last completed run failed) and
  * `/metrics` (Prometheus text). Bound to 127.0.0.1 unless told otherwise: the health of a backup
  * job is nobody else's business, and a container maps the port when it wants it seen.
  */

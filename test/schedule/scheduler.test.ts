@@ -215,4 +215,41 @@ describe('health and metrics', () => {
     await scheduler.start();
     expect(scheduler.health()).toEqual({ ok: false, failing: [{ pipeline: 'daily', file: 'daily.yaml', finished_at: now, error: 'disk full' }] });
   });
+
+  it('a run cut short after a failure keeps the failure, in health() and in the saved state for the next start; a state file of before names none', async () => {
+    const folder = mkdtempSync(join(tmpdir(), 'wds-schedule-'));
+    let calls = 0;
+    const job: ScheduledJob = {
+      name: 'flaky', file: 'flaky.yaml', cron: '* * * * * *', catchUp: 'once',
+      run: async ({ signal }) => {
+        const at = new Date();
+        calls += 1;
+        if (calls === 1) return outcome('failed', at, { error: 'disk full' });
+        await new Promise<void>((resolve) => (signal.aborted ? resolve() : signal.addEventListener('abort', () => resolve(), { once: true })));
+        return outcome('interrupted', at);
+      },
+    };
+    const first = setUp([job], { stateFolder: folder });
+    await first.scheduler.start();
+    await expect.poll(() => calls, { timeout: 4_000 }).toBe(2);
+    first.stop.abort('SIGTERM');
+    await first.scheduler.finished();
+    expect(first.scheduler.health()).toMatchObject({ ok: false, failing: [{ pipeline: 'flaky', error: 'disk full' }] });
+    const saved = JSON.parse(readFileSync(first.state.pathOf('flaky'), 'utf8'));
+    expect(saved.last_run.status).toBe('interrupted');
+    expect(saved.last_completed_run).toMatchObject({ status: 'failed', error: 'disk full' });
+
+    // The next start answers from the state before any run of its own.
+    const second = setUp([{ ...job, cron: '0 4 * * *' }], { stateFolder: folder });
+    await second.scheduler.load();
+    expect(second.scheduler.health()).toMatchObject({ ok: false, failing: [{ pipeline: 'flaky', error: 'disk full' }] });
+
+    // A state written before the last completed run was kept, whose last run was cut short, knows of no failure.
+    const older = mkdtempSync(join(tmpdir(), 'wds-schedule-'));
+    const now = new Date().toISOString();
+    await new ScheduleState(older).write({ pipeline: 'flaky', handled_until: now, last_run: { status: 'interrupted', started_at: now, finished_at: now, duration_ms: 5, files: 0, bytes: 0 } });
+    const third = setUp([{ ...job, cron: '0 4 * * *' }], { stateFolder: older });
+    await third.scheduler.load();
+    expect(third.scheduler.health()).toEqual({ ok: true, failing: [] });
+  });
 });

@@ -81,6 +81,8 @@ export const scheduleCommand: CommandModule<object, ScheduleArgs> = {
       onSummary: argv.json ? (summary) => process.stdout.write(`${JSON.stringify(redactValue(summary))}\n`) : undefined,
     }));
     const scheduler = new Scheduler(jobs, { timeZone: options.timeZone, signal, log });
+    // The saved states first: /healthz must not answer ok for a moment after a restart.
+    await scheduler.load();
     const status = options.statusPort === undefined
       ? null
       : await startStatusServer({ port: options.statusPort, host: options.statusHost, health: () => scheduler.health(), metrics: scheduler.metrics }).catch((error: Error) => {
