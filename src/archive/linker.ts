@@ -136,8 +136,13 @@ function place(root, from, to, size) {
 let linksAhead = true;
 
 // Ahead of the listing, a file is placed only where nothing is yet, and only as a hard link: a
-// place taken (a download got there first) or a copy is left to the run, which knows more.
-function placeAhead(root, from, to, size) {
+// place taken (a download got there first) or a copy is left to the run, which knows more. With
+// links off, only its folder is made.
+function placeAhead(root, from, to, size, links) {
+  if (!links) {
+    makeFolder(folderOf(to));
+    return false;
+  }
   if (!linksAhead || !sourceFolderIsPlain(root, from)) return false;
   const source = under(root, from);
   const info = fs.lstatSync(source);
@@ -154,7 +159,7 @@ function placeAhead(root, from, to, size) {
 
 // placed[i]: 1 placed, 0 refused, 2 not reached (a file error stopped the batch before it).
 let targetMade = false;
-parentPort.on('message', ({ id, roots, items, ahead, more }) => {
+parentPort.on('message', ({ id, roots, items, ahead, more, links }) => {
   if (ahead) {
     if (!targetMade) {
       fs.mkdirSync(target, { recursive: true });
@@ -170,7 +175,7 @@ parentPort.on('message', ({ id, roots, items, ahead, more }) => {
     const placed = new Uint8Array(items.length / 4);
     for (let i = 0; i < items.length; i += 4) {
       try {
-        if (placeAhead(roots[items[i]], items[i + 1], items[i + 2], items[i + 3])) placed[i / 4] = 1;
+        if (placeAhead(roots[items[i]], items[i + 1], items[i + 2], items[i + 3], links)) placed[i / 4] = 1;
       } catch {}
     }
     parentPort.postMessage({ id, placed });
@@ -259,8 +264,12 @@ export class Linker {
    * is yet, and never copied; one not placed is left to `run`. `end` once all are given. A `run`
    * takes over the files placed as the threads answer each part, then places the rest, no file or
    * folder twice; the files it is not given are the caller's to remove (`placedAhead`).
+   *
+   * With `links: false` only the folders are made: a file linked before the run knows it is
+   * unchanged is not in the manifest until then, and a run killed meanwhile leaves it unlisted.
    */
-  ahead(): { add: (files: LinkItem[]) => void; end: () => void } {
+  ahead(options: { links?: boolean } = {}): { add: (files: LinkItem[]) => void; end: () => void } {
+    const links = options.links ?? true;
     const laneOf = new Map<string, AheadLane>();
     const lanes: AheadLane[] = [];
     let ended: (() => void) | undefined;
@@ -292,7 +301,7 @@ export class Linker {
           if (part) part.push(file);
           else parts.set(lane, [file]);
         }
-        for (const [lane, part] of parts) lane.worker.postMessage({ id: -1, ahead: true, more: true, ...flatten(part) });
+        for (const [lane, part] of parts) lane.worker.postMessage({ id: -1, ahead: true, more: true, links, ...flatten(part) });
       },
       end: () => {
         for (const lane of lanes) lane.worker.postMessage({ id: 0, ahead: true, roots: [], items: [] });

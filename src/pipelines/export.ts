@@ -422,9 +422,8 @@ async function exportHeld(options: ExportOptions, where: string, since: string |
     feed.push(early && early.started.size > 0 ? jobs.filter((job) => !early.started.has(job.file.key)) : jobs);
     feed.end();
 
-    // An archive links its unchanged files while the others download; a file it cannot link is
-    // downloaded after them. The files placed ahead are recorded once the downloads are done (or
-    // all are placed): recording 20,000 of them on this thread held the downloads back.
+    // An archive links its unchanged files while the others download, once the folders made ahead
+    // are done, each batch recorded as it lands; a file it cannot link is downloaded after them.
     let linking: Promise<DownloadJob[]> | null = null;
     if (build && link.length > 0) {
       const files = new Map(link.map(({ file }) => [file.key, file]));

@@ -119,11 +119,12 @@ export class SnapshotBuild {
    * or from a newer incomplete one that holds them. Called as the run starts, so that the
    * earlier manifests are read while the service lists the files.
    *
-   * A new snapshot (not one continued from a `.partial`) starts linking the earlier snapshots'
-   * files into their places, folders first, as their manifests are read: most files are
-   * unchanged, and the folders and links are all that taking one over costs. The files the run
-   * does not record in the manifest, and the folders left empty, are removed when the snapshot is
-   * finished, paused or discarded.
+   * A new snapshot (not one continued from a `.partial`) starts making the folders of the earlier
+   * snapshots' files as their manifests are read: most files are unchanged, and the folders are
+   * most of what taking one over costs. The files are linked only once the listing says they are
+   * unchanged, each recorded as its batch lands, so that the `.partial` a killed run leaves holds
+   * only files its manifest lists (DESIGN.md section 8). The folders left empty are removed when
+   * the snapshot is finished, paused or discarded.
    */
   static async open(archive: string, pipeline: string, now = new Date()): Promise<SnapshotBuild> {
     const { snapshots, partial } = await listSnapshots(archive);
@@ -140,7 +141,7 @@ export class SnapshotBuild {
       await rename(partialDir(archive, resumed), partialDir(archive, id));
     }
     const build = new SnapshotBuild(archive, pipeline, id, now, finished.at(-1)?.id ?? null, resumed);
-    const ahead = resumed === null ? build.linker.ahead() : null;
+    const ahead = resumed === null ? build.linker.ahead({ links: false }) : null;
     try {
       await build.readEarlier(finished, ahead ? (lines, dir) => ahead.add(lines.map((line) => ({ root: dir, from: line.path, to: line.path, size: line.size }))) : undefined);
     } finally {
@@ -251,9 +252,8 @@ export class SnapshotBuild {
   }
 
   /**
-   * A stopped run: the `.partial` stays for the next run, which continues it. Files placed ahead
-   * and not yet recorded stay too, so that the stop is prompt: the next run takes over those it
-   * would link, and removes the others when it finishes.
+   * A stopped run: the `.partial` stays for the next run, which continues it, with the files its
+   * manifest lists; folders made ahead that hold none go.
    */
   async pause(failed: number): Promise<SnapshotInfo> {
     const { counts, bytes } = this.tally(failed);

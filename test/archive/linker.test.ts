@@ -163,6 +163,25 @@ describe('the linking threads of an archive run', () => {
     expect(refused).toEqual([changed]);
   });
 
+  it('with links off, make only the folders ahead: no file is there before run links it and hands it over', async () => {
+    const { root, items } = await earlierSnapshot(20);
+    const target = join(tempDir('wds-linker-'), 'snap.partial');
+    const linker = new Linker(target, 2);
+    const feed = linker.ahead({ links: false });
+    feed.add(items);
+    feed.end();
+    const ahead = await linker.placedAhead();
+    expect(new Set(ahead.folders)).toEqual(new Set([...items.map((i) => dirname(i.to)), 'attachments', 'attachments/1', 'attachments/1/11', 'attachments/1/12']));
+    expect(ahead.files).toEqual([]);
+    for (const item of items) expect(await lstat(join(target, item.to)).then(() => true, () => false), item.to).toBe(false);
+    const placed: LinkItem[] = [];
+    await linker.run(items, async (p) => {
+      placed.push(...p);
+    });
+    expect(placed).toHaveLength(items.length);
+    for (const item of items) expect((await stat(join(target, item.to))).ino).toBe((await stat(join(root, item.from))).ino);
+  });
+
   it('take over a link that a stopped run placed ahead, and replace a file of other bytes', async () => {
     const { root, items } = await earlierSnapshot(3);
     const target = join(tempDir('wds-linker-'), 'snap.partial');
