@@ -87,8 +87,9 @@ describe('FolderSource', () => {
     expect((await first.value.file.read(100)).toString()).toBe('changed');
     rmSync(join(dir, 'A0002.jpg'));
     const second = await iterator.next();
-    // Removed between the listing and its turn: skipped, not reported.
-    expect(second.done).toBe(true);
+    // Removed between the listing and its turn: named as gone (the import skips it), not refused.
+    expect(second.value).toMatchObject({ kind: 'refused', refused: { relPath: 'A0002.jpg', gone: true, fileName: 'A0002.jpg' } });
+    expect((await iterator.next()).done).toBe(true);
   });
 
   it('read(maxBytes) rejects naming the file and the limit; open() streams the bytes', async () => {
