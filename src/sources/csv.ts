@@ -1,6 +1,8 @@
 /**
  * A CSV manifest as an import source (DESIGN.md section 5): `code,path[,file_name]`, one file per
- * line, paths relative to the CSV's folder, an optional header row (its first cell is `code`).
+ * line, paths relative to the CSV's folder, an optional header row (its first cell is `code`, or
+ * its cells name the columns in another order); separated by commas, or by semicolons or tabs
+ * when the first line has no comma.
  * UTF-8 with or without a BOM, or Shift_JIS (Excel on Japanese Windows saves CSVs so); RFC 4180
  * quoting (commas, doubled quotes and line breaks inside quotes). A line that cannot be taken (an
  * empty code, a path leaving the CSV's folder, no such file, a link) is refused naming its line
@@ -22,7 +24,7 @@ export interface CsvRecord {
 }
 
 /** RFC 4180 records; a quote opens a quoted field only at the start of a field, elsewhere it is text. */
-export function parseCsv(text: string): CsvRecord[] {
+export function parseCsv(text: string, delimiter = ','): CsvRecord[] {
   const records: CsvRecord[] = [];
   let i = 0;
   let line = 1;
@@ -56,7 +58,7 @@ export function parseCsv(text: string): CsvRecord[] {
         i += 1;
         continue;
       }
-      if (c === ',') {
+      if (c === delimiter) {
         record.fields.push(field);
         field = '';
         atFieldStart = true;
@@ -97,13 +99,48 @@ export function decodeCsv(bytes: Buffer, where: string): string {
 }
 
 const isBlank = (record: CsvRecord): boolean => record.fields.every((f) => f.trim() === '');
-const isHeader = (record: CsvRecord): boolean => record.fields[0]?.trim().toLowerCase() === 'code';
+
+/**
+ * The separator of the first line that holds one: a comma, else a semicolon or a tab (Excel saves
+ * "CSV" with semicolons where the decimal mark is a comma). A line with no comma cannot be a valid
+ * `code,path` line, so reading it by its semicolons takes nothing a comma would have taken.
+ */
+export function delimiterOf(text: string): string {
+  const first = text.split(/\r?\n/).find((line) => line.trim() !== '') ?? '';
+  if (first.includes(',')) return ',';
+  if (first.includes(';')) return ';';
+  return first.includes('\t') ? '\t' : ',';
+}
+
+/** Where each column is: by the header's names, in any order, else code, path, file_name. */
+interface Columns {
+  code: number;
+  path: number;
+  fileName: number;
+}
+
+const IN_ORDER: Columns = { code: 0, path: 1, fileName: 2 };
+
+/** The header's columns, or null when the first record is not a header (its cells are not column names). */
+function headerColumns(record: CsvRecord): Columns | null {
+  const names = record.fields.map((f) => f.trim().toLowerCase());
+  if (names.length <= 3 && names.includes('code') && names.includes('path') && names.every((n) => n === 'code' || n === 'path' || n === 'file_name')) {
+    const code = names.indexOf('code');
+    const path = names.indexOf('path');
+    // A third column the header does not name is the file_name, as without a header.
+    const fileName = names.includes('file_name') ? names.indexOf('file_name') : [0, 1, 2].find((i) => i !== code && i !== path)!;
+    return { code, path, fileName };
+  }
+  return names[0] === 'code' ? IN_ORDER : null;
+}
 
 export class CsvSource implements ImportSource {
   private constructor(
     /** The CSV as the user named it. */
     readonly label: string,
     private readonly records: CsvRecord[],
+    private readonly columns: Columns,
+    private readonly delimiter: string,
   ) {}
 
   /** Reads and parses the CSV; one that cannot be read or decoded is a fatal error naming it. */
@@ -114,9 +151,12 @@ export class CsvSource implements ImportSource {
     } catch (error) {
       throw errorAbout(csvPath, error);
     }
-    const records = parseCsv(decodeCsv(bytes, csvPath)).filter((r) => !isBlank(r));
-    if (records[0] && isHeader(records[0])) records.shift();
-    return new CsvSource(csvPath, records);
+    const text = decodeCsv(bytes, csvPath);
+    const delimiter = delimiterOf(text);
+    const records = parseCsv(text, delimiter).filter((r) => !isBlank(r));
+    const header = records[0] ? headerColumns(records[0]) : null;
+    if (header) records.shift();
+    return new CsvSource(csvPath, records, header ?? IN_ORDER, delimiter);
   }
 
   async *entries(): AsyncGenerator<SourceEntry> {
@@ -136,10 +176,16 @@ export class CsvSource implements ImportSource {
     const fields = record.fields.map((f) => f.trim());
     // Excel writes trailing empty cells as trailing commas.
     while (fields.length > 3 && fields.at(-1) === '') fields.pop();
-    const [code = '', written = '', overrideName = ''] = fields;
+    const { code: codeAt, path: pathAt, fileName: nameAt } = this.columns;
+    const code = fields[codeAt] ?? '';
+    const written = fields[pathAt] ?? '';
+    const overrideName = fields[nameAt] ?? '';
     const refuse = (reason: string) => ({ relPath: written, reason, code: code || undefined });
     if (record.unclosed) return refuse('a quoted field is not closed before the end of the file');
-    if (fields.length > 3) return refuse(`${fields.length} columns; expected code,path[,file_name] (quote a field that holds a comma)`);
+    if (fields.length > 3) {
+      const d = this.delimiter === '\t' ? 'tab' : this.delimiter;
+      return refuse(`${fields.length} columns; expected code${d}path[${d}file_name] (quote a field that holds a ${this.delimiter === ',' ? 'comma' : this.delimiter === ';' ? 'semicolon' : 'tab'})`);
+    }
     if (code === '') return refuse('the code is empty');
     if (written === '') return refuse('the path is empty');
     // The service refuses such a name, after spending an update request on it.

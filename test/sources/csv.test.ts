@@ -127,6 +127,21 @@ describe('CsvSource', () => {
     expect(got.refused.map((r) => r.code)).toEqual(['A0002', undefined, 'A0003', 'A0004', 'A0005', 'A0006', 'A0007', 'A0008', 'A0010', 'A0011']);
   });
 
+  it('reads a CSV Excel saved with semicolons or tabs, and a header that names its columns in another order', async () => {
+    const files = { 'a.jpg': 'a', 'b;c.jpg': 'b', 'd.jpg': 'd' };
+    const semicolons = await read(csvWith('code;path;file_name\r\nA0001;a.jpg;Anna.jpg\r\nA0002;"b;c.jpg"\r\n', files));
+    expect(semicolons.files.map((f) => [f.code, f.relPath, f.fileName])).toEqual([['A0001', 'a.jpg', 'Anna.jpg'], ['A0002', 'b;c.jpg', 'b;c.jpg']]);
+    const tabs = await read(csvWith('A0001\ta.jpg\nA0003\td.jpg\n', files));
+    expect(tabs.files.map((f) => [f.code, f.relPath])).toEqual([['A0001', 'a.jpg'], ['A0003', 'd.jpg']]);
+    const reversed = await read(csvWith('path,code\na.jpg,A0001\nd.jpg,A0003,Dora.jpg\n', files));
+    expect(reversed.files.map((f) => [f.code, f.relPath, f.fileName])).toEqual([['A0001', 'a.jpg', 'a.jpg'], ['A0003', 'd.jpg', 'Dora.jpg']]);
+    expect([semicolons.refused, tabs.refused, reversed.refused]).toEqual([[], [], []]);
+    // A comma on the first line keeps commas: a semicolon is then part of a path.
+    const commas = await read(csvWith('A0002,b;c.jpg\nA0001;a.jpg\n', files));
+    expect(commas.files.map((f) => f.relPath)).toEqual(['b;c.jpg']);
+    expect(commas.refused.map((r) => r.reason)).toEqual(['line 2: the path is empty']);
+  });
+
   it('refuses a file_name holding / or \\, which the service would refuse after an update request', async () => {
     const got = await read(csvWith('A0001,a.pdf,2024/contract.pdf\nA0002,b.pdf,ok.pdf\n', { 'a.pdf': 'a', 'b.pdf': 'b' }));
     expect(got.files.map((f) => f.fileName)).toEqual(['ok.pdf']);
