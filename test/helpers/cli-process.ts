@@ -62,3 +62,19 @@ export function finished(child: ChildProcessWithoutNullStreams): Promise<CliRun>
 }
 
 export const runCli = (args: string[], env: NodeJS.ProcessEnv = {}): Promise<CliRun> => finished(spawnCli(args, env));
+
+/** Resolves when the child's stderr matches, with all of it so far. */
+export async function stderrMatching(child: ChildProcessWithoutNullStreams, pattern: RegExp, timeoutMs: number): Promise<string> {
+  let text = '';
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`no ${pattern} within ${timeoutMs} ms in:\n${text}`)), timeoutMs);
+    const listen = (chunk: Buffer): void => {
+      text += chunk.toString();
+      if (!pattern.test(text)) return;
+      clearTimeout(timer);
+      child.stderr.off('data', listen);
+      resolve(text);
+    };
+    child.stderr.on('data', listen);
+  });
+}

@@ -8,7 +8,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { useEmulator } from '../helpers/emulator.js';
-import { connectionArgs, finished, spawnCli } from '../helpers/cli-process.js';
+import { connectionArgs, finished, spawnCli, stderrMatching } from '../helpers/cli-process.js';
 import { tempDir } from '../helpers/export.js';
 import { sha256, writeFiles } from './photo-helpers.js';
 import { QUALIFICATIONS, addRecordWithFile, attachmentFacts, pdf } from './attachment-helpers.js';
@@ -31,11 +31,7 @@ describe('an attachment that changed since its check', () => {
     const place = runPlace();
     const child = spawnCli(['attachments', 'import', dir, ...where, '--report', report, ...connectionArgs(emu())], { ...place.env, WDS_CLIENT_LIMITS: 'update=1/5s' });
     const run = finished(child);
-    let seen = '';
-    await new Promise<void>((resolve) => child.stderr.on('data', (chunk: Buffer) => {
-      seen += chunk.toString();
-      if (/waiting \d+\.\d s: 1 update requests? per/.test(seen)) resolve();
-    }));
+    await stderrMatching(child, /waiting \d+\.\d s: 1 update requests? per/, 60_000);
 
     // The files of the request that waits are those the service does not hold yet.
     const held = new Set((await attachmentFacts(emu())).map((f) => f.sha256));

@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { useEmulator, type TestEmulator } from '../helpers/emulator.js';
-import { connectionArgs, finished, spawnCli } from '../helpers/cli-process.js';
+import { connectionArgs, finished, spawnCli, stderrMatching } from '../helpers/cli-process.js';
 import { tempDir, type EmulatorState } from '../helpers/export.js';
 import { noisyJpeg, photoHashes, sha256, writeFiles } from './photo-helpers.js';
 
@@ -34,11 +34,7 @@ async function importWhileWaiting(codes: [string, string], meanwhile: (path: str
   const env = { XDG_STATE_HOME: mkdtempSync(join(tmpdir(), 'wds-changed-state-')), WDS_CLIENT_LIMITS: 'update=1/5s' };
   const child = spawnCli(['photos', 'import', dir, '--no-trim', '--report', report, ...connectionArgs(emu())], env);
   const run = finished(child);
-  let seen = '';
-  await new Promise<void>((resolve) => child.stderr.on('data', (chunk: Buffer) => {
-    seen += chunk.toString();
-    if (/waiting \d+\.\d s: 1 update requests? per/.test(seen)) resolve();
-  }));
+  await stderrMatching(child, /waiting \d+\.\d s: 1 update requests? per/, 60_000);
   // The lighter request goes first; the other waits.
   const held = await photoHashes(emu());
   const waiting = held.get(codes[0]) === sha256(files[`${codes[0]}.jpg`]!) ? codes[1] : codes[0];

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, expect, it } from 'vitest';
 import { useEmulator, KEY, SECRET } from '../helpers/emulator.js';
-import { finished, spawnCli } from '../helpers/cli-process.js';
+import { finished, spawnCli, stderrMatching } from '../helpers/cli-process.js';
 import { verifyExport } from '../../src/pipelines/verify.js';
 
 const emulator = useEmulator({ seed: 'samples/company' });
@@ -20,22 +20,6 @@ const emulator = useEmulator({ seed: 'samples/company' });
 afterEach(async () => {
   await emulator().control('DELETE', '/faults');
 });
-
-/** Resolves when the child's stderr matches, with all of it so far. */
-async function stderrMatching(child: ReturnType<typeof spawnCli>, pattern: RegExp, timeoutMs: number): Promise<string> {
-  let text = '';
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`no ${pattern} within ${timeoutMs} ms in:\n${text}`)), timeoutMs);
-    const listen = (chunk: Buffer): void => {
-      text += chunk.toString();
-      if (!pattern.test(text)) return;
-      clearTimeout(timer);
-      child.stderr.off('data', listen);
-      resolve(text);
-    };
-    child.stderr.on('data', listen);
-  });
-}
 
 /** The pid of a process that has ended. */
 function deadPid(): number {

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
 import { useEmulator, KEY, SECRET } from '../helpers/emulator.js';
-import { finished, runCli, spawnCli } from '../helpers/cli-process.js';
+import { finished, runCli, spawnCli, stderrMatching } from '../helpers/cli-process.js';
 import { verifyExport } from '../../src/pipelines/verify.js';
 
 const emulator = useEmulator({ seed: 'samples/company' });
@@ -25,22 +25,6 @@ function pipelineFile(folder: string, name: string, body: string): string {
   const file = join(folder, `${name}.yaml`);
   writeFileSync(file, `name: ${name}\n${body}`);
   return file;
-}
-
-/** Resolves when the child's stderr matches, with all of it so far. */
-async function stderrMatching(child: ReturnType<typeof spawnCli>, pattern: RegExp, timeoutMs: number): Promise<string> {
-  let text = '';
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`no ${pattern} within ${timeoutMs} ms in:\n${text}`)), timeoutMs);
-    const listen = (chunk: Buffer): void => {
-      text += chunk.toString();
-      if (!pattern.test(text)) return;
-      clearTimeout(timer);
-      child.stderr.off('data', listen);
-      resolve(text);
-    };
-    child.stderr.on('data', listen);
-  });
 }
 
 describe('wds-files schedule', () => {
