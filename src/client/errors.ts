@@ -230,7 +230,12 @@ export class UpdateOutcomeUnknownError extends WdsError {
  */
 export class RequestBodyError extends WdsError {
   /** Which item of the request the body stopped at, when the body's source said so ({@link BodyItemError}). */
-  readonly item?: { index: number; reason: string };
+  readonly item?: {
+    /** The item's place in the request's list (member_data). */
+    index: number;
+    /** Why that item could not be sent, naming its file. */
+    reason: string;
+  };
 
   constructor(message: string, details: ErrorDetails, item?: { index: number; reason: string }) {
     super('REQUEST_BODY', describe(details, `the request was not sent, its body could not be read to its end: ${message}`), details);
@@ -244,7 +249,12 @@ export class RequestBodyError extends WdsError {
  * file changed or gone since): the request is cut off, and the caller sends the others again.
  */
 export class BodyItemError extends Error {
-  constructor(readonly index: number, readonly reason: string) {
+  constructor(
+    /** The item's place in the request's list (member_data). */
+    readonly index: number,
+    /** Why it could not be sent, naming its file. */
+    readonly reason: string,
+  ) {
     super(reason);
     this.name = 'BodyItemError';
   }

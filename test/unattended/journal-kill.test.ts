@@ -78,7 +78,7 @@ describe('a run killed while it compacts the import journal', () => {
     for (const code of codes) expect(held.get(code), code).toBe(sha256(code === 'G000003' ? changed : files.get(code)!));
 
     // Compacted this time: each target once, and no temporary file or lock left.
-    expect(await readdir(folder)).toEqual([name]);
+    expect((await readdir(folder)).filter((entry) => entry !== 'tokens')).toEqual([name]);
     const after = (await readFile(path, 'utf8')).split('\n').filter(Boolean);
     expect(after.length).toBeLessThan(OTHER_TARGETS + 20);
     expect(after.length).toBeGreaterThanOrEqual(OTHER_TARGETS + 4);
