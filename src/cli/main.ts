@@ -66,7 +66,8 @@ export async function main(argv: string[]): Promise<void> {
       // A middleware's throw would escape .fail(): a usage error is said and ends the run here.
       try {
         // Loaded here, with zod, once a command is about to run: --help and --version never need it.
-        const { checkNumberOptions } = await import('./number-options.js');
+        const [{ checkNumberOptions }, { checkEmptyOptions }] = await Promise.all([import('./number-options.js'), import('./empty-options.js')]);
+        checkEmptyOptions(args, argv);
         checkNumberOptions(args, argv);
         const logFile = args['log-file'] as string | undefined;
         if (logFile !== undefined) {

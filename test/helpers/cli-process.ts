@@ -26,7 +26,7 @@ export interface CliRun {
 
 export const connectionArgs = (emu: TestEmulator): string[] => ['--base-url', emu.url, '--consumer-key', KEY, '--consumer-secret', SECRET];
 
-export function spawnCli(args: string[], extraEnv: NodeJS.ProcessEnv = {}): ChildProcessWithoutNullStreams {
+export function spawnCli(args: string[], extraEnv: NodeJS.ProcessEnv = {}, cwd = ROOT): ChildProcessWithoutNullStreams {
   // Folders made here are the child's alone, and go when it ends; a test that reads them names its own.
   const made: string[] = [];
   const own = (name: string, prefix: string): string | undefined => {
@@ -42,7 +42,7 @@ export function spawnCli(args: string[], extraEnv: NodeJS.ProcessEnv = {}): Chil
   };
   for (const name of ['WDS_BASE_URL', 'WDS_CONSUMER_KEY', 'WDS_CONSUMER_SECRET']) delete env[name];
   Object.assign(env, extraEnv);
-  const child = spawn(process.execPath, [CLI_MAIN, ...args], { cwd: ROOT, env });
+  const child = spawn(process.execPath, [CLI_MAIN, ...args], { cwd, env });
   child.once('close', () => {
     for (const dir of made) rmSync(dir, { recursive: true, force: true });
   });
