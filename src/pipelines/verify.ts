@@ -32,6 +32,17 @@ export interface VerifyResult {
   ok: number;
   /** Every file missing, differing, unreadable or not in the manifest, and every manifest line refused. */
   problems: VerifyProblem[];
+  /** With `{ items: true }`: every manifest line and every other file, in the order checked, and how each came out. */
+  items?: VerifyItem[];
+}
+
+/** One file as `verify --report` lists it. */
+export interface VerifyItem {
+  path: string;
+  outcome: 'ok' | 'problem';
+  /** Bytes, of a file that matches. */
+  size?: number;
+  problem?: string;
 }
 
 function check(line: ManifestLine, size: number, sha256: string): string | null {
@@ -41,10 +52,16 @@ function check(line: ManifestLine, size: number, sha256: string): string | null 
 }
 
 /** Checks every file of an export folder or zip against its manifest: present, with its size and sha256. */
-export async function verifyExport(target: string): Promise<VerifyResult> {
-  const result: VerifyResult = { target, files: 0, bytes: 0, ok: 0, problems: [] };
+export async function verifyExport(target: string, options: { items?: boolean } = {}): Promise<VerifyResult> {
+  const result: VerifyResult = { target, files: 0, bytes: 0, ok: 0, problems: [], ...(options.items ? { items: [] } : {}) };
   const fail = (path: string, problem: string): void => {
     result.problems.push({ path, problem });
+    result.items?.push({ path, outcome: 'problem', problem });
+  };
+  const pass = (path: string, size: number): void => {
+    result.ok += 1;
+    result.bytes += size;
+    result.items?.push({ path, outcome: 'ok', size });
   };
   // A stopped zip export's `.partial` is a complete zip with its manifest (README): checked as one.
   if (isZipTarget(target) || /\.zip\.partial$/i.test(target)) {
@@ -95,10 +112,7 @@ export async function verifyExport(target: string): Promise<VerifyResult> {
         }
         const problem = check(line, got.size, got.sha256);
         if (problem) fail(line.path, problem);
-        else {
-          result.ok += 1;
-          result.bytes += got.size;
-        }
+        else pass(line.path, got.size);
       }
       for (const extra of seen.keys()) fail(extra, 'not in the manifest');
     } finally {
@@ -144,10 +158,7 @@ export async function verifyExport(target: string): Promise<VerifyResult> {
     }
     const problem = check(line, size, size === line.size ? (await hashFile(path)).sha256 : '');
     if (problem) fail(line.path, problem);
-    else {
-      result.ok += 1;
-      result.bytes += size;
-    }
+    else pass(line.path, size);
   }
   // As in a zip, a file the manifest does not name is reported (a leftover, or something added).
   const named = new Set([...manifest.lines.values()].map((line) => line.path));

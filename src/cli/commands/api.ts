@@ -119,12 +119,7 @@ interface ApiRecord {
 
 async function finishReport(path: string, record: ApiRecord, started: number, connection: { client: { transport: { counters: { requests: number; retries: number; rateLimited: number; waitedMs: number } } } } | undefined): Promise<void> {
   record.duration_ms = Date.now() - started;
-  const c = connection?.client.transport.counters;
-  if (c) record.requests = { sent: c.requests, retries: c.retries, rate_limited: c.rateLimited, waited_ms: c.waitedMs };
-  const { writeReport } = await import('../output.js');
-  const problem = await writeReport(path, `${JSON.stringify(redactValue(record), null, 2)}\n`);
-  if (problem) {
-    process.stderr.write(`wds-files: --report ${path} could not be written (${problem})\n`);
-    process.exitCode = EXIT.fatal;
-  }
+  const { requestCounts, writeJsonReport } = await import('../json-report.js');
+  if (connection) record.requests = requestCounts(connection.client.transport.counters);
+  await writeJsonReport(path, record);
 }

@@ -14,6 +14,7 @@ import { stopSignal } from '../stop-signal.js';
 import { formatBytes } from '../../util/format.js';
 import { parseDuration } from '../../util/duration.js';
 import type { RetentionPolicy } from '../../archive/retention.js';
+import type { ReportBody } from '../json-report.js';
 
 // src/archive and the lock code are loaded by the handlers: defining these commands loads neither.
 const store = () => import('../../archive/store.js');
@@ -22,12 +23,22 @@ const preflightOf = async (argv: { quiet?: boolean }) => new (await import('../p
 interface ArchiveArgs {
   archive: string;
   json: boolean;
+  report?: string;
   quiet?: boolean;
 }
 
-const withArchive = <T>(y: Argv<T>): Argv<T & ArchiveArgs> =>
-  y.positional('archive', { type: 'string', demandOption: true, describe: 'The archive folder (the one holding snapshots/ and latest)' })
-    .option('json', { type: 'boolean', default: false, describe: 'One JSON document on stdout' }) as unknown as Argv<T & ArchiveArgs>;
+/** The archive and `--json`; `report` describes what `--report` writes, for all but restore (which has a per-file report). */
+const withArchive = <T>(y: Argv<T>, report?: string): Argv<T & ArchiveArgs> => {
+  const b = y.positional('archive', { type: 'string', demandOption: true, describe: 'The archive folder (the one holding snapshots/ and latest)' })
+    .option('json', { type: 'boolean', default: false, describe: 'One JSON document on stdout' });
+  return (report ? b.option('report', { type: 'string', describe: report }) : b) as unknown as Argv<T & ArchiveArgs>;
+};
+
+/** Runs an archive command with its `--report`, which may not be a file inside the archive. */
+async function reported(argv: ArchiveArgs, command: string, work: (report: ReportBody) => Promise<void>): Promise<void> {
+  const { withJsonReport } = await import('../json-report.js');
+  await withJsonReport(argv, `archive ${command}`, [{ path: argv.archive, folder: true, what: 'the archive' }], work);
+}
 
 /** The archive folder, which must hold `snapshots/`. */
 async function archiveDir(path: string): Promise<string> {
@@ -58,8 +69,8 @@ const print = (json: boolean, value: unknown, text: () => string[]): void => {
 const listCommand: CommandModule<object, ArchiveArgs> = {
   command: 'list <archive>',
   describe: 'The snapshots: id, complete, files, new files, bytes',
-  builder: (y: Argv) => withArchive(y),
-  handler: async (argv) => {
+  builder: (y: Argv) => withArchive(y, 'Write the snapshots, as --json prints them, to FILE'),
+  handler: (argv) => reported(argv, 'list', async (report) => {
     const dir = await archiveDir(argv.archive);
     const { listSnapshots, readLatest } = await store();
     const { snapshots, partial } = await listSnapshots(dir);
@@ -70,14 +81,16 @@ const listCommand: CommandModule<object, ArchiveArgs> = {
     }));
     // The id column fits its longest name (a `.partial` of a second run in one second is 27 characters).
     const width = Math.max(22, ...rows.map((r) => r.id.length + 2), ...partial.map((id) => id.length + 10));
-    print(argv.json, { archive: dir, latest, snapshots: rows, partial }, () => [
+    const value = { archive: dir, latest, snapshots: rows, partial };
+    Object.assign(report, value);
+    print(argv.json, value, () => [
       `${'ID'.padEnd(width)}${'COMPLETE'.padEnd(10)}${'FILES'.padStart(8)}${'NEW'.padStart(8)}${'BYTES'.padStart(12)}`,
       ...rows.map((r) => r.problem
         ? `${r.id.padEnd(width)}${r.problem}`
         : `${r.id.padEnd(width)}${(r.complete ? 'yes' : 'no').padEnd(10)}${String(r.files).padStart(8)}${String(r.new).padStart(8)}${formatBytes(r.bytes ?? 0).padStart(12)}${r.latest ? '  (latest)' : ''}`),
       ...partial.map((id) => `${`${id}.partial`.padEnd(width)}being built, or left by an interrupted run; the next run continues it`),
     ]);
-  },
+  }),
 };
 
 interface ShowArgs extends ArchiveArgs { snapshot?: string }
@@ -85,8 +98,8 @@ interface ShowArgs extends ArchiveArgs { snapshot?: string }
 const showCommand: CommandModule<object, ShowArgs> = {
   command: 'show <archive> [snapshot]',
   describe: 'One snapshot (@ID; default the latest): its snapshot.json and what it holds',
-  builder: (y: Argv) => withArchive(y).positional('snapshot', { type: 'string', describe: '@ID, latest or latest~N (the Nth complete snapshot before latest)' }) as unknown as Argv<ShowArgs>,
-  handler: async (argv) => {
+  builder: (y: Argv) => withArchive(y, 'Write the snapshot, as --json prints it, to FILE').positional('snapshot', { type: 'string', describe: '@ID, latest or latest~N (the Nth complete snapshot before latest)' }) as unknown as Argv<ShowArgs>,
+  handler: (argv) => reported(argv, 'show', async (report) => {
     const snapshot = await snapshotArg(await archiveDir(argv.archive), argv.snapshot);
     const { readSnapshotManifest } = await store();
     const lines = [...(await readSnapshotManifest(snapshot.dir)).lines.values()];
@@ -95,7 +108,9 @@ const showCommand: CommandModule<object, ShowArgs> = {
     const parts = new Map<string, number>();
     for (const l of lines) if (l.kind === 'attachment') parts.set(`sheet ${l.sheet_id}, field ${l.custom_field_id}`, (parts.get(`sheet ${l.sheet_id}, field ${l.custom_field_id}`) ?? 0) + 1);
     const summary = { members, photos, attachments: Object.fromEntries(parts) };
-    print(argv.json, { id: snapshot.id, path: snapshot.dir, snapshot: snapshot.doc, problem: snapshot.problem, summary }, () => {
+    const value = { id: snapshot.id, path: snapshot.dir, snapshot: snapshot.doc, problem: snapshot.problem, summary };
+    Object.assign(report, value);
+    print(argv.json, value, () => {
       const d = snapshot.doc;
       if (!d) return [`${snapshot.id}: ${snapshot.problem}`];
       const c = d.counts;
@@ -106,7 +121,7 @@ const showCommand: CommandModule<object, ShowArgs> = {
         `  ${members} members: ${photos} photos${[...parts].map(([part, n]) => `, ${n} attachments in ${part}`).join('')}`,
       ];
     });
-  },
+  }),
 };
 
 interface DiffArgs extends ArchiveArgs { a: string; b: string }
@@ -114,18 +129,20 @@ interface DiffArgs extends ArchiveArgs { a: string; b: string }
 const diffCommand: CommandModule<object, DiffArgs> = {
   command: 'diff <archive> <a> <b>',
   describe: 'Files added, changed and deleted from snapshot A to snapshot B, by member',
-  builder: (y: Argv) => withArchive(y).positional('a', { type: 'string', demandOption: true, describe: '@ID, latest or latest~N' }).positional('b', { type: 'string', demandOption: true, describe: '@ID, latest or latest~N (the Nth complete snapshot before latest)' }) as unknown as Argv<DiffArgs>,
-  handler: async (argv) => {
+  builder: (y: Argv) => withArchive(y, 'Write the files added, changed and deleted, as --json prints them, to FILE').positional('a', { type: 'string', demandOption: true, describe: '@ID, latest or latest~N' }).positional('b', { type: 'string', demandOption: true, describe: '@ID, latest or latest~N (the Nth complete snapshot before latest)' }) as unknown as Argv<DiffArgs>,
+  handler: (argv) => reported(argv, 'diff', async (report) => {
     const dir = await archiveDir(argv.archive);
     const [a, b] = [await snapshotArg(dir, argv.a), await snapshotArg(dir, argv.b)];
     const { diffSnapshots } = await import('../../archive/diff.js');
     const diff = await diffSnapshots(dir, a.id, b.id);
     const mark = { added: '+', changed: 'M', deleted: '-' } as const;
-    print(argv.json, { from: diff.from, to: diff.to, counts: diff.counts, members: diff.members.map((m) => ({ code: m.code, files: m.files.map((f) => ({ change: f.change, ...f.line })) })) }, () => [
+    const value = { from: diff.from, to: diff.to, counts: diff.counts, members: diff.members.map((m) => ({ code: m.code, files: m.files.map((f) => ({ change: f.change, ...f.line })) })) };
+    Object.assign(report, value);
+    print(argv.json, value, () => [
       `${diff.from} -> ${diff.to}: ${diff.counts.added} added, ${diff.counts.changed} changed, ${diff.counts.deleted} deleted, in ${diff.members.length} members`,
       ...diff.members.flatMap((m) => [`member ${m.code}`, ...m.files.map((f) => `  ${mark[f.change]} ${f.line.path}`)]),
     ]);
-  },
+  }),
 };
 
 interface RestoreArgs extends ArchiveArgs, TargetArgs { snapshot?: string; out: string; report?: string; member?: string[] }
@@ -168,23 +185,25 @@ interface CheckArgs extends ArchiveArgs { 'read-data'?: number }
 const checkCommand: CommandModule<object, CheckArgs> = {
   command: 'check <archive>',
   describe: 'Check every snapshot: each file its manifest lists is there with its size; --read-data also hashes a share of the files',
-  builder: (y: Argv) => withArchive(y).option('read-data', { type: 'number', describe: 'Read PERCENT (1-100) of the files, chosen at random, and check their sha256' })
+  builder: (y: Argv) => withArchive(y, 'Write each snapshot and file problem found, as --json prints them, to FILE').option('read-data', { type: 'number', describe: 'Read PERCENT (1-100) of the files, chosen at random, and check their sha256' })
     .check((args) => {
       const p = args['read-data'];
       if (p !== undefined && !(typeof p === 'number' && p > 0 && p <= 100)) throw new UsageError(`--read-data must be a percentage from 1 to 100, got ${String(p)}`);
       return true;
     }) as unknown as Argv<CheckArgs>,
-  handler: async (argv) => {
+  handler: (argv) => reported(argv, 'check', async (report) => {
     const dir = await archiveDir(argv.archive);
     const { checkArchive } = await import('../../archive/check.js');
     const result = await checkArchive(dir, { readDataPercent: argv['read-data'] });
+    Object.assign(report, { archive: dir, read_data_percent: argv['read-data'] ?? null, ...result });
+    if (result.problems.length) report.outcome = 'problems';
     print(argv.json, { archive: dir, ...result }, () => [
       `check ${dir}: ${result.snapshots} snapshots, ${result.files} files listed${argv['read-data'] ? `, ${result.read} files read` : ''}; ${result.problems.length ? `${result.problems.length} problem${result.problems.length === 1 ? '' : 's'}:` : 'no problem found'}`,
       ...result.problems.map((p) => `  ${p.snapshot}${p.path ? ` ${p.path}` : ''}: ${p.problem}`),
       ...result.partial.map((id) => `  ${id}.partial: being built, or left by an interrupted run`),
     ]);
     if (result.problems.length) process.exitCode = EXIT.partial;
-  },
+  }),
 };
 
 interface ForgetArgs extends ArchiveArgs {
@@ -210,7 +229,7 @@ const forgetCommand: CommandModule<object, ForgetArgs> = {
   command: 'forget <archive>',
   describe: 'Remove the snapshots the --keep-* rules do not keep (the newest complete one always stays)',
   builder: (y: Argv) => {
-    let b = withArchive(y).option('wait-lock', { type: 'string', describe: 'If a run is writing the archive, wait for it up to DURATION (30s, 5m, 1h) instead of refusing' })
+    let b = withArchive(y, 'Write each snapshot kept (and by which rule) or removed (and why) as JSON to FILE; with --dry-run, what would be removed').option('wait-lock', { type: 'string', describe: 'If a run is writing the archive, wait for it up to DURATION (30s, 5m, 1h) instead of refusing' })
       .check((args) => {
         const wait = args['wait-lock'];
         if (wait !== undefined && parseDuration(String(wait)) === null) throw new UsageError(`--wait-lock must be a duration such as 30s, 5m or 1h, got "${wait}"`);
@@ -220,22 +239,32 @@ const forgetCommand: CommandModule<object, ForgetArgs> = {
     return b.option('dry-run', { type: 'boolean', default: false, describe: 'List what would be removed; remove nothing' }) as unknown as Argv<ForgetArgs>;
   },
   handler: async (argv) => {
+    // The rules are the command line's, checked before the report is: a usage error writes none.
     const policy = await policyOf(argv);
-    const dir = await archiveDir(argv.archive);
-    const { forgetSnapshots } = await import('../../archive/forget.js');
-    const preflight = await preflightOf(argv);
-    try {
-      const lock = argv['dry-run'] ? undefined : await preflight.exportTarget(dir, { zip: false, force: false, waitLock: argv['wait-lock'], archive: true });
-      const result = await forgetSnapshots(dir, policy, { dryRun: argv['dry-run'], lock });
-      const verb = argv['dry-run'] ? 'would remove' : 'removed';
-      print(argv.json, { archive: dir, dry_run: argv['dry-run'], policy, keep: result.decision.keep, remove: result.decision.remove }, () => [
-        `forget ${dir}: keep ${result.keep.length}, ${verb} ${result.remove.length}`,
-        ...result.decision.keep.map((k) => `  keep    ${k.id}  ${k.reasons.join(', ')}`),
-        ...result.decision.remove.map((r) => `  ${argv['dry-run'] ? 'would remove' : 'remove'}  ${r.id}  ${r.reason}`),
-      ]);
-    } finally {
-      await preflight.end();
-    }
+    await reported(argv, 'forget', async (report) => {
+      Object.assign(report, { dry_run: argv['dry-run'], policy });
+      const dir = await archiveDir(argv.archive);
+      report.archive = dir;
+      const { forgetSnapshots } = await import('../../archive/forget.js');
+      const preflight = await preflightOf(argv);
+      try {
+        const lock = argv['dry-run'] ? undefined : await preflight.exportTarget(dir, { zip: false, force: false, waitLock: argv['wait-lock'], archive: true });
+        const result = await forgetSnapshots(dir, policy, { dryRun: argv['dry-run'], lock });
+        // One list, newest first: each snapshot with what became of it and why.
+        report.snapshots = [
+          ...result.decision.keep.map((k) => ({ id: k.id, action: 'keep', reasons: k.reasons })),
+          ...result.decision.remove.map((r) => ({ id: r.id, action: argv['dry-run'] ? 'would remove' : 'removed', reasons: [r.reason] })),
+        ].sort((x, y) => (x.id < y.id ? 1 : x.id > y.id ? -1 : 0));
+        const verb = argv['dry-run'] ? 'would remove' : 'removed';
+        print(argv.json, { archive: dir, dry_run: argv['dry-run'], policy, keep: result.decision.keep, remove: result.decision.remove }, () => [
+          `forget ${dir}: keep ${result.keep.length}, ${verb} ${result.remove.length}`,
+          ...result.decision.keep.map((k) => `  keep    ${k.id}  ${k.reasons.join(', ')}`),
+          ...result.decision.remove.map((r) => `  ${argv['dry-run'] ? 'would remove' : 'remove'}  ${r.id}  ${r.reason}`),
+        ]);
+      } finally {
+        await preflight.end();
+      }
+    });
   },
 };
 

@@ -34,36 +34,53 @@ const failed = (value: unknown): boolean => {
 export async function runLegacyApi(argv: LegacyApiArgs, call: { op: LegacyOperation; path: string; version: LegacyVersion; body: unknown }): Promise<void> {
   // A secret the user sends (a user's password) is masked in every line printed from here on.
   registerSecretsIn(call.body);
-  const print = (value: unknown): void => {
-    // The labels are left out: `headers.password` is the label "Password", not a secret to hunt for.
-    registerSecretsIn(value && typeof value === 'object' && !Array.isArray(value) ? { ...value, headers: undefined } : value);
-    console.log(JSON.stringify(argv['show-secrets'] ? value : masked(value), null, 2));
-    if (failed(value)) process.exitCode = EXIT.partial;
-  };
-  const signal = stopSignal();
-  const connection = await connectLegacy(argv, { version: call.version, signal });
-  let progressId: number | string | undefined;
-  try {
-    const answer = await connection.client.request(call.path, call.body, { dryRun: argv['dry-run'] });
-    const id = (answer.body as { progress_id?: unknown } | null)?.progress_id;
-    if (argv.wait && (typeof id === 'number' || typeof id === 'string')) {
-      progressId = id;
-      const task = await connection.client.tasks.wait(id, { signal });
-      // As the service writes a task, the same as `legacy api /task/ID` prints it.
-      print({ progress_id: task.progressId, status: task.status, ...(task.errors.length ? { errors: task.errors } : {}) });
-      const ending = taskEnding(task);
-      if (ending) process.stderr.write(`wds-files: ${redact(ending)}\n`);
-      return;
+  const { requestCounts, withJsonReport } = await import('../json-report.js');
+  // As `api --report`: the request (its body's size, not its content) and how it ended.
+  await withJsonReport(argv, 'legacy api', [], async (report) => {
+    report.request = { version: call.version, path: call.path, operation: `${call.op.number} ${call.op.name}`, dry_run: argv['dry-run'], body_bytes: argv.data === undefined ? 0 : Buffer.byteLength(argv.data) };
+    const print = (value: unknown): void => {
+      // The labels are left out: `headers.password` is the label "Password", not a secret to hunt for.
+      registerSecretsIn(value && typeof value === 'object' && !Array.isArray(value) ? { ...value, headers: undefined } : value);
+      console.log(JSON.stringify(argv['show-secrets'] ? value : masked(value), null, 2));
+      if (failed(value)) {
+        process.exitCode = EXIT.partial;
+        report.outcome = 'failed';
+      }
+    };
+    const signal = stopSignal();
+    const connection = await connectLegacy(argv, { version: call.version, signal });
+    let progressId: number | string | undefined;
+    try {
+      const answer = await connection.client.request(call.path, call.body, { dryRun: argv['dry-run'] });
+      const status = (answer.body as { status?: unknown } | null)?.status;
+      if (typeof status === 'string') report.status = status;
+      const id = (answer.body as { progress_id?: unknown } | null)?.progress_id;
+      if (typeof id === 'number' || typeof id === 'string') report.progress_id = id;
+      if (argv.wait && (typeof id === 'number' || typeof id === 'string')) {
+        progressId = id;
+        const task = await connection.client.tasks.wait(id, { signal });
+        // As the service writes a task, the same as `legacy api /task/ID` prints it.
+        const shown = { progress_id: task.progressId, status: task.status, ...(task.errors.length ? { errors: task.errors } : {}) };
+        report.task = masked(shown);
+        print(shown);
+        const ending = taskEnding(task);
+        if (ending) process.stderr.write(`wds-files: ${redact(ending)}\n`);
+        return;
+      }
+      print(answer.body);
+    } catch (error) {
+      const stopped = stoppedBy(signal);
+      if (!stopped) throw error;
+      const note = stopNote(call, progressId);
+      report.outcome = 'interrupted';
+      report.interrupted = { signal: stopped, ...(note ? { note: note.slice(2) } : {}) };
+      process.stderr.write(`wds-files: stopped by ${stopped}${note}\n`);
+      process.exitCode = exitCodeOf(stopped);
+    } finally {
+      report.requests = requestCounts(connection.client.transport.counters);
+      await connection.close();
     }
-    print(answer.body);
-  } catch (error) {
-    const stopped = stoppedBy(signal);
-    if (!stopped) throw error;
-    process.stderr.write(`wds-files: stopped by ${stopped}${stopNote(call, progressId)}\n`);
-    process.exitCode = exitCodeOf(stopped);
-  } finally {
-    await connection.close();
-  }
+  });
 }
 
 /** A line for a person when a followed task did not end OK (stdout holds the task as JSON). */

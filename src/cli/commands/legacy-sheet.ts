@@ -5,6 +5,7 @@
  */
 import { resolve } from 'node:path';
 import { Preflight } from '../preflight.js';
+import { requestCounts, withJsonReport, type ReportBody } from '../json-report.js';
 import { say } from '../connection.js';
 import { formatBytes } from '../progress.js';
 import { stopSignal, stoppedBy, exitCodeOf } from '../stop-signal.js';
@@ -17,6 +18,12 @@ import { LockLostError, type TargetLock } from '../../util/target-lock.js';
 import type { LegacySheetArgs } from './legacy.js';
 
 export async function runLegacySheet(argv: LegacySheetArgs, call: { sheetId: number; version: LegacyVersion; format: SheetFormat }): Promise<void> {
+  // The report is checked first, and may not be the download it describes nor a file kept beside it.
+  await withJsonReport(argv, 'legacy sheet', [{ path: argv.out, folder: false, what: 'the download' }], (report) => downloadLocked(argv, call, report));
+}
+
+async function downloadLocked(argv: LegacySheetArgs, call: { sheetId: number; version: LegacyVersion; format: SheetFormat }, report: ReportBody): Promise<void> {
+  Object.assign(report, { sheet_id: call.sheetId, version: call.version, out: resolve(argv.out), format: call.format, written: false });
   const preflight = new Preflight(argv);
   try {
     const lock = await preflight.fileTarget(argv.out, {
@@ -25,13 +32,13 @@ export async function runLegacySheet(argv: LegacySheetArgs, call: { sheetId: num
       replaceable: (path) => looksLikeSheetDownload(path, call.format).catch(() => false),
       refusal: `is a file that is not an earlier sheet download (${call.format === 'csv' ? 'a CSV beginning with a byte order mark' : 'JSON lines'}), and the download would replace it; name another file, or add --force to replace it`,
     });
-    await download(argv, call, lock);
+    await download(argv, call, lock, report);
   } finally {
     await preflight.end();
   }
 }
 
-async function download(argv: LegacySheetArgs, call: { sheetId: number; version: LegacyVersion; format: SheetFormat }, lock: TargetLock): Promise<void> {
+async function download(argv: LegacySheetArgs, call: { sheetId: number; version: LegacyVersion; format: SheetFormat }, lock: TargetLock, report: ReportBody): Promise<void> {
   const signal = stopSignal();
   const out = resolve(argv.out);
   const started = Date.now();
@@ -53,14 +60,17 @@ async function download(argv: LegacySheetArgs, call: { sheetId: number; version:
     });
     const seconds = (Date.now() - started) / 1000;
     const summary = { sheet_id: call.sheetId, out, format: call.format, records: sheet.records.length, bytes, read: sheet.via, seconds: Number(seconds.toFixed(1)) };
+    Object.assign(report, { written: true, records: summary.records, bytes, read: sheet.via });
     if (argv.json) console.log(JSON.stringify(summary));
     else console.log(`sheet ${call.sheetId}: ${sheet.records.length} records written to ${out} (${formatBytes(bytes)}, ${sheet.via === 'async' ? 'asynchronous read' : 'direct read'}, ${seconds.toFixed(1)} s)`);
   } catch (error) {
     const stopped = stoppedBy(signal);
     if (!stopped) throw error;
+    Object.assign(report, { outcome: 'interrupted', interrupted: { signal: stopped } });
     process.stderr.write(`wds-files: interrupted: stopped by ${stopped}; nothing was written, ${argv.out} is as it was; run it again to download the sheet\n`);
     process.exitCode = exitCodeOf(stopped);
   } finally {
+    report.requests = requestCounts(connection.client.transport.counters);
     await connection.close();
   }
 }

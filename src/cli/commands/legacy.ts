@@ -20,12 +20,14 @@ export interface LegacyApiArgs extends LegacyArgs {
   wait: boolean;
   'dry-run': boolean;
   'show-secrets': boolean;
+  report?: string;
 }
 
 export interface LegacySheetArgs extends LegacyArgs, TargetArgs {
   'sheet-id': string;
   out: string;
   async: boolean;
+  report?: string;
 }
 
 const VERSION_WORDS = `${LEGACY_VERSIONS.slice(0, -1).join(', ')} or ${LEGACY_VERSIONS.at(-1)}`;
@@ -89,6 +91,7 @@ export const legacyApiCommand: CommandModule<object, LegacyApiArgs> = {
       .option('dry-run', { type: 'boolean', default: false, describe: 'Send dryrun=1: an update is checked and changes nothing, a read answers its header part' })
       .option('wait', { type: 'boolean', default: false, describe: 'Follow the progress_id an update answers to its final status' })
       .option('show-secrets', { type: 'boolean', default: false, describe: 'Print password and token values of the answer in clear (masked by default)' })
+      .option('report', { type: 'string', describe: 'Write the request made and how it ended (JSON) to FILE' })
       .example('wds-files legacy api /department', 'every department, as the legacy interface lists them')
       .example(`wds-files legacy api /sheet/2/data/update --data '{"data":[{"member_code":"A0001","definition_1306":"x"}]}' --dry-run`, 'check an update; nothing changes')
       .example(`wds-files legacy api /department/add --data '{"departments":[...]}' --wait`, 'add departments and wait for the task to end')
@@ -124,6 +127,7 @@ export const legacySheetCommand: CommandModule<object, LegacySheetArgs> = {
       .option('out', { alias: 'o', type: 'string', demandOption: true, describe: 'A file ending in .csv (UTF-8 with BOM, labels first) or .jsonl (one record per line)' })
       .option('async', { type: 'boolean', default: false, describe: 'Use the asynchronous read (polled) instead of the direct one, as is done anyway when the direct read times out' })
       .option('force', { type: 'boolean', default: false, describe: 'Replace a file at --out that is not an earlier download' })
+      .option('report', { type: 'string', describe: 'Write the file written, its records and how the download ended (JSON) to FILE' })
       .example('wds-files legacy sheet 0 --out members.csv', 'the base information of every member, for Excel')
       .example('wds-files legacy sheet 2 --out sheet-2.jsonl --async', 'a large sheet, by the asynchronous read')
       .check((argv) => {

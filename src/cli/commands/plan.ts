@@ -7,11 +7,12 @@ import type { Argv, CommandModule } from 'yargs';
 import { say, UsageError } from '../connection.js';
 import { clientLogger } from '../log.js';
 import { SAMPLE_COMPANY_DIR } from '../paths.js';
-import { loadOrExit } from './pipeline-file.js';
+import { loadOrExit, pipelinePlaces } from './pipeline-file.js';
 
 interface PlanArgs {
   file: string;
   json: boolean;
+  report?: string;
   quiet?: boolean;
 }
 
@@ -20,23 +21,32 @@ export const planCommand: CommandModule<object, PlanArgs> = {
   describe: 'Show what a run of a pipeline file would do; changes nothing',
   builder: (y: Argv) =>
     y.positional('file', { type: 'string', demandOption: true, describe: 'Pipeline file (YAML)' })
-      .option('json', { type: 'boolean', default: false, describe: 'The plan as one JSON document on stdout' }) as unknown as Argv<PlanArgs>,
+      .option('json', { type: 'boolean', default: false, describe: 'The plan as one JSON document on stdout' })
+      .option('report', { type: 'string', describe: 'Write the plan (files and requests of the pipeline) as JSON to FILE' }) as unknown as Argv<PlanArgs>,
   handler: async (argv) => {
     const pipeline = await loadOrExit(argv.file);
-    const [{ connectPipeline }, { planLines, planPipeline }] = await Promise.all([import('../../pipeline-files/connection.js'), import('../../pipeline-files/plan.js')]);
-    const connection = await connectPipeline(pipeline, { embedded: true, seed: SAMPLE_COMPANY_DIR, log: (line) => say(argv, line), logger: clientLogger })
-      .catch((error: Error) => {
-        throw new UsageError(error.message);
-      });
-    try {
-      const plan = await planPipeline(pipeline, connection.client);
-      if (argv.json) process.stdout.write(`${JSON.stringify(plan)}\n`);
-      else {
-        console.log(`plan of ${pipeline.name} (${argv.file}):`);
-        for (const line of planLines(plan)) console.log(`  ${line}`);
+    const [{ connectPipeline }, { planLines, planPipeline }, { withJsonReport }] = await Promise.all([
+      import('../../pipeline-files/connection.js'), import('../../pipeline-files/plan.js'), import('../json-report.js'),
+    ]);
+    const places = [{ path: argv.file, folder: false, what: 'the pipeline file' }, ...pipelinePlaces(pipeline)];
+    await withJsonReport(argv, 'plan', places, async (report) => {
+      report.file = argv.file;
+      report.pipeline = pipeline.name;
+      const connection = await connectPipeline(pipeline, { embedded: true, seed: SAMPLE_COMPANY_DIR, log: (line) => say(argv, line), logger: clientLogger })
+        .catch((error: Error) => {
+          throw new UsageError(error.message);
+        });
+      try {
+        const plan = await planPipeline(pipeline, connection.client);
+        report.plan = plan;
+        if (argv.json) process.stdout.write(`${JSON.stringify(plan)}\n`);
+        else {
+          console.log(`plan of ${pipeline.name} (${argv.file}):`);
+          for (const line of planLines(plan)) console.log(`  ${line}`);
+        }
+      } finally {
+        await connection.close();
       }
-    } finally {
-      await connection.close();
-    }
+    });
   },
 };

@@ -12,7 +12,7 @@ import { clientLogger, sayError } from '../log.js';
 import { finishRun, interruptedLine } from '../output.js';
 import { SAMPLE_COMPANY_DIR } from '../paths.js';
 import { stopSignal } from '../stop-signal.js';
-import { loadOrExit } from './pipeline-file.js';
+import { loadOrExit, pipelinePlaces } from './pipeline-file.js';
 
 interface RunArgs {
   file: string;
@@ -54,12 +54,7 @@ export const runCommand: CommandModule<object, RunArgs> = {
     ]);
     const preflight = new Preflight(argv);
     try {
-      const { from, to } = pipeline;
-      const places = [
-        ...('archive' in to ? [{ path: to.archive, folder: true, what: 'to.archive' }] : 'folder' in to ? [{ path: to.folder, folder: true, what: 'to.folder' }] : 'zip' in to ? [{ path: to.zip, folder: false, what: 'to.zip' }] : []),
-        ...('folder' in from ? [{ path: from.folder, folder: true, what: 'from.folder' }] : 'zip' in from ? [{ path: from.zip, folder: false, what: 'from.zip' }] : 'csv' in from ? [{ path: from.csv, folder: false, what: 'from.csv' }] : []),
-      ];
-      await preflight.report(argv.report, places);
+      await preflight.report(argv.report, pipelinePlaces(pipeline));
       const { summary, report, lines } = await runPipelineOnce(pipeline, {
         signal: stopSignal(),
         dryRun: argv['dry-run'],

@@ -13,6 +13,7 @@ interface ValidateArgs {
   online: boolean;
   schema: boolean;
   json: boolean;
+  report?: string;
   quiet?: boolean;
 }
 
@@ -24,6 +25,7 @@ export const validateCommand: CommandModule<object, ValidateArgs> = {
       .option('online', { type: 'boolean', default: false, describe: 'Also ask the service whether the sheets, file parts and members named exist' })
       .option('schema', { type: 'boolean', default: false, describe: 'Print the JSON Schema of pipeline files and exit' })
       .option('json', { type: 'boolean', default: false, describe: 'The problems as one JSON document on stdout' })
+      .option('report', { type: 'string', describe: 'Write each file and its problems (FILE, line, column, message) as JSON to FILE' })
       .example('wds-files validate pipelines/*.yaml', 'check every example')
       .example('wds-files validate --schema > pipeline.schema.json', 'the schema, for an editor') as unknown as Argv<ValidateArgs>,
   handler: async (argv) => {
@@ -34,19 +36,31 @@ export const validateCommand: CommandModule<object, ValidateArgs> = {
     }
     const files = argv.files ?? [];
     if (!files.length) throw new UsageError('name one or more pipeline files to validate (or --schema for the JSON Schema)');
-    const { validatePipelineFiles } = await import('../../pipeline-files/validate.js');
-    const { problems } = await validatePipelineFiles(files, {
-      online: argv.online,
-      embedded: true,
-      seed: SAMPLE_COMPANY_DIR,
-      log: (line) => say(argv, line),
+    const [{ validatePipelineFiles }, { withJsonReport }] = await Promise.all([import('../../pipeline-files/validate.js'), import('../json-report.js')]);
+    // A report written over a pipeline file would destroy it: each file is a place it may not be.
+    await withJsonReport(argv, 'validate', files.map((f) => ({ path: f, folder: false, what: 'a pipeline file validated' })), async (report) => {
+      report.online = argv.online;
+      const { problems } = await validatePipelineFiles(files, {
+        online: argv.online,
+        embedded: true,
+        seed: SAMPLE_COMPANY_DIR,
+        log: (line) => say(argv, line),
+      });
+      report.files = files.map((file) => {
+        const own = problems.filter((p) => p.file === file);
+        return { file, ok: own.length === 0, problems: own };
+      });
+      // A problem placed in a file not named on the command line is kept too, not lost.
+      const others = problems.filter((p) => !files.includes(p.file));
+      if (others.length) report.other_problems = others;
+      if (problems.length) report.outcome = 'problems';
+      if (argv.json) process.stdout.write(`${JSON.stringify({ ok: problems.length === 0, problems })}\n`);
+      else {
+        for (const p of problems) process.stdout.write(`${p.file}:${p.line}:${p.column}: ${p.message}\n`);
+        const bad = new Set(problems.map((p) => p.file));
+        for (const file of files.filter((f) => !bad.has(f))) say(argv, `${file}: ok`);
+      }
+      if (problems.length) process.exitCode = EXIT.usage;
     });
-    if (argv.json) process.stdout.write(`${JSON.stringify({ ok: problems.length === 0, problems })}\n`);
-    else {
-      for (const p of problems) process.stdout.write(`${p.file}:${p.line}:${p.column}: ${p.message}\n`);
-      const bad = new Set(problems.map((p) => p.file));
-      for (const file of files.filter((f) => !bad.has(f))) say(argv, `${file}: ok`);
-    }
-    if (problems.length) process.exitCode = EXIT.usage;
   },
 };
