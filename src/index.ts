@@ -63,7 +63,7 @@ export { runAttachmentImport } from './pipelines/attachment-import.js';
 export type { AttachmentImportMode, AttachmentImportOptions, AttachmentImportResult } from './pipelines/attachment-import.js';
 export type { ImportProgress } from './pipelines/import-progress.js';
 export { verifyExport } from './pipelines/verify.js';
-export type { VerifyProblem, VerifyResult } from './pipelines/verify.js';
+export type { VerifyItem, VerifyProblem, VerifyResult } from './pipelines/verify.js';
 export { openSource } from './sources/open-source.js';
 export type { OpenSourceOptions } from './sources/open-source.js';
 export type { ImportSource, RefusedFile, SourceEntry, SourceFile, SourceWant } from './sources/source.js';

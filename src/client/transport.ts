@@ -54,6 +54,15 @@ const NOT_SENT = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'UND_ERR_CON
 const TIMEOUTS = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT']);
 /** OpenSSL's code when the other side answered the handshake with plain HTTP: sending again cannot help. */
 const PLAIN_HTTP_PEER = 'ERR_SSL_WRONG_VERSION_NUMBER';
+/**
+ * Node's codes for a server certificate it refused. The handshake failed, so the request never
+ * left, and sending it again meets the same certificate: said at once rather than retried.
+ */
+const CERTIFICATE_REFUSED = new Set([
+  'DEPTH_ZERO_SELF_SIGNED_CERT', 'SELF_SIGNED_CERT_IN_CHAIN', 'UNABLE_TO_VERIFY_LEAF_SIGNATURE', 'UNABLE_TO_GET_ISSUER_CERT',
+  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY', 'CERT_HAS_EXPIRED', 'CERT_NOT_YET_VALID', 'CERT_UNTRUSTED', 'CERT_REJECTED', 'CERT_REVOKED',
+  'CERT_SIGNATURE_FAILURE', 'ERR_TLS_CERT_ALTNAME_INVALID', 'HOSTNAME_MISMATCH', 'INVALID_CA', 'INVALID_PURPOSE', 'PATH_LENGTH_EXCEEDED',
+]);
 const REDIRECTS = new Set([301, 302, 303, 307, 308]);
 
 /**
@@ -108,7 +117,8 @@ function errorCode(error: unknown): string {
 /** Whether a failed attempt provably never reached the service (so the service counted nothing). */
 function provedUnsent(thrown: unknown): boolean {
   const error = thrown instanceof BodyNotSent ? thrown.original : thrown;
-  return (!!error && typeof error === 'object' && neverSent.has(error)) || NOT_SENT.has(errorCode(error));
+  const code = errorCode(error);
+  return (!!error && typeof error === 'object' && neverSent.has(error)) || NOT_SENT.has(code) || CERTIFICATE_REFUSED.has(code);
 }
 
 export class Transport {
@@ -312,6 +322,7 @@ export class Transport {
         const code = errorCode(error);
         const details: ErrorDetails = { method, path, cause: error };
         if (code === PLAIN_HTTP_PEER) throw plainHttpPeer(target.url, this.options.baseUrl, details);
+        if (CERTIFICATE_REFUSED.has(code)) throw certificateRefused(target.url, code, error, details);
         if (mutating && !unsent && !NOT_SENT.has(code)) throw new UpdateOutcomeUnknownError(details);
         failures += 1;
         if (failures >= policy.maxAttempts) {
@@ -422,6 +433,11 @@ function isServiceError(body: unknown): boolean {
 const pathOf = (url: string): string => new URL(url).pathname;
 
 /** https:// to a server that speaks plain HTTP: OpenSSL reads its answer as a wrong TLS version. */
+function certificateRefused(url: string, code: string, error: unknown, details: ErrorDetails): NetworkError {
+  const { host } = new URL(url);
+  return new NetworkError(`the TLS certificate of ${host} was refused: ${(error as Error).message} (${code}); if the service's certificate is signed by a private CA, give that CA to Node with NODE_EXTRA_CA_CERTS=FILE`, details);
+}
+
 function plainHttpPeer(url: string, baseUrl: string, details: ErrorDetails): NetworkError {
   const { host } = new URL(url);
   const http = baseUrl.replace(/^https:/, 'http:');

@@ -255,5 +255,7 @@ export class Scheduler {
 /** The one line each run logs. */
 export function lineOf(name: string, outcome: RunOutcome): string {
   const files = `${outcome.files} file${outcome.files === 1 ? '' : 's'}`;
-  return `${name}: ${outcome.status}, ${files}, ${formatBytes(outcome.bytes)}, ${formatDuration(outcome.duration_ms)}${outcome.error ? `: ${outcome.error}` : ''}`;
+  // A pipeline's errors name it, for `run` prints them alone; the line names it once.
+  const error = outcome.error?.startsWith(`${name}: `) ? outcome.error.slice(name.length + 2) : outcome.error;
+  return `${name}: ${outcome.status}, ${files}, ${formatBytes(outcome.bytes)}, ${formatDuration(outcome.duration_ms)}${error ? `: ${error}` : ''}`;
 }

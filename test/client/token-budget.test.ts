@@ -8,9 +8,11 @@
  */
 import { existsSync, mkdtempSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import { createServer as createHttpServer, type Server } from 'node:http';
-import { createServer as createNetServer } from 'node:net';
+import { createServer as createHttpsServer } from 'node:https';
+import { createServer as createNetServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { useEmulator, KEY, SECRET } from '../helpers/emulator.js';
 import { clientFor, tempStateFile } from '../helpers/client.js';
@@ -100,6 +102,29 @@ describe('what a token attempt costs', () => {
     expect(message).not.toMatch(/SSL routines|ssl3_get_record/);
     expect(c.transport.counters.requests).toBe(1);
     expect(waits).toEqual([]);
+    expect(await c.limiter!.used('token')).toBe(0);
+    await c.close();
+  });
+
+  it('a certificate Node refuses (self-signed): said at once with its reason, no retries, nothing charged', async () => {
+    const tls = join(dirname(fileURLToPath(import.meta.url)), '..', 'fixtures', 'tls');
+    let answered = 0;
+    const server = createHttpsServer({ cert: readFileSync(join(tls, 'self-signed.crt')), key: readFileSync(join(tls, 'self-signed.key')) }, (_req, res) => {
+      answered += 1;
+      res.end('{}');
+    });
+    servers.push(server);
+    await new Promise<void>((done) => server.listen(0, '127.0.0.1', done));
+    const url = `https://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const waits: string[] = [];
+    const c = client(url, { retry: { maxAttempts: 6, baseDelayMs: 200 }, onWait: (e) => waits.push(e.reason) });
+    const error = await c.faceImages.list().catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(NetworkError);
+    const message = (error as Error).message;
+    expect(message).toContain(`the TLS certificate of ${new URL(url).host} was refused: self-signed certificate (DEPTH_ZERO_SELF_SIGNED_CERT)`);
+    expect(message).toContain('NODE_EXTRA_CA_CERTS');
+    expect(waits).toEqual([]);
+    expect(answered).toBe(0);
     expect(await c.limiter!.used('token')).toBe(0);
     await c.close();
   });

@@ -2,12 +2,17 @@
  * The scheduler's logic in-process: one run per pipeline at a time, missed runs caught up once or
  * skipped, and the health and metrics a monitor reads. (The nightly window: maintenance-window.test.)
  */
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
+import { KEY, SECRET, launch } from '../helpers/emulator.js';
+import { loadPipelineFile } from '../../src/pipeline-files/load.js';
+import { lockFileFor } from '../../src/pipeline-files/run.js';
+import { jobOf } from '../../src/schedule/pipelines.js';
 import { Scheduler } from '../../src/schedule/scheduler.js';
+import { acquireTargetLock } from '../../src/util/target-lock.js';
 import { ScheduleState } from '../../src/schedule/state.js';
 import { startStatusServer, type StatusServer } from '../../src/schedule/status-server.js';
 import type { RunOutcome, ScheduledJob } from '../../src/schedule/types.js';
@@ -20,6 +25,14 @@ afterEach(async () => {
 function outcome(status: RunOutcome['status'], started: Date, extra: Partial<RunOutcome> = {}): RunOutcome {
   const finished = new Date();
   return { status, started_at: started.toISOString(), finished_at: finished.toISOString(), duration_ms: finished.getTime() - started.getTime(), files: 0, bytes: 0, ...extra };
+}
+
+/** Resolves once `done` holds, looking every 20 ms; fails after 10 s. */
+async function until(done: () => boolean): Promise<void> {
+  for (let waited = 0; !done(); waited += 20) {
+    if (waited > 10_000) throw new Error('waited 10 s in vain');
+    await sleep(20);
+  }
 }
 
 function setUp(jobs: ScheduledJob[], extra: { now?: () => Date; stateFolder?: string } = {}) {
@@ -81,10 +94,12 @@ describe('missed runs', () => {
     const runs: Date[] = [];
     const { scheduler, lines } = setUp([hourly('hourly', 'once', runs)], { stateFolder: folder });
     await scheduler.start();
+    // Polled, not slept: on a loaded machine the catch-up run may start later than 300 ms.
+    await until(() => runs.length > 0 && lines.some((l) => /^hourly: ok,/.test(l)));
     await sleep(300);
     expect(runs.length).toBe(1);
     expect(lines.join('\n')).toMatch(/hourly: 5 runs were due since .* while the scheduler was not running .*; catching up once now/);
-    await sleep(200);
+    await until(() => /"last_run"/.test(readFileSync(state.pathOf('hourly'), 'utf8')));
     const saved = JSON.parse(readFileSync(state.pathOf('hourly'), 'utf8'));
     expect(saved.last_run.status).toBe('ok');
     expect(Date.parse(saved.handled_until)).toBeGreaterThan(Date.now() - 5_000);
@@ -96,6 +111,7 @@ describe('missed runs', () => {
     const runs: Date[] = [];
     const first = setUp([hourly('hourly', 'skip', runs)], { stateFolder: folder });
     await first.scheduler.start();
+    await until(() => first.lines.some((l) => /skipped \(catch_up: skip\)/.test(l)));
     await sleep(300);
     expect(runs.length).toBe(0);
     expect(first.lines.join('\n')).toMatch(/hourly: 2 runs were due since .*; skipped \(catch_up: skip\)/);
@@ -252,4 +268,35 @@ describe('health and metrics', () => {
     await third.scheduler.load();
     expect(third.scheduler.health()).toEqual({ ok: true, failing: [] });
   });
+});
+
+describe('a pipeline whose target another run holds', () => {
+  it('fails its run with one line that names the pipeline once and the run holding the lock', async () => {
+    const emu = await launch({});
+    cleanups.push(() => emu.close());
+    const folder = mkdtempSync(join(tmpdir(), 'wds-schedule-locked-'));
+    const file = join(folder, 'locked.yaml');
+    writeFileSync(file, [
+      'name: locked',
+      `connection: { base_url: "${emu.url}", consumer_key: ${KEY}, consumer_secret: ${SECRET} }`,
+      'schedule: "* * * * * *"',
+      'from: { service: photos }',
+      'to: { folder: out }',
+      '',
+    ].join('\n'));
+    const pipeline = await loadPipelineFile(file, {});
+    mkdirSync(join(folder, 'out'));
+    const held = await acquireTargetLock(lockFileFor(pipeline), { command: 'wds-files run locked.yaml (the test)' });
+    cleanups.push(() => held.release());
+    const { scheduler, stop, lines } = setUp([jobOf(pipeline, { env: {}, log: () => undefined })]);
+    await scheduler.start();
+    await until(() => lines.some((l) => /^locked: failed/.test(l)));
+    stop.abort('SIGTERM');
+    await scheduler.finished();
+    const failed = lines.find((l) => /^locked: failed/.test(l));
+    expect(failed, lines.join('\n')).toMatch(/^locked: failed, 0 files, 0 B, [^:]+: another run holds .*\.wds-lock \(pid \d+ on .*wds-files run locked\.yaml \(the test\)/);
+    expect(failed!.split('locked:').length - 1).toBe(1);
+    // Nothing was written into the folder the other run holds.
+    expect(readdirSync(join(folder, 'out'))).toEqual(['.wds-lock']);
+  }, 20_000);
 });
