@@ -38,10 +38,13 @@ export interface VerifyResult {
 
 /** One file as `verify --report` lists it. */
 export interface VerifyItem {
+  /** The file's path inside the export, as its manifest line names it. */
   path: string;
+  /** Whether the file matches its manifest line. */
   outcome: 'ok' | 'problem';
   /** Bytes, of a file that matches. */
   size?: number;
+  /** What is wrong, of a file that does not. */
   problem?: string;
 }
 
