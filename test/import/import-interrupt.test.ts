@@ -22,7 +22,8 @@ import { photoHashes, photoRequests, resetStats, sha256, startCapturingProxy, ty
 import { generatedCodes, journalLines, pause, photoFolder, runPlace, spawnCliGroup, type RunPlace } from './journal-helpers.js';
 
 const MEMBERS = 300;
-const MOMENTS = 10;
+/** Random moments each run: six keep the file at about a minute and a half; CI runs draw new ones. */
+const MOMENTS = 6;
 const emu = useEmulator({
   generate: { members: MEMBERS, photo_ratio: 0.5, photo_bytes: [9_000, 10_000], attachments_per_member: [0, 0] },
   limits: { updatesPerMinute: 10_000 },
@@ -73,13 +74,14 @@ async function temporaryFiles(dir: string): Promise<string[]> {
 
 type Moment = { phase: 'check' | 'send'; signal: NodeJS.Signals; group: boolean; requests: number; delayMs: number };
 
-/** Four moments while checking (the first signals the whole process group), six while sending; the last is SIGTERM. */
+/** Three moments while checking (the first signals the whole process group), three while sending; the last is SIGTERM. */
+const CHECKING = 3;
 const moments = (): Moment[] => Array.from({ length: MOMENTS }, (_, i) => ({
-  phase: i < 4 ? 'check' : 'send',
+  phase: i < CHECKING ? 'check' : 'send',
   signal: i === MOMENTS - 1 ? 'SIGTERM' : 'SIGINT',
   group: i === 0,
   requests: 1 + (i % 3),
-  delayMs: Math.floor(Math.random() * (i < 4 ? 400 : 500)),
+  delayMs: Math.floor(Math.random() * (i < CHECKING ? 400 : 500)),
 }));
 
 /** Starts the import and signals it at the moment; answers the run and the face image requests made by then. */
