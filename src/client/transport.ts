@@ -17,6 +17,7 @@ import {
 import type { Limiter, Slot, WaitEvent } from './limiter.js';
 import { WaitMeter } from './wait-meter.js';
 import { passesQuickly } from './quick-checks.js';
+import { CERTIFICATE_REFUSED, certificateRefusedMessage } from './tls-errors.js';
 import type { TokenManager } from './auth.js';
 import type { ResolvedOptions } from './options.js';
 import { backoffDelay, parseRetryAfter, sleep, untilAborted } from './retry.js';
@@ -54,15 +55,6 @@ const NOT_SENT = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'UND_ERR_CON
 const TIMEOUTS = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT']);
 /** OpenSSL's code when the other side answered the handshake with plain HTTP: sending again cannot help. */
 const PLAIN_HTTP_PEER = 'ERR_SSL_WRONG_VERSION_NUMBER';
-/**
- * Node's codes for a server certificate it refused. The handshake failed, so the request never
- * left, and sending it again meets the same certificate: said at once rather than retried.
- */
-const CERTIFICATE_REFUSED = new Set([
-  'DEPTH_ZERO_SELF_SIGNED_CERT', 'SELF_SIGNED_CERT_IN_CHAIN', 'UNABLE_TO_VERIFY_LEAF_SIGNATURE', 'UNABLE_TO_GET_ISSUER_CERT',
-  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY', 'CERT_HAS_EXPIRED', 'CERT_NOT_YET_VALID', 'CERT_UNTRUSTED', 'CERT_REJECTED', 'CERT_REVOKED',
-  'CERT_SIGNATURE_FAILURE', 'ERR_TLS_CERT_ALTNAME_INVALID', 'HOSTNAME_MISMATCH', 'INVALID_CA', 'INVALID_PURPOSE', 'PATH_LENGTH_EXCEEDED',
-]);
 const REDIRECTS = new Set([301, 302, 303, 307, 308]);
 
 /**
@@ -434,8 +426,7 @@ const pathOf = (url: string): string => new URL(url).pathname;
 
 /** https:// to a server that speaks plain HTTP: OpenSSL reads its answer as a wrong TLS version. */
 function certificateRefused(url: string, code: string, error: unknown, details: ErrorDetails): NetworkError {
-  const { host } = new URL(url);
-  return new NetworkError(`the TLS certificate of ${host} was refused: ${(error as Error).message} (${code}); if the service's certificate is signed by a private CA, give that CA to Node with NODE_EXTRA_CA_CERTS=FILE`, details);
+  return new NetworkError(certificateRefusedMessage(url, code, error), details);
 }
 
 function plainHttpPeer(url: string, baseUrl: string, details: ErrorDetails): NetworkError {

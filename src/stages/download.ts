@@ -10,6 +10,8 @@ import { Agent, request, type Dispatcher } from 'undici';
 import type { RemoteFile, UrlLister } from './list-urls.js';
 import type { EntryWriter, ExportSink } from '../sinks/sink.js';
 import { backoffDelay, sleep, type RetryPolicy } from '../client/retry.js';
+import { NetworkError } from '../client/errors.js';
+import { CERTIFICATE_REFUSED, certificateRefusedMessage } from '../client/tls-errors.js';
 import { largeBodyBytesRead } from '../util/runtime.js';
 
 export interface DownloadJob {
@@ -239,8 +241,11 @@ async function download(job: DownloadJob, options: DownloadOptions, state: { wri
       });
     } catch (error) {
       if (signal?.aborted) continue;
+      const code = (error as { code?: string }).code;
+      // Every file of the run would meet the same certificate: the run stops, rather than retry each.
+      if (code && CERTIFICATE_REFUSED.has(code)) throw new NetworkError(certificateRefusedMessage(current.url, code, error), { method: 'GET', path: new URL(current.url).pathname, cause: error });
       failures += 1;
-      lastProblem = `${(error as { code?: string }).code ?? 'network error'}: ${(error as Error).message}`;
+      lastProblem = `${code ?? 'network error'}: ${(error as Error).message}`;
       await pause(backoffDelay(failures, options.retry));
       continue;
     }
