@@ -424,11 +424,12 @@ function isServiceError(body: unknown): boolean {
 
 const pathOf = (url: string): string => new URL(url).pathname;
 
-/** https:// to a server that speaks plain HTTP: OpenSSL reads its answer as a wrong TLS version. */
+/** A server certificate Node refused (src/client/tls-errors.ts). */
 function certificateRefused(url: string, code: string, error: unknown, details: ErrorDetails): NetworkError {
   return new NetworkError(certificateRefusedMessage(url, code, error), details);
 }
 
+/** https:// to a server that speaks plain HTTP: OpenSSL reads its answer as a wrong TLS version. */
 function plainHttpPeer(url: string, baseUrl: string, details: ErrorDetails): NetworkError {
   const { host } = new URL(url);
   const http = baseUrl.replace(/^https:/, 'http:');
