@@ -4,7 +4,7 @@
  * eight times. The listing's download URLs are rewritten to an https server on the way (a CDN
  * with a certificate from a private CA, as behind a company's TLS inspection).
  */
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { createServer as createHttpServer, request, type Server } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
@@ -64,4 +64,6 @@ it('an export whose storage certificate is refused stops at once, naming the hos
   // At most the downloads under way met the certificate: 40 photos tried 8 times each would be 320.
   expect(handshakes).toBeGreaterThan(0);
   expect(handshakes).toBeLessThanOrEqual(8);
+  // The run that made the folder takes it away again, its lock and temporary folder with it.
+  expect(existsSync(out)).toBe(false);
 });
