@@ -11,12 +11,12 @@ import { createServer as createHttpServer, type Server } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import { createServer as createNetServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { useEmulator, KEY, SECRET } from '../helpers/emulator.js';
 import { clientFor, tempStateFile } from '../helpers/client.js';
 import { useEnv } from '../helpers/env.js';
+import { selfSignedTls } from '../helpers/tls.js';
 import { AuthenticationError, LegacyClient, NetworkError, WdsClient, type WdsClientOptions } from '../../src/index.js';
 import { defaultTokenCacheFile } from '../../src/client/token-cache.js';
 
@@ -107,9 +107,8 @@ describe('what a token attempt costs', () => {
   });
 
   it('a certificate Node refuses (self-signed): said at once with its reason, no retries, nothing charged', async () => {
-    const tls = join(dirname(fileURLToPath(import.meta.url)), '..', 'fixtures', 'tls');
     let answered = 0;
-    const server = createHttpsServer({ cert: readFileSync(join(tls, 'self-signed.crt')), key: readFileSync(join(tls, 'self-signed.key')) }, (_req, res) => {
+    const server = createHttpsServer(selfSignedTls(), (_req, res) => {
       answered += 1;
       res.end('{}');
     });

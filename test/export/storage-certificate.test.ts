@@ -4,16 +4,16 @@
  * eight times. The listing's download URLs are rewritten to an https server on the way (a CDN
  * with a certificate from a private CA, as behind a company's TLS inspection).
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { createServer as createHttpServer, request, type Server } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { afterAll, expect, it } from 'vitest';
 import { KEY, SECRET, useEmulator } from '../helpers/emulator.js';
 import { tempDir } from '../helpers/export.js';
 import { runCli } from '../helpers/cli-process.js';
+import { selfSignedTls } from '../helpers/tls.js';
 
 const emu = useEmulator({ generate: { members: 40, photo_ratio: 1, photo_bytes: [9_000, 10_000], attachments_per_member: [0, 0] } });
 const servers: Server[] = [];
@@ -31,9 +31,8 @@ const listen = async <S extends Server>(server: S): Promise<number> => {
 };
 
 it('an export whose storage certificate is refused stops at once, naming the host and the reason, never the signed URL', async () => {
-  const tls = join(dirname(fileURLToPath(import.meta.url)), '..', 'fixtures', 'tls');
   let handshakes = 0;
-  const storage = createHttpsServer({ cert: readFileSync(join(tls, 'self-signed.crt')), key: readFileSync(join(tls, 'self-signed.key')) }, (_req, res) => res.end());
+  const storage = createHttpsServer(selfSignedTls(), (_req, res) => res.end());
   storage.on('connection', () => (handshakes += 1));
   const storagePort = await listen(storage);
   const upstream = new URL(emu().url);
