@@ -196,6 +196,8 @@ parentPort.on('message', ({ id, roots, items, ahead, more, links }) => {
 /** A thread placing files ahead (Linker.ahead), the files it was given in order, and its answer. */
 interface AheadLane {
   worker: Worker;
+  /** The parent folders given to it (each parent goes to one thread). */
+  parents: Set<string>;
   files: LinkItem[];
   /** How many of `files` the thread has answered for. */
   answered: number;
@@ -295,6 +297,7 @@ export class Linker {
           if (!lane) {
             lane = lanes.length < this.threads ? this.#aheadLane(lanes) : lanes.reduce((least, l) => (l.files.length < least.files.length ? l : least));
             laneOf.set(parent, lane);
+            lane.parents.add(parent);
           }
           lane.files.push(file);
           const part = parts.get(lane);
@@ -324,12 +327,15 @@ export class Linker {
 
   /**
    * A thread that places files ahead, added to `lanes`. Each part's answer adds the files placed
-   * to `#placedInOrder`; its `answer` settles with its answer to the last part.
+   * to `#placedInOrder`; its `answer` settles with its answer to the last part. A thread that
+   * answered its last part waits, unreferenced, for `run` to link in the folders it made
+   * (`#idle`): starting two more threads and giving them every folder made cost more than the
+   * links of a run of 1 % changed files.
    */
   #aheadLane(lanes: AheadLane[]): AheadLane {
     const worker = new Worker(WORKER_CODE, { eval: true, workerData: { target: this.target, noHardLinks: NO_HARD_LINKS, made: [] }, resourceLimits: { maxYoungGenerationSizeMb: 4 } });
     worker.once('online', keepMemoryTuning);
-    const lane: AheadLane = { worker, files: [], answered: 0, answer: null! };
+    const lane: AheadLane = { worker, parents: new Set(), files: [], answered: 0, answer: null! };
     lane.answer = new Promise<Reply>((resolve, reject) => {
       worker.on('message', (reply: Reply) => {
         if (reply.made) {
@@ -343,14 +349,46 @@ export class Linker {
       });
       worker.once('error', reject);
       worker.once('exit', (code) => reject(new Error(`the thread placing files ahead exited with ${code}`)));
-    }).finally(async () => {
-      worker.removeAllListeners('exit');
-      worker.removeAllListeners('message');
-      await worker.terminate();
-    });
+    }).then(
+      (reply) => {
+        this.#keepIdle(lane);
+        return reply;
+      },
+      async (error: unknown) => {
+        dropListeners(worker);
+        await worker.terminate();
+        throw error;
+      },
+    );
     lane.answer.catch(() => undefined); // awaited through #ahead; not an unhandled rejection meanwhile
     lanes.push(lane);
     return lane;
+  }
+
+  /** Threads that placed files ahead and wait for `run`, with the parent folders they were given. */
+  #idle: { worker: Worker; parents: Set<string> }[] = [];
+
+  #keepIdle(lane: AheadLane): void {
+    const { worker } = lane;
+    dropListeners(worker);
+    const idle = { worker, parents: lane.parents };
+    // A thread that ends while it waits is simply not used.
+    worker.on('error', () => undefined);
+    worker.once('exit', () => {
+      this.#idle = this.#idle.filter((i) => i !== idle);
+    });
+    worker.unref();
+    this.#idle.push(idle);
+  }
+
+  /** Ends the threads still waiting for a run (the snapshot is finished, paused or discarded). */
+  async release(): Promise<void> {
+    const idle = this.#idle;
+    this.#idle = [];
+    await Promise.all(idle.map(({ worker }) => {
+      dropListeners(worker);
+      return worker.terminate();
+    }));
   }
 
   /**
@@ -417,21 +455,41 @@ export class Linker {
     // threads have failed, the files they placed are found in place and taken over.
     const last = placedSince();
     const rest = [...wanted.values()];
-    const lanes = lanesOf(rest, Math.min(this.threads, Math.ceil(rest.length / BATCH)), (item) => folderOf(folderOf(item.to)));
-    await Promise.all([handOver(last), ...lanes.map((lane) => this.runLane(lane, made, onBatch, stopped, fail))]);
+    // The threads that made the folders ahead link into them, each the files of its own parents.
+    const idle = this.#idle;
+    this.#idle = [];
+    const count = Math.min(this.threads, Math.ceil(rest.length / BATCH));
+    const lanes = lanesOf(rest, count, (item) => folderOf(folderOf(item.to)), idle.slice(0, count).map((i) => i.parents));
+    const unused = idle.slice(lanes.length);
+    await Promise.all([
+      handOver(last),
+      ...unused.map(({ worker }) => worker.terminate()),
+      ...lanes.map((lane, i) => this.runLane(lane, made, onBatch, stopped, fail, idle[i]?.worker)),
+    ]);
     if (failure) throw failure;
   }
 
-  private async runLane<T extends LinkItem>(items: T[], made: string[], onBatch: (placed: T[], refused: T[]) => Promise<void>, stopped: () => boolean, fail: (error: Error) => void): Promise<void> {
-    if (items.length === 0) return;
-    const worker = new Worker(WORKER_CODE, {
-      eval: true,
-      workerData: { target: this.target, noHardLinks: NO_HARD_LINKS, made },
-      // Its old generation holds a name for each folder it made or checked: no cap that an archive
-      // of many members could reach.
-      resourceLimits: { maxYoungGenerationSizeMb: 4 },
-    });
-    worker.once('online', keepMemoryTuning);
+  /** Links `items` on `reused` (a thread that placed files ahead, which knows the folders it made) or on a new thread. */
+  private async runLane<T extends LinkItem>(items: T[], made: string[], onBatch: (placed: T[], refused: T[]) => Promise<void>, stopped: () => boolean, fail: (error: Error) => void, reused?: Worker): Promise<void> {
+    if (items.length === 0) {
+      await reused?.terminate();
+      return;
+    }
+    let worker: Worker;
+    if (reused) {
+      worker = reused;
+      dropListeners(worker);
+      worker.ref();
+    } else {
+      worker = new Worker(WORKER_CODE, {
+        eval: true,
+        workerData: { target: this.target, noHardLinks: NO_HARD_LINKS, made },
+        // Its old generation holds a name for each folder it made or checked: no cap that an archive
+        // of many members could reach.
+        resourceLimits: { maxYoungGenerationSizeMb: 4 },
+      });
+      worker.once('online', keepMemoryTuning);
+    }
     this.workers.add(worker);
     const waiting = new Map<number, { resolve: (reply: Reply) => void; reject: (error: Error) => void }>();
     // Once the thread is gone nothing posted to it is answered: every batch waiting, and every one
@@ -506,6 +564,14 @@ export class Linker {
   }
 }
 
+/**
+ * Removes the listeners this file gave `worker`: not `removeAllListeners()`, which would take
+ * Node's own, those that keep its messages coming as listeners are added.
+ */
+function dropListeners(worker: Worker): void {
+  for (const event of ['message', 'error', 'exit', 'online']) worker.removeAllListeners(event);
+}
+
 /** Items as the worker takes them: the roots once, then root index, from, to and size for each. */
 function flatten(items: LinkItem[]): { roots: string[]; items: (string | number)[] } {
   const roots = [...new Set(items.map((item) => item.root))];
@@ -521,12 +587,12 @@ function folderOf(path: string): string {
 
 /**
  * The items in at most `count` lanes, all those of one parent folder (the folder that holds their
- * folders, such as a file part's `attachments/<sheet>/<field>`) in one lane, the largest groups
- * first to the lane with fewest items. The kernel makes the entries of one folder one at a time,
- * so threads gain only on folders of different parents, and one thread per parent means no two
- * race to make the same folder.
+ * folders, such as a file part's `attachments/<sheet>/<field>`) in one lane: a parent in
+ * `owners[i]` to lane i, the other groups largest first to the lane with fewest items. The kernel
+ * makes the entries of one folder one at a time, so threads gain only on folders of different
+ * parents, and one thread per parent means no two race to make the same folder.
  */
-function lanesOf<T>(items: T[], count: number, parentOf: (item: T) => string): T[][] {
+function lanesOf<T>(items: T[], count: number, parentOf: (item: T) => string, owners: ReadonlySet<string>[] = []): T[][] {
   const groups = new Map<string, T[]>();
   for (const item of items) {
     const parent = parentOf(item);
@@ -535,7 +601,13 @@ function lanesOf<T>(items: T[], count: number, parentOf: (item: T) => string): T
     else groups.set(parent, [item]);
   }
   const lanes: T[][] = Array.from({ length: Math.min(count, groups.size) }, () => []);
-  for (const group of [...groups.values()].sort((a, b) => b.length - a.length)) {
+  const others: T[][] = [];
+  for (const [parent, group] of groups) {
+    const owner = owners.findIndex((parents) => parents.has(parent));
+    if (owner >= 0 && owner < lanes.length) for (const item of group) lanes[owner]!.push(item);
+    else others.push(group);
+  }
+  for (const group of others.sort((a, b) => b.length - a.length)) {
     const lane = lanes.reduce((least, lane) => (lane.length < least.length ? lane : least));
     for (const item of group) lane.push(item);
   }

@@ -162,6 +162,7 @@ export class SnapshotBuild {
     if (whole && this.resumed === null) {
       // The threads placing ahead finish first: they would make folders in what is removed.
       await this.linker.placedAhead().catch(() => undefined);
+      await this.linker.release();
       await rm(this.dir, { recursive: true, force: true });
       return;
     }
@@ -273,6 +274,8 @@ export class SnapshotBuild {
    */
   private async removeUnused(files: boolean): Promise<void> {
     const candidates = this.resumed === null ? await this.linker.placedAhead() : this.earlierPaths();
+    // No run links after this: the threads that made folders ahead are done.
+    await this.linker.release();
     if (files) {
       const stray = candidates.files.filter((path) => !this.used.files.has(path));
       for (let at = 0; at < stray.length; at += REMOVALS_AT_ONCE) {
