@@ -1,6 +1,7 @@
 /**
  * The linking threads of an archive run (src/archive/linker.ts), on real folders: every unchanged
- * file lands as a hard link of the earlier one, on one thread or several; a file that is gone, of
+ * file lands as a hard link of the earlier one, on one thread or several, or on the threads that
+ * made its folders ahead (a part they did not see included); a file that is gone, of
  * another size, a link, or behind a folder that is a link is refused (and downloaded by the run);
  * a place in the new snapshot taken by a file stops the run naming it, with the files placed
  * before it handed back to be recorded; a stopped run starts nothing; a run whose thread dies
@@ -180,6 +181,34 @@ describe('the linking threads of an archive run', () => {
     });
     expect(placed).toHaveLength(items.length);
     for (const item of items) expect((await stat(join(target, item.to))).ino).toBe((await stat(join(root, item.from))).ino);
+  });
+
+  it('link into the folders made ahead on the threads that made them: a part not seen ahead is linked too, and a second run still links', async () => {
+    const { root, items } = await earlierSnapshot(300);
+    const target = join(tempDir('wds-linker-'), 'snap.partial');
+    const linker = new Linker(target, 2);
+    const feed = linker.ahead({ links: false });
+    // Only the first file part's folders are made ahead; the second part's are made by the run.
+    feed.add(items.filter((i) => i.to.includes('/11/')));
+    feed.end();
+    const ahead = await linker.placedAhead();
+    expect(ahead.folders).toContain('attachments/1/11/M299');
+    expect(ahead.folders).not.toContain('attachments/1/12/M0');
+    const placed: LinkItem[] = [];
+    const first = items.slice(0, 500);
+    await linker.run(first, async (p, r) => {
+      expect(r).toEqual([]);
+      placed.push(...p);
+    });
+    expect(placed.map((i) => i.to).sort()).toEqual(first.map((i) => i.to).sort());
+    // A listing again (expired URLs) hands over the rest: its threads are new ones.
+    await linker.run(items.slice(500), async (p) => {
+      placed.push(...p);
+    });
+    expect(placed).toHaveLength(items.length);
+    for (const item of items) expect((await stat(join(target, item.to))).ino, item.to).toBe((await stat(join(root, item.from))).ino);
+    expect(linker.workers.size).toBe(0);
+    await linker.release();
   });
 
   it('take over a link that a stopped run placed ahead, and replace a file of other bytes', async () => {
