@@ -269,6 +269,8 @@ export class Linker {
    *
    * With `links: false` only the folders are made: a file linked before the run knows it is
    * unchanged is not in the manifest until then, and a run killed meanwhile leaves it unlisted.
+   *
+   * Its threads, once done, wait for the next `run` to link on them; `release` ends them if none comes.
    */
   ahead(options: { links?: boolean } = {}): { add: (files: LinkItem[]) => void; end: () => void } {
     const links = options.links ?? true;
