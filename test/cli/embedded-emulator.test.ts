@@ -1,10 +1,11 @@
 /**
  * The embedded emulator is a demo: an import with no base URL is refused (exit 2) unless
  * --emulator says so. A standalone emulator prints the --base-url to use, and the banner's
- * addresses both work as one; started by `npm run wds`, it stops when npm is signalled.
+ * addresses both work as one; started by `npm run wds`, it stops when npm is signalled, even
+ * when npm was signalled while the emulator was still starting.
  */
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -38,6 +39,22 @@ function portOpen(url: string): Promise<boolean> {
     });
     socket.once('error', () => done(false));
   });
+}
+
+/** A process's parent and its CPU time so far (seconds), from /proc; null once it is gone. */
+function procStat(pid: number): { ppid: number; cpuS: number } | null {
+  try {
+    // The fields after the command name, which is in parentheses and may hold spaces.
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /s, '').split(' ');
+    return { ppid: Number(fields[1]), cpuS: (Number(fields[11]) + Number(fields[12])) / 100 };
+  } catch {
+    return null;
+  }
+}
+
+/** The processes whose parent is `pid`. */
+function childrenOf(pid: number): number[] {
+  return readdirSync('/proc').filter((name) => /^\d+$/.test(name)).map(Number).filter((p) => procStat(p)?.ppid === pid);
 }
 
 describe('imports with no base URL', () => {
@@ -103,4 +120,38 @@ describe('the emulator command', () => {
     // npm, a shell and the CLI start before the banner: on a loaded machine (a CI runner running
     // other suites) that alone once took most of 30 s.
   }, 60_000);
+
+  it('started by npm run wds and npm sent SIGTERM while the emulator was still starting: it stops once up', async () => {
+    // 300,000 members take the emulator seconds to make: npm is signalled meanwhile, its shell is
+    // gone before the banner, and the emulator must still see that it was left.
+    const npm = spawn('npm', ['run', '--silent', 'wds', '--', 'emulator', '--port', '0', '--generate', '300000', '--no-files'], {
+      cwd: ROOT, detached: true,
+      env: { ...process.env, XDG_CACHE_HOME: mkdtempSync(join(tmpdir(), 'wds-cli-')), XDG_STATE_HOME: mkdtempSync(join(tmpdir(), 'wds-state-')) },
+    });
+    try {
+      const banner = waitFor(npm, /Press Ctrl-C/);
+      banner.catch(() => undefined);
+      // The CLI is npm's grandchild (npm, sh -c, node). It is signalled once it has used a second
+      // of CPU: its modules are loaded by then, and the company is still being made.
+      let cli: number | undefined;
+      const deadline = Date.now() + 40_000;
+      while (Date.now() < deadline) {
+        cli ??= childrenOf(npm.pid!).flatMap(childrenOf)[0];
+        if (cli !== undefined && (procStat(cli)?.cpuS ?? 0) >= 1) break;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      expect(cli, 'the CLI under npm').toBeDefined();
+      npm.kill('SIGTERM');
+      const baseUrl = /--base-url (\S+)/.exec(await banner)![1]!;
+      const closed = Date.now() + 10_000;
+      while ((await portOpen(baseUrl)) && Date.now() < closed) await new Promise((r) => setTimeout(r, 200));
+      expect(await portOpen(baseUrl)).toBe(false);
+    } finally {
+      try {
+        process.kill(-npm.pid!, 'SIGKILL');
+      } catch {
+        // The group has ended.
+      }
+    }
+  }, 90_000);
 });

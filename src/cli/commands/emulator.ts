@@ -23,6 +23,13 @@ interface EmulatorArgs {
   json: boolean;
 }
 
+/**
+ * The process's parent as the CLI started: read later, after the banner, npm's shell may already
+ * have died (a SIGTERM to npm as soon as the banner showed), and the orphan would take its new
+ * parent for the one to watch and never stop.
+ */
+const PARENT_AT_START = process.ppid;
+
 export const emulatorCommand: CommandModule<object, EmulatorArgs> = {
   command: 'emulator',
   describe: 'Run the local emulator of the Workforce Data Service',
@@ -105,7 +112,7 @@ export const emulatorCommand: CommandModule<object, EmulatorArgs> = {
  */
 function stopWhenNpmGoes(stop: () => void): void {
   if (!process.env.npm_lifecycle_event) return;
-  const parent = process.ppid;
+  const parent = PARENT_AT_START;
   const timer = setInterval(() => {
     if (process.ppid === parent) return;
     clearInterval(timer);
