@@ -57,6 +57,33 @@ function childrenOf(pid: number): number[] {
   return readdirSync('/proc').filter((name) => /^\d+$/.test(name)).map(Number).filter((p) => procStat(p)?.ppid === pid);
 }
 
+/**
+ * `npm run wds -- emulator --port 0 ...extra` in a process group of its own, so that whatever
+ * happens every process it started can be ended; `test` gets npm, and the group is ended after.
+ */
+async function underNpm(extra: string[], test: (npm: ChildProcessWithoutNullStreams) => Promise<void>): Promise<void> {
+  const npm = spawn('npm', ['run', '--silent', 'wds', '--', 'emulator', '--port', '0', ...extra], {
+    cwd: ROOT, detached: true,
+    env: { ...process.env, XDG_CACHE_HOME: mkdtempSync(join(tmpdir(), 'wds-cli-')), XDG_STATE_HOME: mkdtempSync(join(tmpdir(), 'wds-state-')) },
+  });
+  try {
+    await test(npm);
+  } finally {
+    try {
+      process.kill(-npm.pid!, 'SIGKILL');
+    } catch {
+      // The group has ended.
+    }
+  }
+}
+
+/** Whether the port of `baseUrl` is closed within 10 s. */
+async function closesSoon(baseUrl: string): Promise<boolean> {
+  const deadline = Date.now() + 10_000;
+  while ((await portOpen(baseUrl)) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
+  return !(await portOpen(baseUrl));
+}
+
 describe('imports with no base URL', () => {
   it('are refused with exit 2, saying why and what to do; --emulator runs them', async () => {
     const dir = await writeFiles(tempDir('wds-embedded-'), { 'A0001.jpg': await noisyJpeg(32, 32, 1) });
@@ -97,26 +124,13 @@ describe('the emulator command', () => {
   });
 
   it('started by npm run wds, stops when npm is sent SIGTERM', async () => {
-    // A group of its own, so that whatever happens every process it started can be ended.
-    const npm = spawn('npm', ['run', '--silent', 'wds', '--', 'emulator', '--port', '0'], {
-      cwd: ROOT, detached: true,
-      env: { ...process.env, XDG_CACHE_HOME: mkdtempSync(join(tmpdir(), 'wds-cli-')), XDG_STATE_HOME: mkdtempSync(join(tmpdir(), 'wds-state-')) },
-    });
-    try {
+    await underNpm([], async (npm) => {
       const banner = await waitFor(npm, /Press Ctrl-C/);
       const baseUrl = /--base-url (\S+)/.exec(banner)![1]!;
       expect(await portOpen(baseUrl)).toBe(true);
       npm.kill('SIGTERM');
-      const deadline = Date.now() + 10_000;
-      while ((await portOpen(baseUrl)) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
-      expect(await portOpen(baseUrl)).toBe(false);
-    } finally {
-      try {
-        process.kill(-npm.pid!, 'SIGKILL');
-      } catch {
-        // The group has ended.
-      }
-    }
+      expect(await closesSoon(baseUrl)).toBe(true);
+    });
     // npm, a shell and the CLI start before the banner: on a loaded machine (a CI runner running
     // other suites) that alone once took most of 30 s.
   }, 60_000);
@@ -124,11 +138,7 @@ describe('the emulator command', () => {
   it('started by npm run wds and npm sent SIGTERM while the emulator was still starting: it stops once up', async () => {
     // 300,000 members take the emulator seconds to make: npm is signalled meanwhile, its shell is
     // gone before the banner, and the emulator must still see that it was left.
-    const npm = spawn('npm', ['run', '--silent', 'wds', '--', 'emulator', '--port', '0', '--generate', '300000', '--no-files'], {
-      cwd: ROOT, detached: true,
-      env: { ...process.env, XDG_CACHE_HOME: mkdtempSync(join(tmpdir(), 'wds-cli-')), XDG_STATE_HOME: mkdtempSync(join(tmpdir(), 'wds-state-')) },
-    });
-    try {
+    await underNpm(['--generate', '300000', '--no-files'], async (npm) => {
       const banner = waitFor(npm, /Press Ctrl-C/);
       banner.catch(() => undefined);
       // The CLI is npm's grandchild (npm, sh -c, node). It is signalled once it has used a second
@@ -143,15 +153,7 @@ describe('the emulator command', () => {
       expect(cli, 'the CLI under npm').toBeDefined();
       npm.kill('SIGTERM');
       const baseUrl = /--base-url (\S+)/.exec(await banner)![1]!;
-      const closed = Date.now() + 10_000;
-      while ((await portOpen(baseUrl)) && Date.now() < closed) await new Promise((r) => setTimeout(r, 200));
-      expect(await portOpen(baseUrl)).toBe(false);
-    } finally {
-      try {
-        process.kill(-npm.pid!, 'SIGKILL');
-      } catch {
-        // The group has ended.
-      }
-    }
+      expect(await closesSoon(baseUrl)).toBe(true);
+    });
   }, 90_000);
 });
