@@ -4,8 +4,8 @@
  * archive folder read with plain fs.
  */
 import { randomBytes } from 'node:crypto';
-import { readFile, stat } from 'node:fs/promises';
-import { join } from 'node:path';
+import { readFile, readdir, stat } from 'node:fs/promises';
+import { join, relative, sep } from 'node:path';
 import { runExport, type ExportResult } from '../../src/pipelines/export.js';
 import type { WdsClient } from '../../src/index.js';
 import type { TestEmulator } from '../helpers/emulator.js';
@@ -25,9 +25,10 @@ export const archiveRun = (client: WdsClient, archive: string, extra: Partial<Pa
 
 /**
  * Gives `count` attachments new bytes (a later service time, so their updated_at moves on) and
- * answers them as `sheet/field/code/file_name` (`fileId` of a manifest row).
+ * answers them as `sheet/field/code/file_name` (`fileId` of a manifest row). The new files are of
+ * `size` bytes when given, of a few KB otherwise.
  */
-export async function changeAttachments(emu: TestEmulator, count: number, skipCode?: string): Promise<string[]> {
+export async function changeAttachments(emu: TestEmulator, count: number, skipCode?: string, size?: number): Promise<string[]> {
   await emu.control('POST', '/clock', { advance_seconds: 120 });
   const company = companyOf(emu);
   const keys: string[] = [];
@@ -37,7 +38,8 @@ export async function changeAttachments(emu: TestEmulator, count: number, skipCo
       for (const record of records) {
         for (const [fieldId, file] of Object.entries(record.files)) {
           if (keys.length >= count) return keys;
-          const data = file.file_name.endsWith('.pdf') ? pdf(3000 + randomBytes(2).readUInt16LE(0) % 6000) : Buffer.from(`changed,${randomBytes(8).toString('hex')}\n`);
+          const bytes = size ?? 3000 + randomBytes(2).readUInt16LE(0) % 6000;
+          const data = file.file_name.endsWith('.pdf') ? pdf(bytes) : Buffer.from(`changed,${randomBytes(8).toString('hex')}\n${size ? 'x'.repeat(size) : ''}`);
           record.files[fieldId] = company.storeFile(data, file.file_name, file);
           keys.push(`${sheetId}/${fieldId}/${code}/${file.file_name}`);
         }
@@ -85,3 +87,13 @@ export async function inodesOf(dir: string): Promise<Map<string, number>> {
 }
 
 export const snapshotJson = async (dir: string): Promise<any> => JSON.parse(await readFile(join(dir, 'snapshot.json'), 'utf8'));
+
+/** The files under a snapshot folder but its manifest and the sink's temporary folder (a stopped download's bytes). */
+export async function filesIn(dir: string): Promise<string[]> {
+  const entries = await readdir(dir, { withFileTypes: true, recursive: true });
+  return entries
+    .filter((e) => e.isFile())
+    .map((e) => relative(dir, join(e.parentPath, e.name)).split(sep).join('/'))
+    .filter((path) => path !== 'manifest.jsonl' && !path.startsWith('.wds-tmp/'))
+    .sort();
+}

@@ -5,30 +5,20 @@
  * included, and the next run continues it, downloading only the changed files it lacks.
  */
 import { readdir, writeFile } from 'node:fs/promises';
-import { join, relative, sep } from 'node:path';
+import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, expect, it } from 'vitest';
 import { useEmulator, KEY, SECRET } from '../helpers/emulator.js';
 import { finished, runCli, spawnCli } from '../helpers/cli-process.js';
 import { tempDir } from '../helpers/export.js';
 import { verifyExport } from '../../src/pipelines/verify.js';
-import { changeAttachments, fileId, manifestOf, resetStats, storageDownloads } from './helpers.js';
+import { changeAttachments, fileId, filesIn, manifestOf, resetStats, storageDownloads } from './helpers.js';
 
 const emu = useEmulator({ generate: { members: 60, photo_ratio: 0, attachments_per_member: [1, 2], attachment_bytes: [3000, 20_000] } });
 
 afterEach(async () => {
   await emu().control('DELETE', '/faults');
 });
-
-/** The files under a snapshot folder but its manifest and the sink's temporary folder (a killed download's bytes). */
-async function filesIn(dir: string): Promise<string[]> {
-  const entries = await readdir(dir, { withFileTypes: true, recursive: true });
-  return entries
-    .filter((e) => e.isFile())
-    .map((e) => relative(dir, join(e.parentPath, e.name)).split(sep).join('/'))
-    .filter((path) => path !== 'manifest.jsonl' && !path.startsWith('.wds-tmp/'))
-    .sort();
-}
 
 it('SIGKILL mid-snapshot leaves a .partial whose manifest lists exactly its files; the next run downloads only the changed files it lacks', async () => {
   const folder = tempDir('wds-killed-archive-');
