@@ -12,7 +12,8 @@
  */
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, readFileSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { CLI_BUILD, ROOT } from './helpers/cli-process.js';
 
@@ -36,7 +37,31 @@ function sourceStamp(): string {
   return hash.digest('hex');
 }
 
-export default function setup(): void {
+export default function setup(): () => void {
+  buildCli();
+  return useRunTmpdir();
+}
+
+/**
+ * Puts every temporary folder of the run (the tests', and their CLI children's, which inherit the
+ * environment) under one folder, removed when the run ends. The files share their worker's modules
+ * (vitest.config.ts, `isolate: false`), so a helper's `afterAll` runs for the first file of each
+ * worker only: a run of the suite left 764 folders, 0.86 GB, in the system's temporary folder.
+ */
+function useRunTmpdir(): () => void {
+  const runTmp = mkdtempSync(join(tmpdir(), 'wds-test-run-'));
+  process.env.TMPDIR = runTmp;
+  return () => {
+    try {
+      rmSync(runTmp, { recursive: true, force: true });
+    } catch (error) {
+      // A tmpfs a failed test left mounted there stays, and so does its folder: said, not thrown.
+      console.warn(`the run's temporary folder ${runTmp} was not removed whole: ${(error as Error).message}`);
+    }
+  };
+}
+
+function buildCli(): void {
   const stamp = sourceStamp();
   if (existsSync(STAMP) && readFileSync(STAMP, 'utf8') === stamp) return;
   // Built beside the old build and swapped in, so a failed compile leaves no half-written folder.
