@@ -4,13 +4,13 @@
  * by file on identity, original name, size and sha256.
  */
 import { createHash } from 'node:crypto';
-import { closeSync, mkdtempSync, openSync, readSync, rmSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, readSync } from 'node:fs';
 import { readFile, readdir } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, relative, sep } from 'node:path';
 import { crc32 } from 'node:zlib';
 import yauzl from 'yauzl';
-import { afterAll, expect } from 'vitest';
+import { expect } from 'vitest';
 import type { TestEmulator } from './emulator.js';
 
 export interface StatePhoto {
@@ -74,15 +74,9 @@ export const state = (emu: TestEmulator): Promise<EmulatorState> => emu.control(
 
 export const sha256 = (data: Buffer): string => createHash('sha256').update(data).digest('hex');
 
-/** A temporary folder, removed when the test file ends. */
-const made: string[] = [];
-afterAll(() => {
-  for (const dir of made) rmSync(dir, { recursive: true, force: true });
-});
+/** A temporary folder, in the run's own (test/global-setup.ts), which goes when the run ends. */
 export function tempDir(prefix = 'wds-export-'): string {
-  const dir = mkdtempSync(join(tmpdir(), prefix));
-  made.push(dir);
-  return dir;
+  return mkdtempSync(join(tmpdir(), prefix));
 }
 
 /** Identity of a file independent of its name: the manifest's key fields. */
