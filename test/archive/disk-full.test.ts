@@ -62,7 +62,8 @@ it.skipIf(!isRoot)('a disk full mid-snapshot: exit 1 naming the archive and the 
   for (const line of text.split('\n').slice(0, -1)) expect(() => JSON.parse(line), line).not.toThrow();
   const held = [...(await manifestOf(partial)).values()];
   expect(await filesIn(partial)).toEqual(held.map((line) => line.path).sort());
-  // Some changed files landed before the disk filled, and not all of them.
+  // No half-written download is left behind, and not every changed file landed before the disk filled.
+  expect(await readdir(join(partial, '.wds-tmp')).catch(() => [])).toEqual([]);
   const landed = held.filter((line) => changed.includes(fileId(line))).length;
   expect(landed).toBeLessThan(CHANGED);
 
