@@ -1,18 +1,21 @@
 /**
- * Bundles the compiled CLI (`<out>/cli/main.js`, from tsc) into one module with lazily loaded
- * chunks, written over it in `<out>/cli/`. Node then reads and compiles a few files at start
- * instead of some 400 (ours, yargs', zod's, undici's...), which was most of a command's start-up.
- * The SDK (`<out>/index.js` and the rest) stays tsc's output, one module per source file.
+ * Bundles the compiled CLI (`<out>/cli/main.js`, from tsc) into one CommonJS file,
+ * `<out>/cli/wds-files.cjs`, and writes over main.js the entry that runs it with V8's code cache
+ * (src/cli/code-cache.ts). Node then reads one file at start instead of some 400 (ours, yargs',
+ * zod's, undici's...), and compiles little of it once a command ran before. The photo checker's
+ * child script is bundled on its own. The SDK (`<out>/index.js` and the rest) stays tsc's output,
+ * one module per source file.
  *
  *   node scripts/bundle-cli.mjs dist
  *
- * Everything lands flat in `<out>/cli/`, at the depth main.js had: the code that finds the
- * package's root (`../..`) and the photo checker's child script (`./photo-check-child.js`) from
- * its own module's URL finds them from any chunk as it did from tsc's files.
+ * Everything lands in `<out>/cli/`, at the depth main.js had: the code that finds the package's
+ * root (`../..`) and the photo checker's child script (`./photo-check-child.js`) from its own
+ * module's URL finds them from the bundle as it did from tsc's files.
  */
 import { build } from 'esbuild';
-import { readFile } from 'node:fs/promises';
-import { dirname, join, relative, resolve } from 'node:path';
+import { createHash } from 'node:crypto';
+import { chmod, readFile, writeFile } from 'node:fs/promises';
+import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import process from 'node:process';
 
@@ -48,7 +51,7 @@ function replaceOnce(name, filter, find, replacement, check = () => true) {
  * folder above its node_modules, reading each folder's entries. Bundled, its module is no longer
  * under node_modules and it walked up from the working directory instead: a run started in a
  * folder of 20,000 photos, or under a large /tmp, read every name there at each start. The
- * bundle's chunks sit in `<package>/dist/cli/`, so the package's root is `../..` from them.
+ * bundle sits in `<package>/dist/cli/`, so the package's root is `../..` from it.
  */
 const yargsRoot = replaceOnce(
   'yargs-root',
@@ -135,39 +138,61 @@ const lazyUndiciH2 = replaceOnce(
   (source) => source.split('connectH2').length === 3,
 );
 const cli = join(out, 'cli');
-
-const result = await build({
-  entryPoints: [
-    { in: join(cli, 'main.js'), out: 'main' },
-    { in: join(out, 'stages', 'photo-check-child.js'), out: 'photo-check-child' },
-  ],
-  outdir: cli,
-  allowOverwrite: true,
+const plugins = [slimUndici, yargsRoot, lazyStringWidth, noHelpCache, zodEnglishOnly, lazyUndiciH2];
+const common = {
   bundle: true,
-  splitting: true,
-  format: 'esm',
   platform: 'node',
   target: 'node20.19',
   // sharp loads its native binary, pino starts its transports from files beside its modules, and
   // heic-decode's wasm build is large and needed only for HEIC: each stays a package loaded at run time.
   external: ['sharp', 'pino', 'heic-decode'],
-  // The CommonJS packages bundled (undici, archiver...) require Node's modules, which an ES module
-  // can do only through a require of its own.
-  banner: { js: "import { createRequire as __wdsCreateRequire } from 'node:module';\nconst require = __wdsCreateRequire(import.meta.url);" },
-  plugins: [slimUndici, yargsRoot, lazyStringWidth, noHelpCache, zodEnglishOnly, lazyUndiciH2],
+  allowOverwrite: true,
   legalComments: 'eof',
   logLevel: 'warning',
-  metafile: true,
+};
+
+// The CLI: one CommonJS file, which main.js runs with V8's code cache (src/cli/code-cache.ts).
+// import() of our modules and of the packages left out becomes a require, as a script run
+// through `vm.Script` has no loader for import().
+const bundle = join(cli, 'wds-files.cjs');
+await build({
+  ...common,
+  entryPoints: [join(cli, 'main.js')],
+  outfile: bundle,
+  format: 'cjs',
+  supported: { 'dynamic-import': false },
+  define: { 'import.meta.url': '__wdsImportMetaUrl' },
+  banner: { js: "const __wdsImportMetaUrl = require('node:url').pathToFileURL(__filename).href;" },
+  plugins,
 });
 
-// A CommonJS package imported with import() becomes a chunk with only a default export, and
-// `const { parse } = await import('yaml')` then finds nothing: such an import must go through a
-// module of ours (as src/util/yaml-places.ts is, for the emulator config).
-const defaultOnly = [];
-for (const file of Object.keys(result.metafile.outputs)) {
-  if (/^export default require_\w+\(\);$/m.test(await readFile(file, 'utf8'))) defaultOnly.push(relative(process.cwd(), file));
-}
-if (defaultOnly.length > 0) {
-  process.stderr.write(`bundle-cli: a CommonJS package is imported with import() in ${defaultOnly.join(', ')}; import it through a module of ours\n`);
-  process.exit(1);
-}
+// The photo checker's child process (src/stages/photo-check-child.ts), a module of its own.
+await build({
+  ...common,
+  entryPoints: [join(out, 'stages', 'photo-check-child.js')],
+  outfile: join(cli, 'photo-check-child.js'),
+  format: 'esm',
+  // The CommonJS packages bundled require Node's modules, which an ES module can do only through a require of its own.
+  banner: { js: "import { createRequire as __wdsCreateRequire } from 'node:module';\nconst require = __wdsCreateRequire(import.meta.url);" },
+  plugins,
+});
+
+// The bundle as code-cache.ts compiles it: already in the function CommonJS wraps a module in, so
+// that no copy of its 3.5 MB is made at each start, and ASCII alone (esbuild leaves comments and
+// regular expressions as they were), so that V8 holds it one byte a character, not two.
+const text = (await readFile(bundle, 'utf8'))
+  .replace(/^#!.*\n/, '')
+  .replace(/[^\x00-\x7f]/gu, (c) => c.split('').map((unit) => `\\u${unit.charCodeAt(0).toString(16).padStart(4, '0')}`).join(''));
+// Strict, as the ES modules it was bundled from were (esbuild's own "use strict" comes after the banner, too late to count).
+const wrapped = `(function (exports, require, module, __filename, __dirname) {'use strict';${text}\n})`;
+await writeFile(bundle, wrapped);
+
+// main.js starts the bundle through the code cache, whose files are named by the bundle's hash.
+const bundleId = createHash('sha256').update(wrapped).digest('hex').slice(0, 16);
+await writeFile(join(cli, 'main.js'), `#!/usr/bin/env node
+// The CLI's entry: runs wds-files.cjs, the bundled CLI, with V8's code cache (src/cli/code-cache.ts).
+import { runBundle } from './code-cache.js';
+
+runBundle(new URL('./wds-files.cjs', import.meta.url), '${bundleId}');
+`);
+await chmod(join(cli, 'main.js'), 0o755);

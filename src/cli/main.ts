@@ -118,4 +118,8 @@ export async function main(argv: string[]): Promise<void> {
   await withHelpText(cli).parseAsync();
 }
 
-await main(hideBin(process.argv));
+// Thrown outside the promise, as a rejected top-level await would be: Node prints it and exits 1.
+// (The CLI ships as a CommonJS bundle, src/cli/code-cache.ts, which has no top-level await.)
+main(hideBin(process.argv)).catch((error: unknown) => setImmediate(() => {
+  throw error;
+}));

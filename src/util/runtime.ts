@@ -38,6 +38,15 @@ export function keepMemoryTuning(): void {
   if (forExport) setFlagsFromString(EXPORT_OLD_GROWTH);
 }
 
+/**
+ * Every V8 flag this module may set, as V8 starts with it, with the flags `--liftoff-only` turns
+ * off by implication: a code cache made under other flags is refused (src/cli/code-cache.ts).
+ */
+export const FLAGS_AT_START = [
+  '--semi-space-growth-factor=2', '--heap-growing-percent=0', '--no-expose-gc',
+  '--no-liftoff-only', '--liftoff', '--wasm-tier-up', '--wasm-dynamic-tiering',
+];
+
 const FLAGS = '--semi-space-growth-factor=1';
 const GROW = '--semi-space-growth-factor=2';
 let tuned = false;

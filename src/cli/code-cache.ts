@@ -1,0 +1,122 @@
+/**
+ * Starts the bundled CLI (`dist/cli/wds-files.cjs`, scripts/bundle-cli.mjs) with V8's code cache:
+ * the bytecode of the functions an earlier run of the same command compiled, kept under
+ * `$XDG_CACHE_HOME/wds-files/code/`. Compiling the bundle's modules and then each function at its
+ * first call took a tenth of a second or more of every run, on the one thread a run's start waits
+ * for (bench/notes.md). Node 20 has no compile cache for ES modules, hence one CommonJS bundle run
+ * through `vm.Script`, which takes cached data.
+ *
+ * V8 checks a cache against its own version, its flags and the source's length, and refuses one
+ * that does not match; the file name carries a hash of the bundle, so a cache is never offered to
+ * another build. Nothing here can fail a command: a cache that cannot be read or written is simply
+ * not used.
+ */
+import { createHash } from 'node:crypto';
+import { closeSync, fstatSync, mkdirSync, openSync, readFileSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { homedir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { getHeapCodeStatistics, setFlagsFromString } from 'node:v8';
+import { Script } from 'node:vm';
+import { FLAGS_AT_START } from '../util/runtime.js';
+
+/** Caches kept; the least recently written go first. Each is 1 to 2 MB. */
+const KEEP = 8;
+/** Bytes of the sha256 of the cached data, which comes first in the file. */
+const DIGEST = 32;
+
+/** `$XDG_CACHE_HOME/wds-files/code` (default `~/.cache/wds-files/code`). */
+function cacheFolder(): string {
+  return join(process.env.XDG_CACHE_HOME || join(homedir(), '.cache'), 'wds-files', 'code');
+}
+
+/**
+ * Whether `info` (of the cache folder or a file in it) is this user's and no one else can write
+ * it: V8 runs the bytecode it is given, so a cache another user could write is not read.
+ */
+function ownOnly(info: { uid: number; mode: number }): boolean {
+  return (process.getuid === undefined || info.uid === process.getuid()) && (info.mode & 0o022) === 0;
+}
+
+/**
+ * The command's words (`run nightly.yaml`, `attachments export`), before its first option: runs
+ * of one command take the same path through the code, and each kind keeps a cache of its own.
+ */
+function commandKey(argv: string[]): string {
+  const words: string[] = [];
+  for (const word of argv) {
+    if (word.startsWith('-')) break;
+    words.push(word);
+  }
+  return createHash('sha256').update(words.join('\0')).digest('hex').slice(0, 16);
+}
+
+/** The cached data in `path`, if it is whole and safe to give V8. */
+function readCache(folder: string, path: string): Buffer | undefined {
+  try {
+    if (!ownOnly(statSync(folder))) return undefined;
+    const fd = openSync(path, 'r');
+    try {
+      if (!ownOnly(fstatSync(fd))) return undefined;
+      const file = readFileSync(fd);
+      const data = file.subarray(DIGEST);
+      // V8 checks the cache's length but not its bytes: a file damaged on disk is refused here.
+      return createHash('sha256').update(data).digest().equals(file.subarray(0, DIGEST)) ? data : undefined;
+    } finally {
+      closeSync(fd);
+    }
+  } catch {
+    return undefined;
+  }
+}
+
+function writeCache(folder: string, path: string, data: Buffer): void {
+  mkdirSync(folder, { recursive: true, mode: 0o700 });
+  if (!ownOnly(statSync(folder))) return;
+  const temp = `${path}.${process.pid}.tmp`;
+  try {
+    writeFileSync(temp, Buffer.concat([createHash('sha256').update(data).digest(), data]), { mode: 0o600 });
+    renameSync(temp, path);
+  } catch {
+    rmSync(temp, { force: true });
+    return;
+  }
+  const caches = readdirSync(folder).filter((name) => name.endsWith('.bin'))
+    .map((name) => ({ name, at: statSync(join(folder, name), { throwIfNoEntry: false })?.mtimeMs ?? 0 }))
+    .sort((a, b) => b.at - a.at);
+  for (const { name } of caches.slice(KEEP)) rmSync(join(folder, name), { force: true });
+}
+
+const bytecodeBytes = (): number => getHeapCodeStatistics().bytecode_and_metadata_size;
+
+/**
+ * Runs the CommonJS bundle at `bundleUrl` (whose content hashes to `bundleId`) as Node would
+ * `require` it, with the code cache of this command if there is one. At exit, the cache is
+ * written when there was none, when V8 refused it, or when this run compiled half as much code
+ * again as it held (the run took a path the run that wrote it did not).
+ */
+export function runBundle(bundleUrl: URL, bundleId: string): void {
+  const file = fileURLToPath(bundleUrl);
+  // ASCII, wrapped as CommonJS wraps a module (scripts/bundle-cli.mjs): read as it is, one byte a character.
+  const source = readFileSync(file, 'latin1');
+  const folder = cacheFolder();
+  const path = join(folder, `${bundleId}-${commandKey(process.argv.slice(2))}.bin`);
+  const cachedData = readCache(folder, path);
+  const script = new Script(source, { filename: file, cachedData });
+  const start = bytecodeBytes();
+  process.once('exit', () => {
+    if (cachedData && !script.cachedDataRejected && bytecodeBytes() - start < start / 2) return;
+    try {
+      // V8 keeps the flags a cache was made under in it, and refuses it under others: the run's
+      // tuning (src/util/runtime.ts) is put back to what the next run starts with.
+      for (const flag of FLAGS_AT_START) setFlagsFromString(flag);
+      writeCache(folder, path, script.createCachedData());
+    } catch {
+      // A cache folder that cannot be written (read-only, full) only means no cache.
+    }
+  });
+  const module = { exports: {} };
+  const wrapper = script.runInThisContext() as (exports: object, require: NodeJS.Require, module: object, filename: string, dirname: string) => void;
+  wrapper.call(module.exports, module.exports, createRequire(file), module, file, dirname(file));
+}

@@ -1,0 +1,72 @@
+/**
+ * The CLI's code cache (src/cli/code-cache.ts): a command's first run leaves the bytecode it
+ * compiled under `$XDG_CACHE_HOME/wds-files/code/`, readable by its user alone, and the next run
+ * of that command starts from it. V8 refuses a cache made under other flags, and an export tunes
+ * V8's flags as it runs: were they not put back, every run would find its cache refused and write
+ * it again. A damaged cache is replaced, not given to V8; a folder others can write is not used.
+ */
+import { createHash } from 'node:crypto';
+import { chmodSync, mkdirSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { expect, it } from 'vitest';
+import { useEmulator } from '../helpers/emulator.js';
+import { expectMatchesState, state, tempDir } from '../helpers/export.js';
+import { connectionArgs, runCli } from '../helpers/cli-process.js';
+
+// Files over 1 MB, 16 MB in all: the export reads large bodies, for which it tunes V8 the most.
+const emu = useEmulator({ generate: { members: 6, photo_ratio: 0, attachments_per_member: [2, 2], attachment_bytes: [1_200_000, 1_500_000] } });
+
+const codeFolder = (cache: string): string => join(cache, 'wds-files', 'code');
+
+/** The one cache file in `cache`, with what tells a rewrite (a new file renamed in) from none. */
+function theCache(cache: string): { path: string; ino: number; mtimeMs: number; mode: number; bytes: Buffer } {
+  const names = readdirSync(codeFolder(cache));
+  expect(names).toHaveLength(1);
+  const path = join(codeFolder(cache), names[0]!);
+  const info = statSync(path);
+  return { path, ino: info.ino, mtimeMs: info.mtimeMs, mode: info.mode & 0o777, bytes: readFileSync(path) };
+}
+
+async function exportWith(cache: string): Promise<void> {
+  const out = join(tempDir(), 'out');
+  const run = await runCli(['attachments', 'export', '--out', out, ...connectionArgs(emu())], { XDG_CACHE_HOME: cache });
+  expect(run.stderr).not.toMatch(/warning|error/i);
+  expect(run.code).toBe(0);
+  await expectMatchesState(out, await state(emu()), 'attachments');
+}
+
+it('the first run of a command writes its cache for its user alone, and the next run takes it as it is', async () => {
+  const cache = tempDir('wds-code-cache-');
+  await exportWith(cache);
+  const first = theCache(cache);
+  expect(first.mode).toBe(0o600);
+  expect(statSync(codeFolder(cache)).mode & 0o777).toBe(0o700);
+  expect(first.bytes.length).toBeGreaterThan(100_000);
+
+  await exportWith(cache);
+  const second = theCache(cache);
+  expect({ path: second.path, ino: second.ino, mtimeMs: second.mtimeMs }).toEqual({ path: first.path, ino: first.ino, mtimeMs: first.mtimeMs });
+});
+
+it('a damaged cache is not used: the command runs as ever and the cache is written anew', async () => {
+  const cache = tempDir('wds-code-cache-');
+  await exportWith(cache);
+  const written = theCache(cache);
+  const damaged = Buffer.from(written.bytes);
+  damaged[Math.floor(damaged.length / 2)] ^= 0xff;
+  writeFileSync(written.path, damaged);
+
+  await exportWith(cache);
+  const after = theCache(cache);
+  expect(after.ino).not.toBe(written.ino);
+  // Whole again: its first 32 bytes are the sha256 of the rest.
+  expect(createHash('sha256').update(after.bytes.subarray(32)).digest().equals(after.bytes.subarray(0, 32))).toBe(true);
+});
+
+it('a cache folder that others can write is neither read nor written', async () => {
+  const cache = tempDir('wds-code-cache-');
+  mkdirSync(codeFolder(cache), { recursive: true });
+  chmodSync(codeFolder(cache), 0o777);
+  await exportWith(cache);
+  expect(readdirSync(codeFolder(cache))).toEqual([]);
+});
