@@ -136,13 +136,8 @@ function place(root, from, to, size) {
 let linksAhead = true;
 
 // Ahead of the listing, a file is placed only where nothing is yet, and only as a hard link: a
-// place taken (a download got there first) or a copy is left to the run, which knows more. With
-// links off, only its folder is made.
-function placeAhead(root, from, to, size, links) {
-  if (!links) {
-    makeFolder(folderOf(to));
-    return false;
-  }
+// place taken (a download got there first) or a copy is left to the run, which knows more.
+function placeAhead(root, from, to, size) {
   if (!linksAhead || !sourceFolderIsPlain(root, from)) return false;
   const source = under(root, from);
   const info = fs.lstatSync(source);
@@ -159,7 +154,12 @@ function placeAhead(root, from, to, size, links) {
 
 // placed[i]: 1 placed, 0 refused, 2 not reached (a file error stopped the batch before it).
 let targetMade = false;
-parentPort.on('message', ({ id, roots, items, ahead, more, links }) => {
+let items = [];
+// A file's path in the earlier snapshot: sent empty when it is its path in the new one (flatten).
+const fromAt = (at) => items[at + 1] || items[at + 2];
+parentPort.on('message', (message) => {
+  const { id, roots, ahead, more, links } = message;
+  items = message.items;
   if (ahead) {
     if (!targetMade) {
       fs.mkdirSync(target, { recursive: true });
@@ -172,10 +172,20 @@ parentPort.on('message', ({ id, roots, items, ahead, more, links }) => {
       parentPort.postMessage({ id, made: [...made], placed: new Uint8Array(0) });
       return;
     }
+    if (!links) {
+      // Only the folders are made: the part is the paths inside the new snapshot alone.
+      for (const to of items) {
+        try {
+          makeFolder(folderOf(to));
+        } catch {}
+      }
+      parentPort.postMessage({ id, placed: new Uint8Array(items.length) });
+      return;
+    }
     const placed = new Uint8Array(items.length / 4);
     for (let i = 0; i < items.length; i += 4) {
       try {
-        if (placeAhead(roots[items[i]], items[i + 1], items[i + 2], items[i + 3], links)) placed[i / 4] = 1;
+        if (placeAhead(roots[items[i]], fromAt(i), items[i + 2], items[i + 3])) placed[i / 4] = 1;
       } catch {}
     }
     parentPort.postMessage({ id, placed });
@@ -184,7 +194,7 @@ parentPort.on('message', ({ id, roots, items, ahead, more, links }) => {
   const placed = new Uint8Array(items.length / 4).fill(2);
   try {
     for (let i = 0; i < placed.length; i += 1) {
-      placed[i] = place(roots[items[4 * i]], items[4 * i + 1], items[4 * i + 2], items[4 * i + 3]) ? 1 : 0;
+      placed[i] = place(roots[items[4 * i]], fromAt(4 * i), items[4 * i + 2], items[4 * i + 3]) ? 1 : 0;
     }
     parentPort.postMessage({ id, placed, copying });
   } catch (error) {
@@ -248,6 +258,8 @@ export class Linker {
   #ahead: Promise<Ahead> = Promise.resolve({ made: [], placed: new Map() });
   /** The files `ahead` placed so far, in the order the threads answered. */
   #placedInOrder: LinkItem[] = [];
+  /** Whether `ahead` links files (not only makes their folders). */
+  #aheadLinks = false;
   /** Whether every thread of `ahead` has answered its last part (or failed). */
   #aheadDone = true;
   /** Called at each answer of a thread placing ahead, and when they are done. */
@@ -274,6 +286,7 @@ export class Linker {
    */
   ahead(options: { links?: boolean } = {}): { add: (files: LinkItem[]) => void; end: () => void } {
     const links = options.links ?? true;
+    this.#aheadLinks = links;
     const laneOf = new Map<string, AheadLane>();
     const lanes: AheadLane[] = [];
     let ended: (() => void) | undefined;
@@ -306,7 +319,9 @@ export class Linker {
           if (part) part.push(file);
           else parts.set(lane, [file]);
         }
-        for (const [lane, part] of parts) lane.worker.postMessage({ id: -1, ahead: true, more: true, links, ...flatten(part) });
+        for (const [lane, part] of parts) {
+          lane.worker.postMessage({ id: -1, ahead: true, more: true, links, ...(links ? flatten(part) : { roots: [], items: part.map((file) => file.to) }) });
+        }
       },
       end: () => {
         for (const lane of lanes) lane.worker.postMessage({ id: 0, ahead: true, roots: [], items: [] });
@@ -423,11 +438,13 @@ export class Linker {
     };
     const stopped = (): boolean => failure !== null || signal?.aborted === true;
     // A file placed ahead from the same place, of the listed size, is in place already: handed
-    // over as its thread answers, while the threads place the next parts.
-    const wanted = new Map(items.map((item) => [item.to, item]));
+    // over as its thread answers, while the threads place the next parts. Threads that made only
+    // folders placed none: every item is the run's.
+    const wanted = this.#aheadLinks ? new Map(items.map((item) => [item.to, item])) : null;
     let seen = 0;
     const placedSince = (): T[] => {
       const done: T[] = [];
+      if (!wanted) return done;
       for (const placed = this.#placedInOrder; seen < placed.length; seen += 1) {
         const file = placed[seen]!;
         const item = wanted.get(file.to);
@@ -456,7 +473,7 @@ export class Linker {
     // The last files placed ahead are handed over while the threads place the rest. Should the
     // threads have failed, the files they placed are found in place and taken over.
     const last = placedSince();
-    const rest = [...wanted.values()];
+    const rest = wanted ? [...wanted.values()] : items;
     // The threads that made the folders ahead link into them, each the files of its own parents.
     const idle = this.#idle;
     this.#idle = [];
@@ -574,11 +591,12 @@ function dropListeners(worker: Worker): void {
   for (const event of ['message', 'error', 'exit', 'online']) worker.removeAllListeners(event);
 }
 
-/** Items as the worker takes them: the roots once, then root index, from, to and size for each. */
+/** Items as the worker takes them: the roots once, then root index, from (empty when it is `to`), to and size for each. */
 function flatten(items: LinkItem[]): { roots: string[]; items: (string | number)[] } {
   const roots = [...new Set(items.map((item) => item.root))];
   const flat: (string | number)[] = [];
-  for (const item of items) flat.push(roots.indexOf(item.root), item.from, item.to, item.size);
+  // `from` is most often `to` (a file that stayed where it was): sent once, the message is smaller to copy.
+  for (const item of items) flat.push(roots.indexOf(item.root), item.from === item.to ? '' : item.from, item.to, item.size);
   return { roots, items: flat };
 }
 

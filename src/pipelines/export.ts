@@ -385,10 +385,10 @@ async function exportHeld(options: ExportOptions, where: string, since: string |
     const earlier = realign(listed.files, intact);
     const reference = build ? realign(listed.files, build.reference()) : null;
     if (earlier.changed.length > 0) await onDisk(options.out, () => sink.relabel?.(earlier.changed) ?? Promise.resolve());
-    const { jobs, kept: planned, link: plannedLinks } = planExport(listed.files, earlier.lines, reference?.lines);
+    const { jobs, kept: planned, link: plannedLinks, previousListed } = planExport(listed.files, earlier.lines, reference?.lines);
     // A file an archive run started early is downloaded, not linked as well.
     const link = early && early.started.size > 0 ? plannedLinks.filter(({ file }) => !early.started.has(file.key)) : plannedLinks;
-    build?.noteListing(listed.files.map((file) => file.key), reference?.movedFrom);
+    build?.noteListing(previousListed, reference?.movedFrom);
     // What a zip holds that this run lists no more (a member deleted since, a file older than
     // `since`) stays in it, as a folder keeps such files: an export adds and refreshes. A snapshot
     // follows deletions: a resumed one gives up what the service no longer lists.
@@ -426,11 +426,15 @@ async function exportHeld(options: ExportOptions, where: string, since: string |
     // are done, each batch recorded as it lands; a file it cannot link is downloaded after them.
     let linking: Promise<DownloadJob[]> | null = null;
     if (build && link.length > 0) {
-      const files = new Map(link.map(({ file }) => [file.key, file]));
       const lines = link.map(({ line }) => line);
       const how = (): string => `unchanged since snapshot ${build.previous}; ${build.copied ? 'copied' : 'hard-linked'} from it`;
       linking = onDisk(build.dir, () => build.linkUnchanged(lines, (line) => recorder.linked(line, how()), signal, downloading))
-        .then((refused) => refused.map((line) => ({ file: files.get(manifestKey(line))!, path: line.path })));
+        .then((refused) => {
+          // Rare (a damaged earlier snapshot): the files of the lines refused are looked up only then.
+          if (refused.length === 0) return [];
+          const files = new Map(link.map(({ file }) => [file.key, file]));
+          return refused.map((line) => ({ file: files.get(manifestKey(line))!, path: line.path }));
+        });
       linking.catch(() => undefined); // awaited below; not an unhandled rejection meanwhile
     }
 

@@ -186,16 +186,14 @@ export class SnapshotBuild {
   }
 
   /**
-   * Notes the keys the service listed: those of the earlier snapshot not among them were deleted,
-   * but for the files whose record moved (`movedFrom`: their earlier key by their key now).
+   * Notes what the service listed: `listed` of the earlier snapshot's files (planExport's
+   * `previousListed`, counted in `realign`'s lines), the others deleted; `movedFrom` holds the
+   * earlier key of each file whose record moved, by its key now.
    */
-  noteListing(keys: Iterable<string>, movedFrom?: ReadonlyMap<string, string>): void {
+  noteListing(listed: number, movedFrom?: ReadonlyMap<string, string>): void {
     if (movedFrom) this.movedFrom = movedFrom;
-    const listed = new Set<string>();
-    for (const key of keys) listed.add(this.earlierKey(key));
-    let deleted = 0;
-    for (const key of this.earlier.keys()) if (!listed.has(key)) deleted += 1;
-    this.deleted = deleted;
+    // realign gives each earlier line one key: as many lines as the earlier snapshot had.
+    this.deleted = this.earlier.size - listed;
   }
 
   /**
@@ -208,11 +206,17 @@ export class SnapshotBuild {
   async linkUnchanged(lines: ManifestLine[], onPlaced: (line: ManifestLine) => Promise<void>, signal?: AbortSignal, after?: Promise<unknown>): Promise<ManifestLine[]> {
     const refused: ManifestLine[] = [];
     const items: (LinkItem & { line: ManifestLine })[] = [];
-    for (const line of lines) {
-      const key = this.earlierKey(manifestKey(line));
-      const from = this.earlier.get(key);
-      if (from) items.push({ root: this.dirOf(key), from: from.path, to: line.path, size: line.size, line });
-      else refused.push(line);
+    if (this.olderDirs === null) {
+      // One snapshot read: each line (of `realign`'s, as planExport gives them) is an earlier line or
+      // a copy of one with its record's new index, at the same path and size, in that snapshot.
+      for (const line of lines) items.push({ root: this.newestDir, from: line.path, to: line.path, size: line.size, line });
+    } else {
+      for (const line of lines) {
+        const key = this.earlierKey(manifestKey(line));
+        const from = this.earlier.get(key);
+        if (from) items.push({ root: this.dirOf(key), from: from.path, to: line.path, size: line.size, line });
+        else refused.push(line);
+      }
     }
     await this.linker.run(items, async (placed, notPlaced) => {
       for (const item of notPlaced) refused.push(item.line);

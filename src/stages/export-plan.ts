@@ -16,6 +16,8 @@ export interface ExportPlan {
   kept: ManifestLine[];
   /** Files unchanged since the previous snapshot, with its line: linked from there. */
   link: { file: RemoteFile; line: ManifestLine }[];
+  /** How many lines of the previous snapshot the listing names (the others were deleted since). */
+  previousListed: number;
 }
 
 /** The manifest line of a file downloaded to `path`. */
@@ -116,7 +118,10 @@ export function planExport(listing: RemoteFile[], intact: ReadonlyMap<string, Ma
   const fresh: DownloadJob[] = [];
   const kept: ManifestLine[] = [];
   const link: { file: RemoteFile; line: ManifestLine }[] = [];
+  let previousListed = 0;
   for (const file of listing) {
+    const before = previous?.get(file.key);
+    if (before) previousListed += 1;
     const earlier = intact.get(file.key);
     if (earlier && earlier.updated_at === file.updated_at) {
       kept.push(earlier);
@@ -126,7 +131,6 @@ export function planExport(listing: RemoteFile[], intact: ReadonlyMap<string, Ma
       jobs.push({ file, path: earlier.path });
       continue;
     }
-    const before = previous?.get(file.key);
     if (before && !taken!.has(before.path)) {
       taken!.add(before.path);
       if (before.updated_at === file.updated_at) link.push({ file, line: before });
@@ -148,5 +152,5 @@ export function planExport(listing: RemoteFile[], intact: ReadonlyMap<string, Ma
       job.path = paths.allocate(exportDir(file, safeName), name);
     }
   }
-  return { jobs, kept, link };
+  return { jobs, kept, link, previousListed };
 }

@@ -53,7 +53,8 @@ it('a damaged cache is not used: the command runs as ever and the cache is writt
   await exportWith(cache);
   const written = theCache(cache);
   const damaged = Buffer.from(written.bytes);
-  damaged[Math.floor(damaged.length / 2)] ^= 0xff;
+  const at = Math.floor(damaged.length / 2);
+  damaged.writeUInt8(damaged.readUInt8(at) ^ 0xff, at);
   writeFileSync(written.path, damaged);
 
   await exportWith(cache);
