@@ -25,6 +25,8 @@ import { FLAGS_AT_START } from '../util/runtime.js';
 const KEEP = 8;
 /** Bytes of the sha256 of the cached data, which comes first in the file. */
 const DIGEST = 32;
+/** Age after which a temporary file in the cache folder is taken for one a killed run left. */
+const STALE_MS = 60_000;
 
 /** `$XDG_CACHE_HOME/wds-files/code` (default `~/.cache/wds-files/code`). */
 function cacheFolder(): string {
@@ -82,10 +84,11 @@ function writeCache(folder: string, path: string, data: Buffer): void {
     rmSync(temp, { force: true });
     return;
   }
-  const caches = readdirSync(folder).filter((name) => name.endsWith('.bin'))
-    .map((name) => ({ name, at: statSync(join(folder, name), { throwIfNoEntry: false })?.mtimeMs ?? 0 }))
-    .sort((a, b) => b.at - a.at);
-  for (const { name } of caches.slice(KEEP)) rmSync(join(folder, name), { force: true });
+  const entries = readdirSync(folder).map((name) => ({ name, at: statSync(join(folder, name), { throwIfNoEntry: false })?.mtimeMs ?? 0 }));
+  const caches = entries.filter(({ name }) => name.endsWith('.bin')).sort((a, b) => b.at - a.at);
+  // A run killed while it wrote left its temporary file; one being written now is younger.
+  const stale = entries.filter(({ name, at }) => name.endsWith('.tmp') && at < Date.now() - STALE_MS);
+  for (const { name } of [...caches.slice(KEEP), ...stale]) rmSync(join(folder, name), { force: true });
 }
 
 const bytecodeBytes = (): number => getHeapCodeStatistics().bytecode_and_metadata_size;

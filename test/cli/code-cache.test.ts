@@ -4,19 +4,23 @@
  * of that command starts from it. V8 refuses a cache made under other flags, and an export tunes
  * V8's flags as it runs: were they not put back, every run would find its cache refused and write
  * it again. A damaged cache is replaced, not given to V8; a folder others can write is not used.
+ * Runs at once, a run killed while it wrote, and a full disk leave no cache cut short.
  */
 import { createHash } from 'node:crypto';
-import { chmodSync, mkdirSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, readFileSync, readdirSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect, it } from 'vitest';
 import { useEmulator } from '../helpers/emulator.js';
 import { expectMatchesState, state, tempDir } from '../helpers/export.js';
 import { connectionArgs, runCli } from '../helpers/cli-process.js';
+import { isRoot, useTmpfs } from '../helpers/tmpfs.js';
 
 // Files over 1 MB, 16 MB in all: the export reads large bodies, for which it tunes V8 the most.
 const emu = useEmulator({ generate: { members: 6, photo_ratio: 0, attachments_per_member: [2, 2], attachment_bytes: [1_200_000, 1_500_000] } });
 
 const codeFolder = (cache: string): string => join(cache, 'wds-files', 'code');
+const disk = useTmpfs('cli/code-cache.test', '1m');
+const isWhole = (bytes: Buffer): boolean => createHash('sha256').update(bytes.subarray(32)).digest().equals(bytes.subarray(0, 32));
 
 /** The one cache file in `cache`, with what tells a rewrite (a new file renamed in) from none. */
 function theCache(cache: string): { path: string; ino: number; mtimeMs: number; mode: number; bytes: Buffer } {
@@ -61,13 +65,30 @@ it('a damaged cache is not used: the command runs as ever and the cache is writt
   const after = theCache(cache);
   expect(after.ino).not.toBe(written.ino);
   // Whole again: its first 32 bytes are the sha256 of the rest.
-  expect(createHash('sha256').update(after.bytes.subarray(32)).digest().equals(after.bytes.subarray(0, 32))).toBe(true);
+  expect(isWhole(after.bytes)).toBe(true);
 });
 
 it('a cache folder that others can write is neither read nor written', async () => {
   const cache = tempDir('wds-code-cache-');
   mkdirSync(codeFolder(cache), { recursive: true });
   chmodSync(codeFolder(cache), 0o777);
+  await exportWith(cache);
+  expect(readdirSync(codeFolder(cache))).toEqual([]);
+});
+
+it('two runs at once write one whole cache between them, and the temporary file a killed run left goes', async () => {
+  const cache = tempDir('wds-code-cache-');
+  mkdirSync(codeFolder(cache), { recursive: true, mode: 0o700 });
+  const left = join(codeFolder(cache), 'abc-def.bin.1234.tmp');
+  writeFileSync(left, 'cut short');
+  utimesSync(left, new Date(Date.now() - 120_000), new Date(Date.now() - 120_000));
+  await Promise.all([exportWith(cache), exportWith(cache)]);
+  const written = theCache(cache);
+  expect(isWhole(written.bytes)).toBe(true);
+});
+
+it.skipIf(!isRoot)('a cache folder on a full disk: the command succeeds and leaves no cache, whole or cut', async () => {
+  const cache = join(disk(), 'cache');
   await exportWith(cache);
   expect(readdirSync(codeFolder(cache))).toEqual([]);
 });
