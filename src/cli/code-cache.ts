@@ -17,14 +17,21 @@ import { createRequire } from 'node:module';
 import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { getHeapCodeStatistics, setFlagsFromString } from 'node:v8';
+import { setFlagsFromString } from 'node:v8';
 import { Script } from 'node:vm';
 import { FLAGS_AT_START } from '../util/runtime.js';
 
 /** Caches kept; the least recently written go first. Each is 1 to 2 MB. */
 const KEEP = 8;
-/** Bytes of the sha256 of the cached data, which comes first in the file. */
+/** Bytes of the sha256 of the rest, which comes first in the file; then a byte of its generation, then the cached data. */
 const DIGEST = 32;
+/**
+ * Writes of one command's cache. A cache holds the code its run compiled: a nightly archive's first
+ * run (every file downloaded) takes another path than the next (unchanged files linked), and the
+ * second write adds what the first did not meet. Measuring what a run compiled (`getHeapCodeStatistics`)
+ * walks the heap: some 13 ms at the end of an archive run.
+ */
+const WRITES = 2;
 /** Age after which a temporary file in the cache folder is taken for one a killed run left. */
 const STALE_MS = 60_000;
 
@@ -54,17 +61,18 @@ function commandKey(argv: string[]): string {
   return createHash('sha256').update(words.join('\0')).digest('hex').slice(0, 16);
 }
 
-/** The cached data in `path`, if it is whole and safe to give V8. */
-function readCache(folder: string, path: string): Buffer | undefined {
+/** The cached data in `path` and its generation, if it is whole and safe to give V8. */
+function readCache(folder: string, path: string): { data: Buffer; generation: number } | undefined {
   try {
     if (!ownOnly(statSync(folder))) return undefined;
     const fd = openSync(path, 'r');
     try {
       if (!ownOnly(fstatSync(fd))) return undefined;
       const file = readFileSync(fd);
-      const data = file.subarray(DIGEST);
+      const rest = file.subarray(DIGEST);
       // V8 checks the cache's length but not its bytes: a file damaged on disk is refused here.
-      return createHash('sha256').update(data).digest().equals(file.subarray(0, DIGEST)) ? data : undefined;
+      if (rest.length < 2 || !createHash('sha256').update(rest).digest().equals(file.subarray(0, DIGEST))) return undefined;
+      return { generation: rest[0]!, data: rest.subarray(1) };
     } finally {
       closeSync(fd);
     }
@@ -73,12 +81,13 @@ function readCache(folder: string, path: string): Buffer | undefined {
   }
 }
 
-function writeCache(folder: string, path: string, data: Buffer): void {
+function writeCache(folder: string, path: string, generation: number, data: Buffer): void {
   mkdirSync(folder, { recursive: true, mode: 0o700 });
   if (!ownOnly(statSync(folder))) return;
   const temp = `${path}.${process.pid}.tmp`;
   try {
-    writeFileSync(temp, Buffer.concat([createHash('sha256').update(data).digest(), data]), { mode: 0o600 });
+    const rest = Buffer.concat([Buffer.from([generation]), data]);
+    writeFileSync(temp, Buffer.concat([createHash('sha256').update(rest).digest(), rest]), { mode: 0o600 });
     renameSync(temp, path);
   } catch {
     rmSync(temp, { force: true });
@@ -91,13 +100,10 @@ function writeCache(folder: string, path: string, data: Buffer): void {
   for (const { name } of [...caches.slice(KEEP), ...stale]) rmSync(join(folder, name), { force: true });
 }
 
-const bytecodeBytes = (): number => getHeapCodeStatistics().bytecode_and_metadata_size;
-
 /**
  * Runs the CommonJS bundle at `bundleUrl` (whose content hashes to `bundleId`) as Node would
  * `require` it, with the code cache of this command if there is one. At exit, the cache is
- * written when there was none, when V8 refused it, or when this run compiled half as much code
- * again as it held (the run took a path the run that wrote it did not).
+ * written when there was none or V8 refused it, and once more by the next run (WRITES).
  */
 export function runBundle(bundleUrl: URL, bundleId: string): void {
   const file = fileURLToPath(bundleUrl);
@@ -105,16 +111,16 @@ export function runBundle(bundleUrl: URL, bundleId: string): void {
   const source = readFileSync(file, 'latin1');
   const folder = cacheFolder();
   const path = join(folder, `${bundleId}-${commandKey(process.argv.slice(2))}.bin`);
-  const cachedData = readCache(folder, path);
-  const script = new Script(source, { filename: file, cachedData });
-  const start = bytecodeBytes();
+  const cached = readCache(folder, path);
+  const script = new Script(source, { filename: file, cachedData: cached?.data });
   process.once('exit', () => {
-    if (cachedData && !script.cachedDataRejected && bytecodeBytes() - start < start / 2) return;
+    const taken = cached !== undefined && !script.cachedDataRejected;
+    if (taken && cached.generation >= WRITES) return;
     try {
       // V8 keeps the flags a cache was made under in it, and refuses it under others: the run's
       // tuning (src/util/runtime.ts) is put back to what the next run starts with.
       for (const flag of FLAGS_AT_START) setFlagsFromString(flag);
-      writeCache(folder, path, script.createCachedData());
+      writeCache(folder, path, taken ? cached.generation + 1 : 1, script.createCachedData());
     } catch {
       // A cache folder that cannot be written (read-only, full) only means no cache.
     }

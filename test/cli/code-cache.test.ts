@@ -1,7 +1,7 @@
 /**
- * The CLI's code cache (src/cli/code-cache.ts): a command's first run leaves the bytecode it
- * compiled under `$XDG_CACHE_HOME/wds-files/code/`, readable by its user alone, and the next run
- * of that command starts from it. V8 refuses a cache made under other flags, and an export tunes
+ * The CLI's code cache (src/cli/code-cache.ts): a command's first two runs leave the bytecode they
+ * compiled under `$XDG_CACHE_HOME/wds-files/code/`, readable by its user alone, and later runs of
+ * that command start from it. V8 refuses a cache made under other flags, and an export tunes
  * V8's flags as it runs: were they not put back, every run would find its cache refused and write
  * it again. A damaged cache is replaced, not given to V8; a folder others can write is not used.
  * Runs at once, a run killed while it wrote, and a full disk leave no cache cut short.
@@ -39,7 +39,7 @@ async function exportWith(cache: string): Promise<void> {
   await expectMatchesState(out, await state(emu()), 'attachments');
 }
 
-it('the first run of a command writes its cache for its user alone, and the next run takes it as it is', async () => {
+it('the first run of a command writes its cache for its user alone, the second adds to it, and the third takes it as it is', async () => {
   const cache = tempDir('wds-code-cache-');
   await exportWith(cache);
   const first = theCache(cache);
@@ -49,7 +49,12 @@ it('the first run of a command writes its cache for its user alone, and the next
 
   await exportWith(cache);
   const second = theCache(cache);
-  expect({ path: second.path, ino: second.ino, mtimeMs: second.mtimeMs }).toEqual({ path: first.path, ino: first.ino, mtimeMs: first.mtimeMs });
+  expect(second.path).toBe(first.path);
+  expect(second.ino).not.toBe(first.ino);
+
+  await exportWith(cache);
+  const third = theCache(cache);
+  expect({ path: third.path, ino: third.ino, mtimeMs: third.mtimeMs }).toEqual({ path: second.path, ino: second.ino, mtimeMs: second.mtimeMs });
 });
 
 it('a damaged cache is not used: the command runs as ever and the cache is written anew', async () => {
