@@ -12,7 +12,7 @@
  * not used.
  */
 import { createHash } from 'node:crypto';
-import { closeSync, fstatSync, mkdirSync, openSync, readFileSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { accessSync, closeSync, constants, fstatSync, mkdirSync, openSync, readFileSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -81,12 +81,18 @@ function readCache(folder: string, path: string): { data: Buffer; generation: nu
   }
 }
 
-function writeCache(folder: string, path: string, generation: number, data: Buffer): void {
+/**
+ * Writes what `make` gives as the cache at `path`. The folder is made and checked first: serialising
+ * the cache takes some 20 ms, which a run whose folder cannot be written (a read-only home) would
+ * otherwise spend at every exit.
+ */
+function writeCache(folder: string, path: string, generation: number, make: () => Buffer): void {
   mkdirSync(folder, { recursive: true, mode: 0o700 });
   if (!ownOnly(statSync(folder))) return;
+  accessSync(folder, constants.W_OK);
   const temp = `${path}.${process.pid}.tmp`;
   try {
-    const rest = Buffer.concat([Buffer.from([generation]), data]);
+    const rest = Buffer.concat([Buffer.from([generation]), make()]);
     writeFileSync(temp, Buffer.concat([createHash('sha256').update(rest).digest(), rest]), { mode: 0o600 });
     renameSync(temp, path);
   } catch {
@@ -120,7 +126,7 @@ export function runBundle(bundleUrl: URL, bundleId: string): void {
       // V8 keeps the flags a cache was made under in it, and refuses it under others: the run's
       // tuning (src/util/runtime.ts) is put back to what the next run starts with.
       for (const flag of FLAGS_AT_START) setFlagsFromString(flag);
-      writeCache(folder, path, taken ? cached.generation + 1 : 1, script.createCachedData());
+      writeCache(folder, path, taken ? cached.generation + 1 : 1, () => script.createCachedData());
     } catch {
       // A cache folder that cannot be written (read-only, full) only means no cache.
     }

@@ -38,7 +38,12 @@ export class StateFile {
 
   constructor(readonly path: string) {
     this.lockPath = `${path}.lock`;
-    mkdirSync(dirname(path), { recursive: true });
+    try {
+      mkdirSync(dirname(path), { recursive: true });
+    } catch (error) {
+      const { code, message } = error as NodeJS.ErrnoException;
+      throw new Error(`cannot keep the client's limit windows in ${dirname(path)} (${code ?? message}): set XDG_CACHE_HOME to a folder you can write, or WDS_CLIENT_LIMITS=off to leave the limits to the service`, { cause: error });
+    }
   }
 
   /**

@@ -20,6 +20,7 @@ const emu = useEmulator({ generate: { members: 6, photo_ratio: 0, attachments_pe
 
 const codeFolder = (cache: string): string => join(cache, 'wds-files', 'code');
 const disk = useTmpfs('cli/code-cache.test', '1m');
+const readOnly = useTmpfs('cli/code-cache.test', '1m', 'ro');
 const isWhole = (bytes: Buffer): boolean => createHash('sha256').update(bytes.subarray(32)).digest().equals(bytes.subarray(0, 32));
 
 /** The one cache file in `cache`, with what tells a rewrite (a new file renamed in) from none. */
@@ -31,9 +32,9 @@ function theCache(cache: string): { path: string; ino: number; mtimeMs: number; 
   return { path, ino: info.ino, mtimeMs: info.mtimeMs, mode: info.mode & 0o777, bytes: readFileSync(path) };
 }
 
-async function exportWith(cache: string): Promise<void> {
+async function exportWith(cache: string, env: NodeJS.ProcessEnv = {}): Promise<void> {
   const out = join(tempDir(), 'out');
-  const run = await runCli(['attachments', 'export', '--out', out, ...connectionArgs(emu())], { XDG_CACHE_HOME: cache });
+  const run = await runCli(['attachments', 'export', '--out', out, ...connectionArgs(emu())], { XDG_CACHE_HOME: cache, ...env });
   expect(run.stderr).not.toMatch(/warning|error/i);
   expect(run.code).toBe(0);
   await expectMatchesState(out, await state(emu()), 'attachments');
@@ -96,4 +97,15 @@ it.skipIf(!isRoot)('a cache folder on a full disk: the command succeeds and leav
   const cache = join(disk(), 'cache');
   await exportWith(cache);
   expect(readdirSync(codeFolder(cache))).toEqual([]);
+});
+
+it.skipIf(!isRoot)('a cache folder on a read-only disk: the code cache is given up, and the limit windows\' refusal names the folder', async () => {
+  // The client's limit windows live in the same folder: off, the code cache is the only user of it.
+  await exportWith(readOnly(), { WDS_CLIENT_LIMITS: 'off' });
+  expect(readdirSync(readOnly())).toEqual([]);
+
+  const run = await runCli(['attachments', 'export', '--out', join(tempDir(), 'out'), ...connectionArgs(emu())], { XDG_CACHE_HOME: readOnly() });
+  expect(run.code).toBe(1);
+  expect(run.stderr).toContain(`cannot keep the client's limit windows in ${join(readOnly(), 'wds-files')}`);
+  expect(run.stderr).toContain('set XDG_CACHE_HOME to a folder you can write, or WDS_CLIENT_LIMITS=off');
 });
