@@ -182,7 +182,7 @@ await build({
 // regular expressions as they were), so that V8 holds it one byte a character, not two.
 const text = (await readFile(bundle, 'utf8'))
   .replace(/^#!.*\n/, '')
-  .replace(/[^\x00-\x7f]/gu, (c) => c.split('').map((unit) => `\\u${unit.charCodeAt(0).toString(16).padStart(4, '0')}`).join(''));
+  .replace(/[\u0080-\u{10ffff}]/gu, (c) => c.split('').map((unit) => `\\u${unit.charCodeAt(0).toString(16).padStart(4, '0')}`).join(''));
 // Strict, as the ES modules it was bundled from were (esbuild's own "use strict" comes after the banner, too late to count).
 const wrapped = `(function (exports, require, module, __filename, __dirname) {'use strict';${text}\n})`;
 await writeFile(bundle, wrapped);

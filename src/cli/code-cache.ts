@@ -35,9 +35,11 @@ const WRITES = 2;
 /** Age after which a temporary file in the cache folder is taken for one a killed run left. */
 const STALE_MS = 60_000;
 
-/** `$XDG_CACHE_HOME/wds-files/code` (default `~/.cache/wds-files/code`). */
-function cacheFolder(): string {
-  return join(process.env.XDG_CACHE_HOME || join(homedir(), '.cache'), 'wds-files', 'code');
+/** `WDS_CODE_CACHE` if set (`off`: none), else `$XDG_CACHE_HOME/wds-files/code` (default `~/.cache/wds-files/code`). */
+function cacheFolder(): string | null {
+  const chosen = process.env.WDS_CODE_CACHE;
+  if (chosen === 'off') return null;
+  return chosen || join(process.env.XDG_CACHE_HOME || join(homedir(), '.cache'), 'wds-files', 'code');
 }
 
 /**
@@ -106,31 +108,33 @@ function writeCache(folder: string, path: string, generation: number, make: () =
   for (const { name } of [...caches.slice(KEEP), ...stale]) rmSync(join(folder, name), { force: true });
 }
 
+/** At exit: writes the cache when there was none or V8 refused it, and once more by the next run (WRITES). */
+function saveCache(folder: string, path: string, cached: { generation: number } | undefined, script: Script): void {
+  const taken = cached !== undefined && !script.cachedDataRejected;
+  if (taken && cached.generation >= WRITES) return;
+  try {
+    // V8 keeps the flags a cache was made under in it, and refuses it under others: the run's
+    // tuning (src/util/runtime.ts) is put back to what the next run starts with.
+    for (const flag of FLAGS_AT_START) setFlagsFromString(flag);
+    writeCache(folder, path, taken ? cached.generation + 1 : 1, () => script.createCachedData());
+  } catch {
+    // A cache folder that cannot be written (read-only, full) only means no cache.
+  }
+}
+
 /**
  * Runs the CommonJS bundle at `bundleUrl` (whose content hashes to `bundleId`) as Node would
- * `require` it, with the code cache of this command if there is one. At exit, the cache is
- * written when there was none or V8 refused it, and once more by the next run (WRITES).
+ * `require` it, with the code cache of this command if there is one (saveCache).
  */
 export function runBundle(bundleUrl: URL, bundleId: string): void {
   const file = fileURLToPath(bundleUrl);
   // ASCII, wrapped as CommonJS wraps a module (scripts/bundle-cli.mjs): read as it is, one byte a character.
   const source = readFileSync(file, 'latin1');
   const folder = cacheFolder();
-  const path = join(folder, `${bundleId}-${commandKey(process.argv.slice(2))}.bin`);
-  const cached = readCache(folder, path);
+  const path = folder === null ? '' : join(folder, `${bundleId}-${commandKey(process.argv.slice(2))}.bin`);
+  const cached = folder === null ? undefined : readCache(folder, path);
   const script = new Script(source, { filename: file, cachedData: cached?.data });
-  process.once('exit', () => {
-    const taken = cached !== undefined && !script.cachedDataRejected;
-    if (taken && cached.generation >= WRITES) return;
-    try {
-      // V8 keeps the flags a cache was made under in it, and refuses it under others: the run's
-      // tuning (src/util/runtime.ts) is put back to what the next run starts with.
-      for (const flag of FLAGS_AT_START) setFlagsFromString(flag);
-      writeCache(folder, path, taken ? cached.generation + 1 : 1, () => script.createCachedData());
-    } catch {
-      // A cache folder that cannot be written (read-only, full) only means no cache.
-    }
-  });
+  if (folder !== null) process.once('exit', () => saveCache(folder, path, cached, script));
   const module = { exports: {} };
   const wrapper = script.runInThisContext() as (exports: object, require: NodeJS.Require, module: object, filename: string, dirname: string) => void;
   wrapper.call(module.exports, module.exports, createRequire(file), module, file, dirname(file));

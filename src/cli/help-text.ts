@@ -11,7 +11,8 @@ const ENVIRONMENT = `Environment:
   NO_COLOR             any value: no colour on stderr (none either when stderr is not a terminal)
   WDS_TIMEZONE         the service's time zone for schedule's cron times (default Asia/Tokyo)
   XDG_STATE_HOME       import journals, schedule state, tokens kept (default ~/.local/state/wds-files)
-  XDG_CACHE_HOME       the shared limit windows and the code cache (default ~/.cache/wds-files)`;
+  XDG_CACHE_HOME       the shared limit windows and the code cache (default ~/.cache/wds-files)
+  WDS_CODE_CACHE       the code cache's folder, or off (default $XDG_CACHE_HOME/wds-files/code)`;
 
 const EXIT_CODES = `Exit codes:
   0    everything succeeded

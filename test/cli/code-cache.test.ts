@@ -7,7 +7,7 @@
  * Runs at once, a run killed while it wrote, and a full disk leave no cache cut short.
  */
 import { createHash } from 'node:crypto';
-import { chmodSync, mkdirSync, readFileSync, readdirSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, readdirSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect, it } from 'vitest';
 import { useEmulator } from '../helpers/emulator.js';
@@ -34,7 +34,7 @@ function theCache(cache: string): { path: string; ino: number; mtimeMs: number; 
 
 async function exportWith(cache: string, env: NodeJS.ProcessEnv = {}): Promise<void> {
   const out = join(tempDir(), 'out');
-  const run = await runCli(['attachments', 'export', '--out', out, ...connectionArgs(emu())], { XDG_CACHE_HOME: cache, ...env });
+  const run = await runCli(['attachments', 'export', '--out', out, ...connectionArgs(emu())], { XDG_CACHE_HOME: cache, WDS_CODE_CACHE: undefined, ...env });
   expect(run.stderr).not.toMatch(/warning|error/i);
   expect(run.code).toBe(0);
   await expectMatchesState(out, await state(emu()), 'attachments');
@@ -104,8 +104,19 @@ it.skipIf(!isRoot)('a cache folder on a read-only disk: the code cache is given 
   await exportWith(readOnly(), { WDS_CLIENT_LIMITS: 'off' });
   expect(readdirSync(readOnly())).toEqual([]);
 
-  const run = await runCli(['attachments', 'export', '--out', join(tempDir(), 'out'), ...connectionArgs(emu())], { XDG_CACHE_HOME: readOnly() });
+  const run = await runCli(['attachments', 'export', '--out', join(tempDir(), 'out'), ...connectionArgs(emu())], { XDG_CACHE_HOME: readOnly(), WDS_CODE_CACHE: undefined });
   expect(run.code).toBe(1);
   expect(run.stderr).toContain(`cannot keep the client's limit windows in ${join(readOnly(), 'wds-files')}`);
   expect(run.stderr).toContain('set XDG_CACHE_HOME to a folder you can write, or WDS_CLIENT_LIMITS=off');
+});
+
+it('WDS_CODE_CACHE names the folder, or turns the cache off', async () => {
+  const cache = tempDir('wds-code-cache-');
+  const chosen = join(tempDir('wds-code-cache-'), 'chosen');
+  await exportWith(cache, { WDS_CODE_CACHE: chosen });
+  expect(readdirSync(chosen)).toHaveLength(1);
+  expect(existsSync(codeFolder(cache))).toBe(false);
+  await exportWith(cache, { WDS_CODE_CACHE: 'off' });
+  expect(existsSync(codeFolder(cache))).toBe(false);
+  expect(readdirSync(chosen)).toHaveLength(1);
 });

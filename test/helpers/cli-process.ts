@@ -37,6 +37,9 @@ export function spawnCli(args: string[], extraEnv: NodeJS.ProcessEnv = {}, cwd =
   };
   const env: NodeJS.ProcessEnv = {
     ...process.env,
+    // One code cache for the run's children (TMPDIR is the run's, test/global-setup.ts): they start
+    // as a user's later runs do, not each compiling the whole CLI.
+    WDS_CODE_CACHE: join(tmpdir(), 'wds-code-cache'),
     XDG_CACHE_HOME: own('XDG_CACHE_HOME', 'wds-cli-'),
     XDG_STATE_HOME: own('XDG_STATE_HOME', 'wds-state-'),
   };
