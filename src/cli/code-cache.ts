@@ -14,12 +14,12 @@
 import { createHash } from 'node:crypto';
 import { accessSync, closeSync, constants, fstatSync, mkdirSync, openSync, readFileSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { setFlagsFromString } from 'node:v8';
 import { Script } from 'node:vm';
 import { FLAGS_AT_START } from '../util/runtime.js';
+import { cacheFolder } from '../util/xdg.js';
 
 /** Caches kept; the least recently written go first. Each is 1 to 2 MB. */
 const KEEP = 8;
@@ -36,10 +36,10 @@ const WRITES = 2;
 const STALE_MS = 60_000;
 
 /** `WDS_CODE_CACHE` if set (`off`: none), else `$XDG_CACHE_HOME/wds-files/code` (default `~/.cache/wds-files/code`). */
-function cacheFolder(): string | null {
+function codeFolder(): string | null {
   const chosen = process.env.WDS_CODE_CACHE;
   if (chosen === 'off') return null;
-  return chosen || join(process.env.XDG_CACHE_HOME || join(homedir(), '.cache'), 'wds-files', 'code');
+  return chosen || join(cacheFolder(), 'code');
 }
 
 /**
@@ -130,7 +130,7 @@ export function runBundle(bundleUrl: URL, bundleId: string): void {
   const file = fileURLToPath(bundleUrl);
   // ASCII, wrapped as CommonJS wraps a module (scripts/bundle-cli.mjs): read as it is, one byte a character.
   const source = readFileSync(file, 'latin1');
-  const folder = cacheFolder();
+  const folder = codeFolder();
   const path = folder === null ? '' : join(folder, `${bundleId}-${commandKey(process.argv.slice(2))}.bin`);
   const cached = folder === null ? undefined : readCache(folder, path);
   const script = new Script(source, { filename: file, cachedData: cached?.data });

@@ -6,7 +6,7 @@
  */
 import { mkdirSync, openSync, closeSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createHash } from 'node:crypto';
-import { homedir } from 'node:os';
+import { cacheFolder } from '../util/xdg.js';
 import { dirname, join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import type { WaitMeter } from './wait-meter.js';
@@ -24,9 +24,8 @@ const STALE_LOCK_MS = 5_000;
  * file name does not show it.
  */
 export function defaultStateFile(consumerKey: string, prefix = 'limits'): string {
-  const cache = process.env.XDG_CACHE_HOME || join(homedir(), '.cache');
   const id = createHash('sha256').update(consumerKey).digest('hex').slice(0, 16);
-  return join(cache, 'wds-files', `${prefix}-${id}.json`);
+  return join(cacheFolder(), `${prefix}-${id}.json`);
 }
 
 export function emptyStamps(): WindowStamps {

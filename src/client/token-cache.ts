@@ -6,7 +6,7 @@
  */
 import { chmodSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { createHash } from 'node:crypto';
-import { homedir } from 'node:os';
+import { stateFolder } from '../util/xdg.js';
 import { dirname, join } from 'node:path';
 
 /** A token and the time it expires (ms since the epoch, this machine's clock). */
@@ -21,9 +21,8 @@ export interface CachedToken {
  * only ever sent to the address that issued it. The hash keeps the key out of the file name.
  */
 export function defaultTokenCacheFile(kind: string, baseUrl: string, consumerKey: string): string {
-  const state = process.env.XDG_STATE_HOME || join(homedir(), '.local', 'state');
   const id = createHash('sha256').update(`${kind}\n${baseUrl}\n${consumerKey}`).digest('hex').slice(0, 24);
-  return join(state, 'wds-files', 'tokens', `${kind}-${id}.json`);
+  return join(stateFolder(), 'tokens', `${kind}-${id}.json`);
 }
 
 export class TokenCache {

@@ -6,7 +6,8 @@
 import { mkdir } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type { ExportOptions } from '../pipelines/export.js';
-import { ImportJournal, stateFolder } from '../stages/journal.js';
+import { ImportJournal } from '../stages/journal.js';
+import { stateFolder } from '../util/xdg.js';
 import type { RunReport } from '../stages/report.js';
 import type { WdsClient } from '../client/client.js';
 import type { SnapshotBuild } from '../sinks/archive.js';

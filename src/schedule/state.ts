@@ -8,7 +8,7 @@
 import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { z } from 'zod';
-import { stateFolder } from '../stages/journal.js';
+import { stateFolder } from '../util/xdg.js';
 
 const lastRunSchema = z.object({
   status: z.enum(['ok', 'partial', 'failed', 'interrupted']),

@@ -14,7 +14,8 @@
  */
 import { mkdirSync } from 'node:fs';
 import { createHash, randomUUID } from 'node:crypto';
-import { homedir, hostname } from 'node:os';
+import { hostname } from 'node:os';
+import { stateFolder } from '../util/xdg.js';
 import { dirname, join } from 'node:path';
 import { alive, appendLines, PROCESS_TOKEN, readJournal, replaceJournal, type JournalMark } from './journal-file.js';
 
@@ -68,11 +69,6 @@ const COMPACT_FROM_LINES = 64;
 /** The journal's key for where a file lands: the member's photo, or a file name in a file part. */
 export function targetOf(kind: JournalKind, file: Pick<JournalFile, 'code' | 'sheet_id' | 'custom_field_id' | 'file_name'>): string {
   return kind === 'photo' ? `photo:${file.code}` : `attachment:${file.sheet_id}:${file.custom_field_id}:${file.code}:${file.file_name}`;
-}
-
-/** `$XDG_STATE_HOME/wds-files` (default `~/.local/state/wds-files`). */
-export function stateFolder(): string {
-  return join(process.env.XDG_STATE_HOME || join(homedir(), '.local', 'state'), 'wds-files');
 }
 
 /**
