@@ -35,6 +35,16 @@ async function until(done: () => boolean): Promise<void> {
   }
 }
 
+/**
+ * A clock at real speed that read half past the hour when it was made: the hourly runs missed since
+ * a time it gives are as many whatever minute the test runs in (at 12:00:21, "5 hours and a minute
+ * ago" held six of them).
+ */
+function midHourClock(): () => Date {
+  const offset = Math.floor(Date.now() / 3_600_000) * 3_600_000 + 1_800_000 - Date.now();
+  return () => new Date(Date.now() + offset);
+}
+
 function setUp(jobs: ScheduledJob[], extra: { now?: () => Date; stateFolder?: string } = {}) {
   const lines: string[] = [];
   const stop = new AbortController();
@@ -90,9 +100,10 @@ describe('missed runs', () => {
   it('are caught up once at start, whatever their number', async () => {
     const folder = mkdtempSync(join(tmpdir(), 'wds-schedule-'));
     const state = new ScheduleState(folder);
-    await state.write({ pipeline: 'hourly', handled_until: new Date(Date.now() - 5 * 3_600_000 - 60_000).toISOString() });
+    const clock = midHourClock();
+    await state.write({ pipeline: 'hourly', handled_until: new Date(clock().getTime() - 5 * 3_600_000 - 60_000).toISOString() });
     const runs: Date[] = [];
-    const { scheduler, lines } = setUp([hourly('hourly', 'once', runs)], { stateFolder: folder });
+    const { scheduler, lines } = setUp([hourly('hourly', 'once', runs)], { stateFolder: folder, now: clock });
     await scheduler.start();
     // Polled, not slept: on a loaded machine the catch-up run may start later than 300 ms.
     await until(() => runs.length > 0 && lines.some((l) => /^hourly: ok,/.test(l)));
@@ -102,14 +113,15 @@ describe('missed runs', () => {
     await until(() => /"last_run"/.test(readFileSync(state.pathOf('hourly'), 'utf8')));
     const saved = JSON.parse(readFileSync(state.pathOf('hourly'), 'utf8'));
     expect(saved.last_run.status).toBe('ok');
-    expect(Date.parse(saved.handled_until)).toBeGreaterThan(Date.now() - 5_000);
+    expect(Date.parse(saved.handled_until)).toBeGreaterThan(clock().getTime() - 5_000);
   });
 
   it('are skipped with catch_up: skip, and a restart then has nothing to catch up', async () => {
     const folder = mkdtempSync(join(tmpdir(), 'wds-schedule-'));
-    await new ScheduleState(folder).write({ pipeline: 'hourly', handled_until: new Date(Date.now() - 2 * 3_600_000 - 60_000).toISOString() });
+    const clock = midHourClock();
+    await new ScheduleState(folder).write({ pipeline: 'hourly', handled_until: new Date(clock().getTime() - 2 * 3_600_000 - 60_000).toISOString() });
     const runs: Date[] = [];
-    const first = setUp([hourly('hourly', 'skip', runs)], { stateFolder: folder });
+    const first = setUp([hourly('hourly', 'skip', runs)], { stateFolder: folder, now: clock });
     await first.scheduler.start();
     await until(() => first.lines.some((l) => /skipped \(catch_up: skip\)/.test(l)));
     await sleep(300);
@@ -118,7 +130,7 @@ describe('missed runs', () => {
     first.stop.abort('SIGTERM');
     await first.scheduler.finished();
 
-    const second = setUp([hourly('hourly', 'once', runs)], { stateFolder: folder });
+    const second = setUp([hourly('hourly', 'once', runs)], { stateFolder: folder, now: clock });
     await second.scheduler.start();
     await sleep(300);
     expect(runs.length).toBe(0);
