@@ -106,7 +106,9 @@ describe('wds-files schedule', () => {
     try {
       const folder = mkdtempSync(join(tmpdir(), 'wds-schedule-cli-'));
       mkdirSync(join(folder, 'pipelines'));
-      pipelineFile(join(folder, 'pipelines'), 'good', 'schedule: "0 4 * * *"\nfrom: { service: photos }\nto: { folder: ../good }\n');
+      // Daily at the service-time hour (Tokyo, UTC+9) twelve hours from now: it cannot come due during the test.
+      const awayHour = (new Date().getUTCHours() + 9 + 12) % 24;
+      pipelineFile(join(folder, 'pipelines'), 'good', `schedule: "0 ${awayHour} * * *"\nfrom: { service: photos }\nto: { folder: ../good }\n`);
       pipelineFile(join(folder, 'pipelines'), 'refused', [
         'schedule: "*/2 * * * * *"',
         'connection: { consumer_secret: not-the-secret }',

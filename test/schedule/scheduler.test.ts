@@ -35,16 +35,6 @@ async function until(done: () => boolean): Promise<void> {
   }
 }
 
-/**
- * A clock at real speed that read half past the hour when it was made: the hourly runs missed since
- * a time it gives are as many whatever minute the test runs in (at 12:00:21, "5 hours and a minute
- * ago" held six of them).
- */
-function midHourClock(): () => Date {
-  const offset = Math.floor(Date.now() / 3_600_000) * 3_600_000 + 1_800_000 - Date.now();
-  return () => new Date(Date.now() + offset);
-}
-
 function setUp(jobs: ScheduledJob[], extra: { now?: () => Date; stateFolder?: string } = {}) {
   const lines: string[] = [];
   const stop = new AbortController();
@@ -89,8 +79,14 @@ describe('one run per pipeline at a time', () => {
 });
 
 describe('missed runs', () => {
-  const hourly = (name: string, catchUp: 'once' | 'skip', runs: Date[]): ScheduledJob => ({
-    name, file: `${name}.yaml`, cron: '0 * * * *', catchUp,
+  /**
+   * The minute half an hour from now: an hourly cron at it has no time near the test's, so "five
+   * hours and a minute ago" holds five of its runs whatever minute the test runs in (at 12:00:21,
+   * "0 * * * *" had six), and its timer does not fire while the test runs.
+   */
+  const awayMinute = (): number => (new Date().getUTCMinutes() + 30) % 60;
+  const hourly = (name: string, catchUp: 'once' | 'skip', runs: Date[], minute = awayMinute()): ScheduledJob => ({
+    name, file: `${name}.yaml`, cron: `${minute} * * * *`, catchUp,
     run: async () => {
       runs.push(new Date());
       return outcome('ok', new Date());
@@ -100,10 +96,9 @@ describe('missed runs', () => {
   it('are caught up once at start, whatever their number', async () => {
     const folder = mkdtempSync(join(tmpdir(), 'wds-schedule-'));
     const state = new ScheduleState(folder);
-    const clock = midHourClock();
-    await state.write({ pipeline: 'hourly', handled_until: new Date(clock().getTime() - 5 * 3_600_000 - 60_000).toISOString() });
+    await state.write({ pipeline: 'hourly', handled_until: new Date(Date.now() - 5 * 3_600_000 - 60_000).toISOString() });
     const runs: Date[] = [];
-    const { scheduler, lines } = setUp([hourly('hourly', 'once', runs)], { stateFolder: folder, now: clock });
+    const { scheduler, lines } = setUp([hourly('hourly', 'once', runs)], { stateFolder: folder });
     await scheduler.start();
     // Polled, not slept: on a loaded machine the catch-up run may start later than 300 ms.
     await until(() => runs.length > 0 && lines.some((l) => /^hourly: ok,/.test(l)));
@@ -113,15 +108,14 @@ describe('missed runs', () => {
     await until(() => /"last_run"/.test(readFileSync(state.pathOf('hourly'), 'utf8')));
     const saved = JSON.parse(readFileSync(state.pathOf('hourly'), 'utf8'));
     expect(saved.last_run.status).toBe('ok');
-    expect(Date.parse(saved.handled_until)).toBeGreaterThan(clock().getTime() - 5_000);
+    expect(Date.parse(saved.handled_until)).toBeGreaterThan(Date.now() - 5_000);
   });
 
   it('are skipped with catch_up: skip, and a restart then has nothing to catch up', async () => {
     const folder = mkdtempSync(join(tmpdir(), 'wds-schedule-'));
-    const clock = midHourClock();
-    await new ScheduleState(folder).write({ pipeline: 'hourly', handled_until: new Date(clock().getTime() - 2 * 3_600_000 - 60_000).toISOString() });
+    await new ScheduleState(folder).write({ pipeline: 'hourly', handled_until: new Date(Date.now() - 2 * 3_600_000 - 60_000).toISOString() });
     const runs: Date[] = [];
-    const first = setUp([hourly('hourly', 'skip', runs)], { stateFolder: folder, now: clock });
+    const first = setUp([hourly('hourly', 'skip', runs)], { stateFolder: folder });
     await first.scheduler.start();
     await until(() => first.lines.some((l) => /skipped \(catch_up: skip\)/.test(l)));
     await sleep(300);
@@ -130,7 +124,7 @@ describe('missed runs', () => {
     first.stop.abort('SIGTERM');
     await first.scheduler.finished();
 
-    const second = setUp([hourly('hourly', 'once', runs)], { stateFolder: folder, now: clock });
+    const second = setUp([hourly('hourly', 'once', runs)], { stateFolder: folder });
     await second.scheduler.start();
     await sleep(300);
     expect(runs.length).toBe(0);
@@ -180,11 +174,13 @@ describe('missed runs', () => {
 
   it('are not invented on a first start, which has no state', async () => {
     const runs: Date[] = [];
-    const { scheduler, lines, state } = setUp([hourly('fresh', 'once', runs)]);
+    const minute = awayMinute();
+    const { scheduler, lines, state } = setUp([hourly('fresh', 'once', runs, minute)]);
     await scheduler.start();
     await sleep(300);
     expect(runs.length).toBe(0);
-    expect(lines.join('\n')).toMatch(/fresh: scheduled "0 \* \* \* \*" \(Asia\/Tokyo\) from fresh\.yaml; next run \d{4}-\d\d-\d\d \d\d:00:00 service time \(/);
+    const mm = String(minute).padStart(2, '0');
+    expect(lines.join('\n')).toMatch(new RegExp(`fresh: scheduled "${minute} \\* \\* \\* \\*" \\(Asia/Tokyo\\) from fresh\\.yaml; next run \\d{4}-\\d\\d-\\d\\d \\d\\d:${mm}:00 service time \\(`));
     const saved = JSON.parse(readFileSync(state.pathOf('fresh'), 'utf8'));
     expect(saved.pipeline).toBe('fresh');
   });
