@@ -56,6 +56,11 @@ const TIMEOUTS = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT']);
 /** OpenSSL's code when the other side answered the handshake with plain HTTP: sending again cannot help. */
 const PLAIN_HTTP_PEER = 'ERR_SSL_WRONG_VERSION_NUMBER';
 const REDIRECTS = new Set([301, 302, 303, 307, 308]);
+/**
+ * The statuses the service answers (api-v2.md 7, and 413 for a body over its limit); 502 is a
+ * gateway's before it, retried as 500 and 504 are. Any other status comes from something else.
+ */
+const SERVICE_STATUSES = new Set([400, 401, 403, 404, 405, 413, 429, 500, 502, 503, 504]);
 
 /**
  * Errors of attempts that stopped before their request left (its token could not be had, or it
@@ -124,6 +129,11 @@ export class Transport {
   readonly updateDispatcher: Dispatcher;
   private readonly ownsDispatcher: boolean;
   private readonly meter: WaitMeter;
+  /**
+   * Whether anything ever answered from the base URL. A refused connection before that is a wrong
+   * address or a service that is down, and is said at once; after it, a restart, and retried.
+   */
+  private answered = false;
   /**
    * Counters for reports: requests sent, by outcome, and `waitedMs`, the time held back by the
    * limits, Retry-After and backoff (overlapping waits counted once).
@@ -197,6 +207,7 @@ export class Transport {
       this.log('debug', `${line} failed after ${Date.now() - started} ms: ${(error as Error).message}`);
       throw error;
     }
+    this.answered = true;
     const text = await res.body.text();
     this.log('debug', `${line} ${res.statusCode} ${Date.now() - started} ms`);
     const type = String(res.headers['content-type'] ?? '');
@@ -222,7 +233,20 @@ export class Transport {
     };
     const closing = this.closing.signal;
     const target: RequestTarget = { method: 'POST', path: '/token', url, windows: ['token'], mutating: false, fixedPath: true };
-    return this.withRetries(target, async () => this.send('POST', url, headers, 'grant_type=client_credentials', closing), closing);
+    const answer = await this.withRetries(target, async () => this.send('POST', url, headers, 'grant_type=client_credentials', closing), closing);
+    this.checkTokenAnswer(target, answer);
+    return answer;
+  }
+
+  /**
+   * @internal A token request answered 2xx without a token: a web server or another API that
+   * takes any POST, not the service (the legacy client's token too).
+   */
+  checkTokenAnswer(target: RequestTarget, answer: unknown): void {
+    const token = (answer as { access_token?: unknown } | null)?.access_token;
+    if (typeof token === 'string' && token) return;
+    const what = typeof answer === 'string' ? (isHtml(answer) ? 'an HTML page' : 'text') : 'JSON that holds no access_token';
+    throw new WrongBaseUrlError(this.options.baseUrl, `${target.method} ${pathOf(target.url)} answered ${what} instead of a token`, { method: target.method, path: target.path });
   }
 
   /** One operation of the service, parsed with `schema` when given. */
@@ -315,6 +339,7 @@ export class Transport {
         const details: ErrorDetails = { method, path, cause: error };
         if (code === PLAIN_HTTP_PEER) throw plainHttpPeer(target.url, this.options.baseUrl, details);
         if (CERTIFICATE_REFUSED.has(code)) throw certificateRefused(target.url, code, error, details);
+        if (code === 'ECONNREFUSED' && !this.answered) throw refusedAtFirst(target.url, this.options.baseUrl, details);
         if (mutating && !unsent && !NOT_SENT.has(code)) throw new UpdateOutcomeUnknownError(details);
         failures += 1;
         if (failures >= policy.maxAttempts) {
@@ -328,7 +353,11 @@ export class Transport {
         continue;
       }
       if (raw === 'again') continue;
-      if (raw.status >= 200 && raw.status < 300) return raw.body;
+      const page = htmlPage(raw);
+      if (raw.status >= 200 && raw.status < 300) {
+        if (page === null) return raw.body;
+        throw new WrongBaseUrlError(this.options.baseUrl, `${method} ${pathOf(target.url)} answered ${raw.status} with ${page}, not the API's JSON`, { method, path, status: raw.status });
+      }
 
       const errors = extractErrors(raw.body);
       const retryAfterMs = parseRetryAfter(raw.headers['retry-after']);
@@ -361,9 +390,15 @@ export class Transport {
       if (REDIRECTS.has(raw.status)) throw redirectError(target, this.options.baseUrl, raw.headers.location, details);
       if (raw.status === 404 && (target.fixedPath || !isServiceError(raw.body))) {
         const why = target.fixedPath
-          ? `${method} ${pathOf(target.url)} answered 404, and the API always has that path`
+          ? `${method} ${pathOf(target.url)} answered 404${page ? ` with ${page}` : ''}, and the API always has that path`
           : `${method} ${pathOf(target.url)} answered 404 without the service's JSON error, so something other than the API answered`;
         throw new WrongBaseUrlError(this.options.baseUrl, why, { ...details, status: 404 });
+      }
+      // The service answers its errors in JSON and with its own statuses: an HTML page (a web
+      // server's, a login page) or another status (501 from a static server) is not the API.
+      if (page !== null || !SERVICE_STATUSES.has(raw.status)) {
+        const said = page ?? (isServiceError(raw.body) ? 'a status the API never answers' : "no error of the service's");
+        throw new WrongBaseUrlError(this.options.baseUrl, `${method} ${pathOf(target.url)} answered ${raw.status} with ${said}, so something other than the API answered`, { method, path, status: raw.status });
       }
       throw apiErrorFor(raw.status, details);
     }
@@ -417,6 +452,23 @@ async function* drained(body: AsyncIterable<Uint8Array>, state: BodyState): Asyn
   }
 }
 
+/** An HTML answer as it is named in a message (`an HTML page ("its title")`), never its text; null for any other. */
+function htmlPage(raw: RawAnswer): string | null {
+  const type = String(raw.headers['content-type'] ?? '');
+  const text = typeof raw.body === 'string' ? raw.body : '';
+  if (!/html/i.test(type) && !isHtml(text)) return null;
+  const title = /<title[^>]*>([^<]*)<\/title>/i.exec(text)?.[1]?.replace(/\s+/g, ' ').trim().slice(0, 80);
+  return title ? `an HTML page ("${title}")` : 'an HTML page';
+}
+
+const isHtml = (text: string): boolean => /^\s*<(?:!doctype\s+html|html|head|body|\?xml)/i.test(text);
+
+/** A refused connection before anything answered: a wrong address, or a service that is down. */
+function refusedAtFirst(url: string, baseUrl: string, details: ErrorDetails): NetworkError {
+  const { host } = new URL(url);
+  return new NetworkError(`connection refused by ${host} (ECONNREFUSED): nothing listens there; check the base URL ${baseUrl} and that the service is up`, details);
+}
+
 /** The service's error answer: JSON with an `errors` array (wire-format.md, Common; the legacy one adds `status`). */
 function isServiceError(body: unknown): boolean {
   return !!body && typeof body === 'object' && Array.isArray((body as { errors?: unknown }).errors);
@@ -458,6 +510,7 @@ function extractErrors(body: unknown): string[] {
   if (body && typeof body === 'object' && Array.isArray((body as { errors?: unknown }).errors)) {
     return (body as { errors: unknown[] }).errors.map((e) => (typeof e === 'string' ? e : JSON.stringify(e)));
   }
-  if (typeof body === 'string' && body.trim()) return [body.trim().slice(0, 300)];
+  // A page's text is no message: its status and title say what answered (htmlPage).
+  if (typeof body === 'string' && body.trim() && !isHtml(body)) return [body.trim().slice(0, 300)];
   return [];
 }

@@ -129,7 +129,7 @@ describe('a token kept between runs', () => {
     await new Promise<void>((done) => server.listen(0, '127.0.0.1', done));
     const { port } = server.address() as { port: number };
     await new Promise((done) => server.close(done));
-    // Six attempts (the first and five retries): charged, the sixth would wait the hour for a slot.
+    // Refused before anything answered there: said at once, and charged nothing.
     const refused = await runCli(['legacy', 'api', '/department', '--base-url', `http://127.0.0.1:${port}`, '--consumer-key', KEY, '--consumer-secret', SECRET], env);
     expect(refused.code, refused.stderr).toBe(1);
     expect(refused.stderr).toContain('ECONNREFUSED');

@@ -92,14 +92,16 @@ export class LegacyTransport {
     return `${this.options.baseUrl}/api/${this.options.version}/${path}${query}`;
   }
 
-  private requestToken(): Promise<unknown> {
+  private async requestToken(): Promise<unknown> {
     const path = `/api/${this.options.version}/get_token`;
     // The secret travels in the body; the request line names the path only.
     const body = JSON.stringify({ consumer_key: this.options.consumerKey, consumer_secret: this.options.consumerSecret });
     const headers = { 'Content-Type': 'application/json', 'User-Agent': this.options.userAgent };
     const url = this.url('get_token');
     const target = { method: 'POST', path, url, windows: ['token' as const], mutating: false, fixedPath: true };
-    return this.inner.withRetries(target, () => this.inner.send('POST', url, headers, body, this.signal()), this.signal());
+    const answer = await this.inner.withRetries(target, () => this.inner.send('POST', url, headers, body, this.signal()), this.signal());
+    this.inner.checkTokenAnswer(target, answer);
+    return answer;
   }
 
   /**
