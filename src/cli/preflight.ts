@@ -84,7 +84,8 @@ export class Preflight {
     const problem = await exportTargetProblem(out, { kind: options.archive ? 'archive' : options.zip ? 'zip' : 'folder', shown: label, force: options.force, forceHow: 'add --force' });
     if (problem) throw new UsageError(problem);
     await this.ensureDir(options.zip ? dirname(abs) : abs, label);
-    return this.takeLock(out, lockFileOf(abs, options.zip ? 'file' : 'folder'), options.waitLock);
+    // An archive is locked by `archive forget`, which must run on a full disk to free space.
+    return this.takeLock(out, lockFileOf(abs, options.zip ? 'file' : 'folder'), options.waitLock, false, options.archive === true);
   }
 
   /**
@@ -103,13 +104,14 @@ export class Preflight {
     return this.takeLock(out, lockFileOf(abs, 'file'), options.waitLock);
   }
 
-  private async takeLock(out: string, lockFile: string, waitLock: string | undefined, retried = false): Promise<TargetLock> {
+  private async takeLock(out: string, lockFile: string, waitLock: string | undefined, retried = false, evenWhenFull = false): Promise<TargetLock> {
     const waitMs = waitLock === undefined ? 0 : parseDuration(waitLock) ?? 0;
     const signal = waitMs > 0 ? stopSignal() : undefined;
     let lock: TargetLock;
     try {
       lock = await acquireTargetLock(lockFile, {
         command: commandLine(),
+        evenWhenFull,
         waitMs,
         signal,
         onWait: (holder) => say(this.args, `${out} is being written by ${holder ? `pid ${holder.pid} on ${holder.host}` : 'another run'}: waiting for it, up to ${formatDuration(waitMs)}`),
@@ -125,7 +127,7 @@ export class Preflight {
       // Another run that had made the folder removed it again as it ended (left empty): make it anew.
       if ((error as NodeJS.ErrnoException).code === 'ENOENT' && !retried) {
         await this.ensureDir(dirname(lockFile), `--out ${out}`);
-        return this.takeLock(out, lockFile, waitLock, true);
+        return this.takeLock(out, lockFile, waitLock, true, evenWhenFull);
       }
       throw new UsageError(`--out ${out}: cannot write in ${dirname(lockFile)} (${why(error)})`);
     }

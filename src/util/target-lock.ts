@@ -10,7 +10,7 @@
  * target is and what to tell the user.
  */
 import { randomBytes } from 'node:crypto';
-import { readFileSync, unlinkSync } from 'node:fs';
+import { readFileSync, statSync, unlinkSync } from 'node:fs';
 import { link, open, readdir, rename, rm, stat, unlink, utimes } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { basename, dirname, join } from 'node:path';
@@ -58,6 +58,8 @@ interface Seen {
   heartbeatMs: number;
   /** Who the holding is, for a takeover: the token, or the file's identity if it has none. */
   identity: string;
+  /** The file itself (device and inode): an empty lock kept on a full disk is known by it. */
+  inode: string;
 }
 
 /** A run's target is locked by another run that is alive (DESIGN.md section 8); its message names it. */
@@ -105,6 +107,13 @@ export interface AcquireOptions {
   signal?: AbortSignal;
   /** How often the holder renews the heartbeat. Default 10 s (HEARTBEAT_MS). */
   heartbeatMs?: number;
+  /**
+   * On a full disk, holds the lock with its file made but left empty (an exclusive create needs no
+   * data block; the holder's details need one), and writes the details in once there is room: for
+   * `archive forget`, which frees the space. Other runs take an empty lock for busy, and for stale
+   * only once its heartbeat is 2 minutes old, as any lock whose details they cannot read.
+   */
+  evenWhenFull?: boolean;
 }
 
 export interface TargetLock {
@@ -154,7 +163,8 @@ export async function acquireTargetLock(file: string, options: AcquireOptions): 
   let waiting = false;
   for (;;) {
     options.signal?.throwIfAborted();
-    if (await tryCreate(file, holder)) return new HeldLock(file, holder, tookOver, options.heartbeatMs ?? HEARTBEAT_MS);
+    const made = await tryCreate(file, holder, options.evenWhenFull === true);
+    if (made) return new HeldLock(file, holder, tookOver, options.heartbeatMs ?? HEARTBEAT_MS, made === true ? null : made.inode);
     const seen = await look(file);
     if (!seen) continue; // released between the create and the look: try again at once
     const stale = staleReason(seen);
@@ -176,8 +186,11 @@ export async function acquireTargetLock(file: string, options: AcquireOptions): 
   }
 }
 
-/** Exclusive create, then the holder written; a write that fails removes the file again. */
-async function tryCreate(file: string, holder: LockHolder): Promise<boolean> {
+/**
+ * Exclusive create, then the holder written; a write that fails removes the file again, but one
+ * that finds the disk full with `emptyOnFull`, which keeps the file, empty, and answers its inode.
+ */
+async function tryCreate(file: string, holder: LockHolder, emptyOnFull = false): Promise<boolean | { inode: string }> {
   let handle;
   try {
     handle = await open(file, 'wx');
@@ -191,12 +204,20 @@ async function tryCreate(file: string, holder: LockHolder): Promise<boolean> {
     await handle.writeFile(`${JSON.stringify(holder)}\n`);
     await handle.close();
   } catch (error) {
+    if (emptyOnFull && (error as NodeJS.ErrnoException).code === 'ENOSPC') {
+      // Nothing of the write landed (a full disk gives no block): the file is empty, as just made.
+      const kept = await handle.stat().then((info) => (info.size === 0 ? inodeOf(info) : null), () => null);
+      await handle.close().catch(() => undefined);
+      if (kept) return { inode: kept };
+    }
     await handle.close().catch(() => undefined);
     await unlink(file).catch(() => undefined);
     throw error;
   }
   return true;
 }
+
+const inodeOf = (info: { dev: number; ino: number }): string => `${info.dev}:${info.ino}`;
 
 /** The lock file as it is now; null when there is none. */
 async function look(file: string): Promise<Seen | null> {
@@ -213,7 +234,7 @@ async function look(file: string): Promise<Seen | null> {
   try {
     const info = await handle.stat();
     const holder = parseHolder(await handle.readFile('utf8'));
-    return { holder, heartbeatMs: info.mtimeMs, identity: holder?.token ?? `${info.ino}-${info.mtimeMs}` };
+    return { holder, heartbeatMs: info.mtimeMs, identity: holder?.token ?? `${info.ino}-${info.mtimeMs}`, inode: inodeOf(info) };
   } finally {
     await handle.close();
   }
@@ -326,13 +347,17 @@ class HeldLock implements TargetLock {
   /** A run that ends by process.exit (a second Ctrl-C, a fatal error) still removes its lock. */
   private readonly onExit = (): void => {
     try {
-      if (parseHolder(readFileSync(this.file, 'utf8'))?.token === this.holder.token) unlinkSync(this.file);
+      if (parseHolder(readFileSync(this.file, 'utf8'))?.token === this.holder.token || (this.empty !== null && inodeOf(statSync(this.file)) === this.empty)) unlinkSync(this.file);
     } catch {
       // Gone already, or unreadable: nothing of ours to remove.
     }
   };
 
-  constructor(readonly file: string, readonly holder: LockHolder, readonly tookOver: string | null, heartbeatMs: number) {
+  /**
+   * @param empty The inode of the lock file while it is held empty (made on a full disk, the
+   *   holder not written yet), or null once the holder is in it.
+   */
+  constructor(readonly file: string, readonly holder: LockHolder, readonly tookOver: string | null, heartbeatMs: number, private empty: string | null = null) {
     this.heartbeat = setInterval(() => void this.beat(), heartbeatMs);
     this.heartbeat.unref();
     process.on('exit', this.onExit);
@@ -348,14 +373,32 @@ class HeldLock implements TargetLock {
       if (!this.ours(seen)) return;
       const now = new Date();
       await utimes(this.file, now, now);
+      await this.fillIn();
     } catch {
       // A heartbeat missed is made up by the next one.
     }
   }
 
   async assertHeld(): Promise<void> {
-    if (!this.lost.signal.aborted && !this.released) this.ours(await look(this.file));
+    if (!this.lost.signal.aborted && !this.released && this.ours(await look(this.file))) await this.fillIn().catch(() => undefined);
     this.lost.signal.throwIfAborted();
+  }
+
+  /** Writes the holder into a lock held empty, through the file itself: a full disk leaves it empty for now. */
+  private async fillIn(): Promise<void> {
+    if (this.empty === null) return;
+    const handle = await open(this.file, 'r+');
+    try {
+      if (inodeOf(await handle.stat()) !== this.empty) return;
+      await handle.writeFile(`${JSON.stringify(this.holder)}\n`);
+      this.empty = null;
+    } catch (error) {
+      // A write cut short by the full disk is taken back: readers see an empty lock, not half a holder.
+      if ((error as NodeJS.ErrnoException).code === 'ENOSPC') await handle.truncate(0).catch(() => undefined);
+      else throw error;
+    } finally {
+      await handle.close();
+    }
   }
 
   /**
@@ -364,6 +407,8 @@ class HeldLock implements TargetLock {
    */
   private ours(seen: Seen | null): boolean {
     if (seen?.holder?.token === this.holder.token) return true;
+    // Held empty, or being filled in: the file is ours while it is the one made.
+    if (this.empty !== null && seen !== null && seen.inode === this.empty && seen.holder === null) return true;
     if (this.released) return false; // a beat under way as the run released its lock
     clearInterval(this.heartbeat);
     if (!this.lost.signal.aborted) this.lost.abort(new LockLostError(this.file, seen?.holder ?? null));
@@ -376,7 +421,7 @@ class HeldLock implements TargetLock {
     clearInterval(this.heartbeat);
     process.off('exit', this.onExit);
     const seen = await look(this.file).catch(() => null);
-    if (seen?.holder?.token === this.holder.token) await unlink(this.file).catch(() => undefined);
+    if (seen?.holder?.token === this.holder.token || (this.empty !== null && seen?.inode === this.empty)) await unlink(this.file).catch(() => undefined);
     await sweepClaims(this.file);
   }
 }
