@@ -15,6 +15,8 @@ import { copyFile, constants, link, mkdir, stat, unlink, writeFile } from 'node:
 import { basename, dirname, extname, join, relative, isAbsolute } from 'node:path';
 import type { ItemReport, RunReport } from '../stages/report.js';
 import type { ImportSource } from '../sources/source.js';
+import { openSource } from '../sources/open-source.js';
+import type { PipelineFrom } from './load.js';
 import { GONE_REASON, isGone } from '../sources/file-rules.js';
 import { LockLostError, type TargetLock } from '../util/target-lock.js';
 
@@ -129,4 +131,23 @@ export function settledOnly(source: ImportSource, seconds: number, log: (line: s
       }
     },
   };
+}
+
+/**
+ * The source a pipeline's run (or plan) reads, as the run reads it: a drop folder (one with
+ * `move`) leaves its newest files for the next run, and its inbox, done and refused folders are
+ * made when missing (`make`), as a fresh clone has none; a run that writes nothing reads a
+ * missing inbox as empty instead.
+ */
+export async function openPipelineSource(from: Exclude<PipelineFrom, { service: unknown }>, options: { make: boolean; log: (line: string) => void }): Promise<ImportSource> {
+  if (!('folder' in from)) return openSource('zip' in from ? from.zip : from.csv);
+  if (from.move) {
+    if (options.make) {
+      for (const folder of [from.folder, from.move.done, from.move.refused]) await mkdir(folder, { recursive: true });
+    } else if (!(await stat(from.folder).catch(() => null))) {
+      options.log(`${from.folder} does not exist yet: a run makes it, and reads nothing from it this time`);
+      return { label: from.folder, close: async () => undefined, async *entries() {} };
+    }
+  }
+  return settledOnly(await openSource(from.folder), from.settle_seconds, options.log);
 }

@@ -6,12 +6,12 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { WdsClient } from '../client/client.js';
-import { MAX_ATTACHMENTS_PER_REQUEST, MAX_PHOTOS_PER_REQUEST, MAX_REQUEST_BYTES, REQUESTS_PER_HOUR, UPDATE_REQUESTS_PER_MINUTE, base64Length } from '../spec/limits.js';
+import { REQUESTS_PER_HOUR, UPDATE_REQUESTS_PER_MINUTE } from '../spec/limits.js';
 import { UrlLister, attachmentTargets, type ListTarget } from '../stages/list-urls.js';
 import { realign } from '../stages/export-plan.js';
 import { MANIFEST_NAME, manifestKey, parseManifest, type ManifestLine } from '../sinks/manifest.js';
 import { listSnapshots, partialDir, readLatest, readSnapshotManifest, snapshotDir } from '../archive/store.js';
-import { openSource } from '../sources/open-source.js';
+import type { ImportJournal } from '../stages/journal.js';
 import type { LoadedPipeline } from './load.js';
 
 export interface PipelinePlan {
@@ -22,9 +22,9 @@ export interface PipelinePlan {
     total: number;
     /** Export: files to download. Import: files to send. */
     transfer: number;
-    /** Export: files already in the target (same file, same updated_at): linked or kept. */
+    /** Export: files already in the target (same file, same updated_at): linked or kept. Import: files skipped (the service holds them already). */
     kept: number;
-    /** Import: files the source itself refuses (links, unsafe names). */
+    /** Import: files a run would refuse (the source's rules, names, members, type, size). */
     refused: number;
     /** Import: bytes to send. */
     bytes?: number;
@@ -49,9 +49,14 @@ export function limitSeconds(update: number, all: number): number {
   return Math.max(updateWait, allWait);
 }
 
-export async function planPipeline(pipeline: LoadedPipeline, client: WdsClient): Promise<PipelinePlan> {
+/**
+ * What a run of the pipeline would do. An import's files are read and checked as its run checks
+ * them, with the company's import `journal` when given (read, never written), so the counts are
+ * the run's.
+ */
+export async function planPipeline(pipeline: LoadedPipeline, client: WdsClient, options: { journal?: ImportJournal } = {}): Promise<PipelinePlan> {
   const before = client.transport.counters.requests;
-  const plan = 'service' in pipeline.from ? await planExport(pipeline, client) : await planImport(pipeline, client);
+  const plan = 'service' in pipeline.from ? await planExport(pipeline, client) : await planImport(pipeline, client, options.journal);
   plan.requests.read += client.transport.counters.requests - before;
   plan.limit_seconds = limitSeconds(plan.requests.update, plan.requests.read + plan.requests.update * 2);
   return plan;
@@ -116,55 +121,47 @@ async function earlierLines(to: LoadedPipeline['to'], notes: string[]): Promise<
   return new Map();
 }
 
-async function planImport(pipeline: LoadedPipeline, client: WdsClient): Promise<PipelinePlan> {
-  const { from, to } = pipeline;
+async function planImport(pipeline: LoadedPipeline, client: WdsClient, journal?: ImportJournal): Promise<PipelinePlan> {
+  const { from, to, steps } = pipeline;
   if ('service' in from || !('service' in to)) throw new Error('not an import');
-  const path = 'folder' in from ? from.folder : 'zip' in from ? from.zip : from.csv;
-  // The route stage's own reading of a name; loaded here, as an export's plan never needs it.
-  const { codeFromName } = await import('../stages/photo-route.js');
-  const source = await openSource(path);
-  const sizes: { code: string; size: number }[] = [];
-  let refused = 0;
+  const notes: string[] = [];
+  // Read as the run reads it (a drop folder's newest files left for later), and every file checked
+  // as the run checks it, bytes and all: the counts are the run's, only no request is sent.
+  const { openPipelineSource } = await import('./move.js');
+  const source = await openPipelineSource(from, { make: false, log: (line) => notes.push(line) });
+  const common = { client, source, concurrency: steps.check.concurrency, journal, checkOnly: true };
+  const { report, requests } = to.service === 'photos'
+    ? await import('../pipelines/photo-import.js').then(({ runPhotoImport }) => runPhotoImport({ ...common, mode: to.mode, trimming: steps.submit.trim, normalize: steps.normalize.convert }))
+    : await import('../pipelines/attachment-import.js').then(({ runAttachmentImport }) => runAttachmentImport({ ...common, mode: to.mode, sheet: to.sheet, field: to.field }));
   try {
-    // An export's files for the other kind of import, or another sheet or field, are not this run's.
-    const want = to.service === 'photos' ? { kind: 'photo' as const } : { kind: 'attachment' as const, sheetId: to.sheet, fieldId: to.field };
-    for await (const entry of source.entries(want)) {
-      if (entry.kind === 'refused') refused += entry.refused.gone ? 0 : 1;
-      else sizes.push({ code: entry.file.code ?? codeFromName(entry.file.relPath), size: entry.file.size });
+    const c = report.counts;
+    let bytes = 0;
+    const refusals: string[] = [];
+    for (const item of report.items) {
+      if (item.outcome === 'ok' || item.outcome === 'converted') bytes += item.size ?? 0;
+      else if (item.outcome === 'invalid' || item.outcome === 'conflict') refusals.push(`${item.outcome}: ${item.path ?? item.file_name}: ${item.reason ?? item.outcome}`);
     }
+    if (c.skipped) notes.push(`${c.skipped} file${c.skipped === 1 ? '' : 's'} skipped: the service already holds ${c.skipped === 1 ? 'it' : 'them'}, or ${c.skipped === 1 ? 'it is' : 'they are'} gone`);
+    notes.push(...report.notes, `${requests.register} register and ${requests.update} update request${requests.update === 1 ? '' : 's'}`);
+    notes.push(...refusals.slice(0, MAX_REFUSALS_SHOWN));
+    if (refusals.length > MAX_REFUSALS_SHOWN) notes.push(`... and ${refusals.length - MAX_REFUSALS_SHOWN} more refused`);
+    const transfer = c.ok + c.converted;
+    const refused = c.invalid + c.conflict;
+    return {
+      pipeline: pipeline.name,
+      direction: 'import',
+      files: { total: transfer + refused + c.skipped, transfer, kept: c.skipped, refused, bytes },
+      requests: { read: 0, update: requests.register + requests.update, storage: 0 },
+      limit_seconds: 0,
+      notes,
+    };
   } finally {
-    await source.close();
+    report.close();
   }
-  const notes = [`files are checked when the run reads them: some of these may still be refused (type, size, member)`];
-  const bytes = sizes.reduce((sum, f) => sum + f.size, 0);
-  let update: number;
-  if (to.service === 'photos') {
-    const held = new Set((await client.faceImages.list()).map((p) => p.code));
-    const mode = to.mode ?? 'upsert';
-    const register = mode === 'update' ? [] : sizes.filter((f) => !held.has(f.code));
-    const replace = mode === 'register' ? [] : sizes.filter((f) => held.has(f.code));
-    update = requestsFor(register, MAX_PHOTOS_PER_REQUEST) + requestsFor(replace, MAX_PHOTOS_PER_REQUEST);
-    notes.push(`${register.length} photos for members without one (register), ${replace.length} replacing a photo (update)`);
-  } else {
-    update = requestsFor(sizes, MAX_ATTACHMENTS_PER_REQUEST);
-    notes.push('attachment requests are counted for adding; files that replace others go in requests of their own');
-  }
-  return {
-    pipeline: pipeline.name,
-    direction: 'import',
-    files: { total: sizes.length + refused, transfer: sizes.length, kept: 0, refused, bytes },
-    requests: { read: 0, update, storage: 0 },
-    limit_seconds: 0,
-    notes,
-  };
 }
 
-/** Requests for these files: at most `perRequest` files and 250 MB of base64 in each. */
-function requestsFor(files: { size: number }[], perRequest: number): number {
-  if (!files.length) return 0;
-  const encoded = files.reduce((sum, f) => sum + base64Length(f.size), 0);
-  return Math.max(Math.ceil(files.length / perRequest), Math.ceil(encoded / MAX_REQUEST_BYTES));
-}
+/** Refused files a plan names one by one; the rest are counted. */
+const MAX_REFUSALS_SHOWN = 20;
 
 /** The plan as lines for a person. */
 export function planLines(plan: PipelinePlan): string[] {
@@ -172,7 +169,7 @@ export function planLines(plan: PipelinePlan): string[] {
   const r = plan.requests;
   const lines = plan.direction === 'export'
     ? [`${files(f.total)} listed: ${f.transfer} to download, ${f.kept} already in the target`]
-    : [`${files(f.total)} in the source: ${f.transfer} to send (${(f.bytes ?? 0).toLocaleString('en-US')} bytes)${f.refused ? `, ${f.refused} refused by the source's rules` : ''}`];
+    : [`${files(f.total)} in the source: ${f.transfer} to send (${(f.bytes ?? 0).toLocaleString('en-US')} bytes)${f.refused ? `, ${f.refused} refused` : ''}${f.kept ? `, ${f.kept} skipped` : ''}`];
   lines.push(
     `requests: ${r.read} to list and read, ${r.update} update request${r.update === 1 ? '' : 's'} (limit ${UPDATE_REQUESTS_PER_MINUTE} a minute) each with its task to poll, ${r.storage} downloads from the storage; all API requests count against ${REQUESTS_PER_HOUR.toLocaleString('en-US')} an hour`,
     `the limits alone impose ${formatSeconds(plan.limit_seconds)}`,

@@ -253,10 +253,8 @@ async function executeWith(
       return result.report;
     }
     if (!('service' in to)) throw new Error('a pipeline from a folder, zip or CSV goes to the service');
-    const sourcePath = 'folder' in from ? from.folder : 'zip' in from ? from.zip : from.csv;
-    const [{ openSource }, { moveSettled, settledOnly }] = await Promise.all([import('../sources/open-source.js'), import('./move.js')]);
-    const opened = await openSource(sourcePath);
-    const source = 'folder' in from ? settledOnly(opened, from.settle_seconds, log) : opened;
+    const { moveSettled, openPipelineSource } = await import('./move.js');
+    const source = await openPipelineSource(from, { make: !dryRun, log });
     // The embedded emulator is a new company each run: it has no journal. A dry run writes none.
     const journal = connection.embedded || dryRun ? undefined : ImportJournal.open(client.options.consumerKey);
     // A lock another run took over stops the sending as a stop signal would (a request sent is

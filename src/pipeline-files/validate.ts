@@ -97,10 +97,10 @@ async function onlineProblems(pipeline: LoadedPipeline, shown: string, options: 
 async function sourceCodes(pipeline: LoadedPipeline): Promise<{ code: string; where: string }[]> {
   const { from } = pipeline;
   if ('service' in from) return [];
-  const path = 'folder' in from ? from.folder : 'zip' in from ? from.zip : from.csv;
-  const [{ codeFromName }, { openSource }] = await Promise.all([import('../pipelines/photo-import.js'), import('../sources/open-source.js')]);
+  const [{ codeFromName }, { openPipelineSource }] = await Promise.all([import('../pipelines/photo-import.js'), import('./move.js')]);
   const photos = 'service' in pipeline.to && pipeline.to.service === 'photos';
-  const source = await openSource(path);
+  // As the run reads it: a drop folder not made yet holds nothing to check.
+  const source = await openPipelineSource(from, { make: false, log: () => undefined });
   const named: { code: string; where: string }[] = [];
   try {
     // An export's files for the other kind of import, or another sheet or field, are not this run's.

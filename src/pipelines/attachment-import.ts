@@ -21,7 +21,7 @@ import { AttachmentRouting, memberOfFile, type AttachmentImportMode, type Attach
 import { checkAttachmentFile, type AttachmentVerdict } from '../stages/attachment-check.js';
 import { batchInLanes, fewestRequests, planGroupedBatches, type Batch } from '../stages/batch.js';
 import { BATCHES_AHEAD, mapInOrder, prefetch, drain } from '../stages/flow.js';
-import { mentionsCode, submitBatches, type SubmitOptions, type SubmitStats } from '../stages/submit.js';
+import { countBatches, mentionsCode, submitBatches, type SubmitOptions, type SubmitStats } from '../stages/submit.js';
 import { ATTACHMENT_BODY_OVERHEAD, attachmentBody, attachmentItemBytes } from '../stages/request-bodies.js';
 import { targetOf, type ImportJournal, type JournalFile } from '../stages/journal.js';
 import { appliedSince, noteApplied, settleEarlierRequests } from '../stages/journal-settle.js';
@@ -49,6 +49,12 @@ export interface AttachmentImportOptions {
   mode?: AttachmentImportMode;
   /** Send every request with `Dry-Run: 1`: all checks, no change (the submit stage's `dry_run`). Default false. */
   dryRun?: boolean;
+  /**
+   * Check every file as a run would (names, members, file parts, bytes) and count the requests its
+   * batches make, sending none: what `plan` says. The report's `ok` items are those a run would
+   * send. Default false.
+   */
+  checkOnly?: boolean;
   /**
    * Aborted by the CLI on SIGINT or SIGTERM (reason: the signal's name): nothing new is checked or
    * sent, the request in flight and its task are followed to their end, and the run returns with
@@ -123,8 +129,8 @@ export async function runAttachmentImport(options: AttachmentImportOptions): Pro
   const mode = options.mode ?? 'upsert';
   // A dry run settles and skips by the journal as the real run would, so that it says what that
   // run will do, but keeps what it learns in memory: it writes nothing to the journal.
-  const journal = submit.dry_run ? options.journal?.inMemoryOnly() : options.journal;
-  const report = new RunReport(`attachments import${submit.dry_run ? ' (dry run)' : ''}`);
+  const journal = submit.dry_run || options.checkOnly ? options.journal?.inMemoryOnly() : options.journal;
+  const report = new RunReport(`attachments import${options.checkOnly ? ' (plan)' : submit.dry_run ? ' (dry run)' : ''}`);
   const started = Date.now();
   const waitedBefore = client.transport.counters.waitedMs;
   const stats: SubmitStats = { requests: 0, resubmitted: 0 };
@@ -224,7 +230,7 @@ export async function runAttachmentImport(options: AttachmentImportOptions): Pro
         signal,
       };
     };
-    await submitBatches(client, batches, laneOptions, {
+    await (options.checkOnly ? countBatches : submitBatches)(client, batches, laneOptions, {
       leaving: () => {
         firstRequestAt ??= Date.now();
         tracker.sending();
@@ -235,7 +241,7 @@ export async function runAttachmentImport(options: AttachmentImportOptions): Pro
         for (const { item, outcome, reason } of outcomes) {
           if (outcome === 'ok') applied.push(item);
           const what = route === 'register' ? 'added' : 'replaced the file of the same name';
-          const ok = submit.dry_run ? `dry run: the service would accept it (${route})` : reason ? `${what}, ${reason}` : what;
+          const ok = options.checkOnly ? `a run would send it (${route})` : submit.dry_run ? `dry run: the service would accept it (${route})` : reason ? `${what}, ${reason}` : what;
           report.add({
             key: item.file.where, code: item.code, file_name: item.fileName, path: item.file.where, size: item.size, sha256: item.sha256,
             outcome, reason: outcome === 'ok' ? ok : reason,
@@ -246,7 +252,7 @@ export async function runAttachmentImport(options: AttachmentImportOptions): Pro
     }, signal);
 
     // report: what the listings show for the files applied, so that a rerun notices a later change by someone else.
-    if (journal && applied.length) {
+    if (journal && applied.length && !options.checkOnly) {
       const files = applied.map((f) => ({ ...routing.journalFile(f), sha256: f.sha256 }));
       try {
         noteApplied(journal, 'attachment', files, await listFiles(client, files));

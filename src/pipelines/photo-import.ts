@@ -27,7 +27,7 @@ import { PhotoCheckStage, normalizePhoto, type CheckedPhoto, type PhotoVerdict }
 import { batchInLanes, type Batch } from '../stages/batch.js';
 import { shortEnds } from '../stages/batch-order.js';
 import { BATCHES_AHEAD, prefetch, drain } from '../stages/flow.js';
-import { mentionsCode, submitBatches, type BatchOutcome, type SubmitOptions, type SubmitStats } from '../stages/submit.js';
+import { countBatches, mentionsCode, submitBatches, type BatchOutcome, type SubmitOptions, type SubmitStats } from '../stages/submit.js';
 import { PHOTO_BODY_OVERHEAD, photoBody, photoItemBytes } from '../stages/request-bodies.js';
 import { RunReport, type ItemReport, interruptedBy } from '../stages/report.js';
 import type { ImportJournal } from '../stages/journal.js';
@@ -52,6 +52,12 @@ export interface PhotoImportOptions {
   normalize?: boolean;
   /** Send every request with `Dry-Run: 1`: all checks, no change (the submit stage's `dry_run`). Default false. */
   dryRun?: boolean;
+  /**
+   * Check every photo as a run would (names, members, bytes, conversion) and count the requests
+   * its batches make, sending none: what `plan` says. The report's `ok` and `converted` items are
+   * those a run would send. Default false.
+   */
+  checkOnly?: boolean;
   /**
    * Aborted by the CLI on SIGINT or SIGTERM (reason: the signal's name): nothing new is checked or
    * sent, the request in flight and its task are followed to their end, and the run returns with
@@ -117,8 +123,8 @@ export async function runPhotoImport(options: PhotoImportOptions): Promise<Photo
   const mode = options.mode ?? 'upsert';
   // A dry run settles and skips by the journal as the real run would, so that it says what that
   // run will do, but keeps what it learns in memory: it writes nothing to the journal.
-  const journal = submit.dry_run ? options.journal?.inMemoryOnly() : options.journal;
-  const report = new RunReport(`photos import${submit.dry_run ? ' (dry run)' : ''}`);
+  const journal = submit.dry_run || options.checkOnly ? options.journal?.inMemoryOnly() : options.journal;
+  const report = new RunReport(`photos import${options.checkOnly ? ' (plan)' : submit.dry_run ? ' (dry run)' : ''}`);
   const started = Date.now();
   const waitedBefore = client.transport.counters.waitedMs;
   const stats: SubmitStats = { requests: 0, resubmitted: 0 };
@@ -205,7 +211,7 @@ export async function runPhotoImport(options: PhotoImportOptions): Promise<Photo
       },
       signal,
     });
-    await submitBatches(client, batches, laneOptions, {
+    await (options.checkOnly ? countBatches : submitBatches)(client, batches, laneOptions, {
       leaving: () => {
         firstRequestAt ??= Date.now();
         tracker.sending();
@@ -214,14 +220,14 @@ export async function runPhotoImport(options: PhotoImportOptions): Promise<Photo
         sent[route] += requests;
         for (const outcome of outcomes) {
           if (outcome.outcome === 'ok') applied.push(outcome.item);
-          report.add(photoItem(outcome, route, submit.dry_run));
+          report.add(photoItem(outcome, route, options.checkOnly ? 'plan' : submit.dry_run ? 'dry run' : 'run'));
         }
         tracker.sent(batch.length, batch.reduce((sum, item) => sum + item.size, 0), sent.register + sent.update);
       },
     }, signal);
 
     // report: what the listing shows for the photos applied, so that a rerun notices a later change by someone else.
-    if (journal && applied.length) {
+    if (journal && applied.length && !options.checkOnly) {
       try {
         noteApplied(journal, 'photo', applied.map((p) => ({ code: p.code, sha256: p.sha256 })), await listPhotos(client));
       } catch {
@@ -300,12 +306,12 @@ async function* sendable(verdicts: AsyncIterable<PhotoVerdict>, routing: PhotoRo
   tracker.allChecked();
 }
 
-function photoItem(outcome: BatchOutcome<CheckedPhoto>, route: PhotoRoute, dryRun: boolean): ItemReport {
+function photoItem(outcome: BatchOutcome<CheckedPhoto>, route: PhotoRoute, how: 'run' | 'dry run' | 'plan'): ItemReport {
   const { item } = outcome;
   // Size and sha256 are the source file's, as every other item's: a converted photo's reason gives the JPEG's size.
   const base = { key: item.file.where, code: item.code, file_name: item.file.fileName, path: item.file.where, size: item.file.size, sha256: item.sha256 };
   if (outcome.outcome !== 'ok') return { ...base, outcome: outcome.outcome, reason: outcome.reason };
   const what = route === 'register' ? 'registered' : 'updated (the earlier photo was replaced)';
-  const done = dryRun ? `dry run: the service would accept it (${route})` : outcome.reason ? `${what}, ${outcome.reason}` : what;
+  const done = how === 'plan' ? `a run would send it (${route})` : how === 'dry run' ? `dry run: the service would accept it (${route})` : outcome.reason ? `${what}, ${outcome.reason}` : what;
   return { ...base, outcome: item.converted ? 'converted' : 'ok', reason: item.converted ? `${item.converted}; ${done}` : done };
 }

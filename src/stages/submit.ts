@@ -254,3 +254,20 @@ export async function submitBatches<T, L>(
     events.ended(lane, items, outcomes, options.stats.requests - before);
   }
 }
+
+/**
+ * The submit stage of a plan (`checkOnly`): each batch counted as the one request a run would send
+ * for it, its items as a run would find them before their task; nothing is sent.
+ */
+export async function countBatches<T, L>(
+  _client: WdsClient,
+  batches: AsyncIterable<{ lane: L; items: T[] }>,
+  _optionsFor: (lane: L) => SubmitOptions<T>,
+  events: SubmitStageEvents<T, L>,
+  signal?: AbortSignal,
+): Promise<void> {
+  for await (const { lane, items } of batches) {
+    if (signal?.aborted) continue;
+    events.ended(lane, items, items.map((item) => ({ item, outcome: 'ok' as const })), 1);
+  }
+}

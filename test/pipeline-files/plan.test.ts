@@ -15,7 +15,8 @@ import { plain, writeFiles } from '../import/photo-helpers.js';
 
 // The import journal and the limit windows of this file's runs, not the user's.
 useEnv({ XDG_STATE_HOME: tempDir('wds-pipeline-state-'), XDG_CACHE_HOME: tempDir('wds-pipeline-cache-') });
-const emu = useEmulator({ seed: 'samples/company' });
+// 601 members without a photo, so that each of the plan's photos is one a run sends.
+const emu = useEmulator({ generate: { members: 601, photo_ratio: 0, attachments_per_member: [0, 0] } });
 
 describe('plan', () => {
   it('the limits alone: 5 update requests a minute, 3,000 requests an hour', () => {
@@ -25,11 +26,11 @@ describe('plan', () => {
     expect(limitSeconds(0, 9001)).toBe(3 * 3600);
   });
 
-  it('601 photos in a drop folder: 7 update requests of at most 100, a minute of waiting, and nothing sent', async () => {
+  it('601 photos in a folder, each checked as a run checks it: 7 update requests of at most 100, a minute of waiting, and nothing sent', async () => {
     const dir = tempDir('wds-plan-');
     const photo = await plain(8, 8, 1).jpeg().toBuffer();
     const files: Record<string, Buffer> = {};
-    for (let i = 1; i <= 601; i += 1) files[`inbox/P${String(i).padStart(4, '0')}.jpg`] = photo;
+    for (let i = 1; i <= 601; i += 1) files[`inbox/G${String(i).padStart(6, '0')}.jpg`] = photo;
     await writeFiles(dir, files);
     const file = join(dir, 'p.yaml');
     await writeFile(file, `name: plan-limits\nconnection: { base_url: "${emu().url}", consumer_key: demo-key, consumer_secret: demo-secret }\nfrom: { folder: inbox }\nto: { service: photos }\n`);

@@ -95,6 +95,9 @@ describe('pipeline files: run and plan', () => {
     const file = await pipeline(DROPBOX.map((l) => l.replace('dropbox-test', 'plan-test')));
     const inbox = join(file, '..', 'drop', 'inbox');
     await writeFiles(inbox, { 'A0002.jpg': await plain(30, 30, 2).jpeg().toBuffer(), 'A0003.jpg': await plain(30, 30, 3).jpeg().toBuffer() });
+    // Older than the drop folder's 10 seconds, which a run (and so its plan) leaves for later.
+    const past = new Date(Date.now() - 60_000);
+    for (const name of ['A0002.jpg', 'A0003.jpg']) await utimes(join(inbox, name), past, past);
     const before = await stats(emu());
     const photosBefore = await photoHashes(emu());
     const loaded = await load(file);

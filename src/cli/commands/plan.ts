@@ -37,7 +37,10 @@ export const planCommand: CommandModule<object, PlanArgs> = {
           throw new UsageError(error.message);
         });
       try {
-        const plan = await planPipeline(pipeline, connection.client);
+        // The run skips what the company's journal says was applied, so the plan reads it too.
+        const { ImportJournal } = await import('../../stages/journal.js');
+        const journal = connection.embedded || 'service' in pipeline.from ? undefined : ImportJournal.open(connection.client.options.consumerKey);
+        const plan = await planPipeline(pipeline, connection.client, { journal });
         report.plan = plan;
         if (argv.json) process.stdout.write(`${JSON.stringify(plan)}\n`);
         else {
