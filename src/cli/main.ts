@@ -7,7 +7,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import yargs from 'yargs';
+import yargs, { type Argv } from 'yargs';
 import { hideBin } from 'yargs/helpers';
 import { emulatorCommand } from './commands/emulator.js';
 import { apiCommand } from './commands/api.js';
@@ -17,14 +17,14 @@ import { validateCommand } from './commands/validate.js';
 import { planCommand } from './commands/plan.js';
 import { runCommand } from './commands/run.js';
 import { archiveCommand } from './commands/archive.js';
-import { legacyCommand } from './commands/legacy.js';
+import { legacyCommand, oldApiVersionFlag } from './commands/legacy.js';
 import { photosImportCommand } from './commands/photo-import.js';
 import { attachmentsImportCommand } from './commands/attachment-import.js';
 import { UsageError } from './connection.js';
 import { configureLog, sayError } from './log.js';
 import { unknownWordMessage } from './did-you-mean.js';
 import { registerCommandLineSecrets, secretValueMissing } from './secret-args.js';
-import { withHelpText } from './help-text.js';
+import { leafCommand, withHelpText } from './help-text.js';
 import { isWdsError } from '../client/errors.js';
 import { EXIT } from './exit-codes.js';
 import { scheduleCommand } from './commands/schedule.js';
@@ -50,12 +50,12 @@ quietWhenReaderLeaves(process.stderr);
 export async function main(argv: string[]): Promise<void> {
   // Before yargs reads the line: its usage errors quote what was typed, and every printed line is redacted.
   registerCommandLineSecrets(argv);
-  const secretProblem = secretValueMissing(argv);
-  if (secretProblem) {
-    sayError(`wds-files: ${secretProblem}\nRun wds-files --help for usage.`);
+  const lineProblem = secretValueMissing(argv) ?? oldApiVersionFlag(argv);
+  if (lineProblem) {
+    sayError(`wds-files: ${lineProblem}\nRun wds-files --help for usage.`);
     process.exit(EXIT.usage);
   }
-  const cli = yargs(argv)
+  const cli: Argv = yargs(argv)
     .scriptName('wds-files')
     // yargs would read the package.json nearest the working directory: another project's, once installed.
     .version((JSON.parse(readFileSync(join(PACKAGE_ROOT, 'package.json'), 'utf8')) as { version: string }).version)
@@ -99,7 +99,22 @@ export async function main(argv: string[]): Promise<void> {
     .command(runCommand)
     .command(archiveCommand)
     .command(legacyCommand)
-    .completion('completion', 'Print a bash or zsh completion script (wds-files completion >> ~/.bashrc)')
+    // A command of our own rather than yargs' .completion(), which prints the script even for --help.
+    .command(leafCommand({
+      command: 'completion',
+      describe: 'Print a bash or zsh completion script (wds-files completion >> ~/.bashrc)',
+      builder: (y: Argv) => y,
+      handler: (): void => {
+        cli.showCompletionScript();
+      },
+    }, {
+      examples: [
+        ['wds-files completion >> ~/.bashrc', 'complete commands and options in bash'],
+        ['wds-files completion >> ~/.zshrc', 'the same for zsh'],
+      ],
+      exits: { 0: 'the script was printed' },
+      env: [],
+    }))
     .demandCommand(1, 'name a command; see --help')
     .strict()
     .help()

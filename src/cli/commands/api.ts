@@ -5,12 +5,13 @@
  * `secret_token`, a `password`) are masked unless `--show-secrets` (DESIGN.md section 8).
  * `--report` writes what was asked and how it ended, as every command's does (DESIGN.md section 3).
  */
-import type { Argv, CommandModule } from 'yargs';
+import type { Argv } from 'yargs';
 import { connect, withConnection, UsageError, type ConnectionArgs } from '../connection.js';
 import { findOperation, API_PREFIX } from '../../spec/operations.js';
 import { EXIT } from '../exit-codes.js';
 import { redactValue, registerSecretsIn } from '../../util/redact.js';
 import { jsonProblem } from '../../util/json-problem.js';
+import { CONNECTION_ENV, leafCommand } from '../help-text.js';
 
 interface ApiArgs extends ConnectionArgs {
   method: string;
@@ -22,7 +23,7 @@ interface ApiArgs extends ConnectionArgs {
   report?: string;
 }
 
-export const apiCommand: CommandModule<object, ApiArgs> = {
+export const apiCommand = leafCommand<ApiArgs>({
   command: 'api <method> <path>',
   describe: 'One raw API call with auth, limits and retries; prints the JSON answer',
   builder: (yargs: Argv) =>
@@ -101,7 +102,14 @@ export const apiCommand: CommandModule<object, ApiArgs> = {
       await preflight.end();
     }
   },
-};
+}, {
+  examples: [
+    ['wds-files api GET /members/face_image', 'one raw call, with the token and the limits'],
+    [`wds-files api POST /members/delete --data '{"codes":["A0001"]}' --dry-run --wait`, 'check a delete and follow its task; nothing changes'],
+  ],
+  exits: { 0: 'the service answered 2xx (with --wait: the task ended OK)', 1: 'the service refused the call or was not reached', 3: 'with --wait: the task ended NG or ERROR' },
+  env: CONNECTION_ENV,
+});
 
 /** What `api --report` writes: the request (its body's size, not its content) and how it ended. */
 interface ApiRecord {

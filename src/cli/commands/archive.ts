@@ -15,6 +15,7 @@ import { formatBytes } from '../../util/format.js';
 import { parseDuration } from '../../util/duration.js';
 import type { RetentionPolicy } from '../../archive/retention.js';
 import type { ReportBody } from '../json-report.js';
+import { leafCommand } from '../help-text.js';
 
 // src/archive and the lock code are loaded by the handlers: defining these commands loads neither.
 const store = () => import('../../archive/store.js');
@@ -66,7 +67,7 @@ const print = (json: boolean, value: unknown, text: () => string[]): void => {
   else for (const line of text()) console.log(line);
 };
 
-const listCommand: CommandModule<object, ArchiveArgs> = {
+const listCommand = leafCommand<ArchiveArgs>({
   command: 'list <archive>',
   describe: 'The snapshots: id, complete, files, new files, bytes',
   builder: (y: Argv) => withArchive(y, 'Write the snapshots, as --json prints them, to FILE'),
@@ -91,11 +92,18 @@ const listCommand: CommandModule<object, ArchiveArgs> = {
       ...partial.map((id) => `${`${id}.partial`.padEnd(width)}being built, or left by an interrupted run; the next run continues it`),
     ]);
   }),
-};
+}, {
+  examples: [
+    ['wds-files archive list /srv/backup/attachments', 'every snapshot: id, complete or not, files, new files, bytes'],
+    ['wds-files archive list /srv/backup/attachments --json', 'the same as JSON'],
+  ],
+  exits: { 1: 'the archive cannot be read', 2: 'a bad option, or the folder is no snapshot archive' },
+  env: [],
+});
 
 interface ShowArgs extends ArchiveArgs { snapshot?: string }
 
-const showCommand: CommandModule<object, ShowArgs> = {
+const showCommand = leafCommand<ShowArgs>({
   command: 'show <archive> [snapshot]',
   describe: 'One snapshot (@ID; default the latest): its snapshot.json and what it holds',
   builder: (y: Argv) => withArchive(y, 'Write the snapshot, as --json prints it, to FILE').positional('snapshot', { type: 'string', describe: '@ID, latest or latest~N (the Nth complete snapshot before latest)' }) as unknown as Argv<ShowArgs>,
@@ -122,11 +130,18 @@ const showCommand: CommandModule<object, ShowArgs> = {
       ];
     });
   }),
-};
+}, {
+  examples: [
+    ['wds-files archive show /srv/backup/attachments', 'the latest snapshot: its snapshot.json and what it holds'],
+    ['wds-files archive show /srv/backup/attachments latest~1', 'the complete snapshot before it'],
+  ],
+  exits: { 1: 'the archive cannot be read', 2: 'a bad option, or no such archive or snapshot' },
+  env: [],
+});
 
 interface DiffArgs extends ArchiveArgs { a: string; b: string }
 
-const diffCommand: CommandModule<object, DiffArgs> = {
+const diffCommand = leafCommand<DiffArgs>({
   command: 'diff <archive> <a> <b>',
   describe: 'Files added, changed and deleted from snapshot A to snapshot B, by member',
   builder: (y: Argv) => withArchive(y, 'Write the files added, changed and deleted, as --json prints them, to FILE').positional('a', { type: 'string', demandOption: true, describe: '@ID, latest or latest~N' }).positional('b', { type: 'string', demandOption: true, describe: '@ID, latest or latest~N (the Nth complete snapshot before latest)' }) as unknown as Argv<DiffArgs>,
@@ -143,11 +158,17 @@ const diffCommand: CommandModule<object, DiffArgs> = {
       ...diff.members.flatMap((m) => [`member ${m.code}`, ...m.files.map((f) => `  ${mark[f.change]} ${f.line.path}`)]),
     ]);
   }),
-};
+}, {
+  examples: [
+    ['wds-files archive diff /srv/backup/attachments latest~1 latest', 'the files added, changed and deleted by the last run, by member'],
+  ],
+  exits: { 1: 'the archive cannot be read', 2: 'a bad option, or no such archive or snapshot' },
+  env: [],
+});
 
 interface RestoreArgs extends ArchiveArgs, TargetArgs { snapshot?: string; out: string; report?: string; member?: string[] }
 
-const restoreCommand: CommandModule<object, RestoreArgs> = {
+const restoreCommand = leafCommand<RestoreArgs>({
   command: 'restore <archive> [snapshot]',
   describe: 'Copy a snapshot (@ID; default the latest) out as an export folder or zip',
   builder: (y: Argv) => withTargetOptions(withArchive(y))
@@ -178,11 +199,18 @@ const restoreCommand: CommandModule<object, RestoreArgs> = {
       await preflight.end();
     }
   },
-};
+}, {
+  examples: [
+    ['wds-files archive restore /srv/backup/attachments --out restored/', 'the latest snapshot copied out as an export folder'],
+    ['wds-files archive restore /srv/backup/attachments @2026-04-01T020000 --out old.zip --member A0001', 'one member\'s files of an older snapshot, as a zip'],
+  ],
+  exits: { 3: 'finished, but some files could not be copied (see --report)', 130: true, 143: true },
+  env: [],
+});
 
 interface CheckArgs extends ArchiveArgs { 'read-data'?: number }
 
-const checkCommand: CommandModule<object, CheckArgs> = {
+const checkCommand = leafCommand<CheckArgs>({
   command: 'check <archive>',
   describe: 'Check every snapshot: each file its manifest lists is there with its size; --read-data also hashes a share of the files',
   builder: (y: Argv) => withArchive(y, 'Write each snapshot and file problem found, as --json prints them, to FILE').option('read-data', { type: 'number', describe: 'Read PERCENT (1-100) of the files, chosen at random, and check their sha256' })
@@ -204,7 +232,14 @@ const checkCommand: CommandModule<object, CheckArgs> = {
     ]);
     if (result.problems.length) process.exitCode = EXIT.partial;
   }),
-};
+}, {
+  examples: [
+    ['wds-files archive check /srv/backup/attachments', 'every file each manifest lists is there, with its size'],
+    ['wds-files archive check /srv/backup/attachments --read-data 10', 'also hash a tenth of the files, chosen at random'],
+  ],
+  exits: { 0: 'no problem found', 1: 'the archive cannot be read', 3: 'a problem found (each one named)' },
+  env: [],
+});
 
 interface ForgetArgs extends ArchiveArgs {
   'keep-last'?: number; 'keep-daily'?: number; 'keep-weekly'?: number; 'keep-monthly'?: number; 'keep-yearly'?: number;
@@ -225,7 +260,7 @@ async function policyOf(argv: ForgetArgs): Promise<RetentionPolicy> {
   return parsed.data;
 }
 
-const forgetCommand: CommandModule<object, ForgetArgs> = {
+const forgetCommand = leafCommand<ForgetArgs>({
   command: 'forget <archive>',
   describe: 'Remove the snapshots the --keep-* rules do not keep (the newest complete one always stays)',
   builder: (y: Argv) => {
@@ -266,7 +301,14 @@ const forgetCommand: CommandModule<object, ForgetArgs> = {
       }
     });
   },
-};
+}, {
+  examples: [
+    ['wds-files archive forget /srv/backup/attachments --keep-daily 7 --keep-monthly 12 --dry-run', 'what those rules would remove; nothing removed'],
+    ['wds-files archive forget /srv/backup/attachments --keep-last 5', 'keep the five newest complete snapshots'],
+  ],
+  exits: { 1: 'the archive cannot be changed (a run holds it, say)' },
+  env: [],
+});
 
 export const archiveCommand: CommandModule = {
   command: 'archive',

@@ -3,10 +3,11 @@
  * [--mode upsert|add|replace] [--dry-run]` (DESIGN.md section 3): a thin command over the attachment
  * import pipeline.
  */
-import type { Argv, CommandModule } from 'yargs';
+import type { Argv } from 'yargs';
 import { withConnection, UsageError } from '../connection.js';
 import type { ImportCommandArgs } from '../import-command.js';
 import type { AttachmentImportMode } from '../../pipelines/attachment-import.js';
+import { CONNECTION_ENV, leafCommand } from '../help-text.js';
 
 interface AttachmentImportArgs extends ImportCommandArgs {
   sheet?: number;
@@ -14,7 +15,7 @@ interface AttachmentImportArgs extends ImportCommandArgs {
   mode: AttachmentImportMode;
 }
 
-export const attachmentsImportCommand: CommandModule<object, AttachmentImportArgs> = {
+export const attachmentsImportCommand = leafCommand<AttachmentImportArgs>({
   command: 'import <source>',
   describe: 'Upload attachments from an export, a <code>/<file> folder or zip (with --sheet --field), or a CSV (code,path[,file_name])',
   builder: (y: Argv) =>
@@ -40,4 +41,11 @@ export const attachmentsImportCommand: CommandModule<object, AttachmentImportArg
       mode: argv.mode,
     }));
   },
-};
+}, {
+  examples: [
+    ['wds-files attachments import ./certificates --sheet 2 --field 1306 --mode add', 'a folder of <code>/<file> into one file part'],
+    ['wds-files attachments import attachments.zip --dry-run', 'an export, checked and sent with Dry-Run: 1; nothing changes'],
+  ],
+  exits: { 3: 'finished, but some files were invalid, conflicting or refused (see --report)', 130: true, 143: true },
+  env: CONNECTION_ENV,
+});

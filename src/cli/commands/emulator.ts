@@ -2,10 +2,11 @@
  * `wds-files emulator`: the local emulator of the service as a server (DESIGN.md sections 3, 6).
  * Prints its address and credentials, then serves until interrupted.
  */
-import type { Argv, CommandModule } from 'yargs';
+import type { Argv } from 'yargs';
 import { resolve } from 'node:path';
 import { SAMPLE_COMPANY_DIR } from '../paths.js';
 import { UsageError } from '../connection.js';
+import { leafCommand } from '../help-text.js';
 
 interface EmulatorArgs {
   port: number;
@@ -30,7 +31,7 @@ interface EmulatorArgs {
  */
 const PARENT_AT_START = process.ppid;
 
-export const emulatorCommand: CommandModule<object, EmulatorArgs> = {
+export const emulatorCommand = leafCommand<EmulatorArgs>({
   command: 'emulator',
   describe: 'Run the local emulator of the Workforce Data Service',
   builder: (yargs: Argv) =>
@@ -103,7 +104,15 @@ export const emulatorCommand: CommandModule<object, EmulatorArgs> = {
     });
     await running.close();
   },
-};
+}, {
+  examples: [
+    ['wds-files emulator', 'the sample company on http://127.0.0.1:8787; prints the --base-url and credentials to use'],
+    ['wds-files emulator --generate 2000 --clock-speed 60', 'a synthetic company of 2,000 members, a service minute per real second'],
+    ['wds-files emulator --config companies.yaml --state-dir .emulator-state', 'several companies, kept across restarts'],
+  ],
+  exits: { 0: 'stopped by Ctrl-C or SIGTERM', 1: 'it could not start (the port is taken, say)', 2: 'a bad option, config file or seed folder (each problem at its line)' },
+  env: [],
+});
 
 /**
  * Under `npm run`, a SIGTERM to npm reaches only the shell npm runs the script in, and the shell

@@ -3,11 +3,12 @@
  * commands over the export pipeline.
  */
 import { stat } from 'node:fs/promises';
-import type { Argv, CommandModule } from 'yargs';
+import type { Argv } from 'yargs';
 import { resolve } from 'node:path';
 import { connect, withConnection, UsageError, type ConnectionArgs } from '../connection.js';
 import { finishRun, type OutputArgs } from '../output.js';
 import { stopSignal } from '../stop-signal.js';
+import { CONNECTION_ENV, leafCommand, type LeafHelp } from '../help-text.js';
 import { withTargetOptions, type TargetArgs } from '../target-options.js';
 import { DEFAULT_EXPORT_CONCURRENCY, PHOTO_EXPORT_CONCURRENCY, followZipLink, isZipTarget } from '../../pipelines/export-defaults.js';
 import { isValidDate } from '../../spec/time.js';
@@ -107,16 +108,37 @@ async function exportWith(what: 'photos' | 'attachments', argv: ExportArgs, lock
   }
 }
 
-export const photosExportCommand: CommandModule<object, ExportArgs> = {
+const EXPORT_EXITS: LeafHelp['exits'] = {
+  0: 'every file downloaded (or already there) and listed in the manifest',
+  3: 'finished, but some files failed (see --report); a rerun fetches only those',
+  130: true,
+  143: true,
+};
+
+export const photosExportCommand = leafCommand<ExportArgs>({
   command: 'export',
   describe: 'Download every face photo to a folder or a zip',
   builder: (y: Argv) => exportOptions(y, false),
   handler: (argv) => handle('photos', argv),
-};
+}, {
+  examples: [
+    ['wds-files photos export -o backup/photos', 'every face photo into a folder; a rerun downloads only what is new or missing'],
+    ['wds-files photos export -o photos.zip --since 2026-01-01', 'the photos updated since New Year into one zip'],
+  ],
+  exits: EXPORT_EXITS,
+  env: CONNECTION_ENV,
+});
 
-export const attachmentsExportCommand: CommandModule<object, ExportArgs> = {
+export const attachmentsExportCommand = leafCommand<ExportArgs>({
   command: 'export',
   describe: 'Download every attachment (every file part of every sheet) to a folder or a zip',
   builder: (y: Argv) => exportOptions(y, true),
   handler: (argv) => handle('attachments', argv),
-};
+}, {
+  examples: [
+    ['wds-files attachments export -o attachments.zip', 'every file part of every sheet into one zip'],
+    ['wds-files attachments export -o out/certificates --sheet 2 --field 1306', 'only one file part of one sheet, into a folder'],
+  ],
+  exits: EXPORT_EXITS,
+  env: CONNECTION_ENV,
+});

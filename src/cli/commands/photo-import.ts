@@ -3,10 +3,11 @@
  * [--no-trim] [--no-normalize] [--dry-run]` (DESIGN.md section 3): a thin command over the photo
  * import pipeline.
  */
-import type { Argv, CommandModule } from 'yargs';
+import type { Argv } from 'yargs';
 import { withConnection } from '../connection.js';
 import type { ImportCommandArgs } from '../import-command.js';
 import type { PhotoImportMode } from '../../pipelines/photo-import.js';
+import { CONNECTION_ENV, leafCommand } from '../help-text.js';
 
 interface PhotoImportArgs extends ImportCommandArgs {
   mode: PhotoImportMode;
@@ -14,7 +15,7 @@ interface PhotoImportArgs extends ImportCommandArgs {
   normalize: boolean;
 }
 
-export const photosImportCommand: CommandModule<object, PhotoImportArgs> = {
+export const photosImportCommand = leafCommand<PhotoImportArgs>({
   command: 'import <source>',
   describe: 'Upload face photos from a folder, a zip, a CSV manifest (code,path) or an export',
   builder: (y: Argv) =>
@@ -36,4 +37,12 @@ export const photosImportCommand: CommandModule<object, PhotoImportArgs> = {
       normalize: argv.normalize,
     }));
   },
-};
+}, {
+  examples: [
+    ['wds-files photos import ./new-photos --dry-run', 'check a folder of <code>.jpg; send nothing that changes'],
+    ['wds-files photos import photos.csv --mode update', 'the photos a CSV (code,path) names, for members who have one already'],
+    ['wds-files photos import backup/photos', 'an export, sent back'],
+  ],
+  exits: { 3: 'finished, but some files were invalid, conflicting or refused (see --report)', 130: true, 143: true },
+  env: CONNECTION_ENV,
+});

@@ -3,11 +3,12 @@
  * fetch or send, the requests of each kind against the service's limits, and the time the
  * limits alone impose.
  */
-import type { Argv, CommandModule } from 'yargs';
+import type { Argv } from 'yargs';
 import { say, UsageError } from '../connection.js';
 import { clientLogger } from '../log.js';
 import { SAMPLE_COMPANY_DIR } from '../paths.js';
 import { loadOrExit, pipelinePlaces } from './pipeline-file.js';
+import { CONNECTION_ENV, leafCommand } from '../help-text.js';
 
 interface PlanArgs {
   file: string;
@@ -16,7 +17,7 @@ interface PlanArgs {
   quiet?: boolean;
 }
 
-export const planCommand: CommandModule<object, PlanArgs> = {
+export const planCommand = leafCommand<PlanArgs>({
   command: 'plan <file>',
   describe: 'Show what a run of a pipeline file would do; changes nothing',
   builder: (y: Argv) =>
@@ -52,4 +53,11 @@ export const planCommand: CommandModule<object, PlanArgs> = {
       }
     });
   },
-};
+}, {
+  examples: [
+    ['wds-files plan pipelines/nightly-attachments.yaml', 'the files a run would fetch, its requests against the limits, and the time they impose'],
+    ['wds-files plan pipelines/photo-dropbox.yaml --json', 'the same as one JSON document'],
+  ],
+  exits: { 0: 'the plan was printed; nothing changed', 1: 'the service could not be asked', 2: 'the pipeline file has a problem, or a bad option' },
+  env: CONNECTION_ENV,
+});

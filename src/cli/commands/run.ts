@@ -4,7 +4,7 @@
  * asks for one.
  */
 import { writeFile } from 'node:fs/promises';
-import type { Argv, CommandModule } from 'yargs';
+import type { Argv } from 'yargs';
 import { redactValue } from '../../util/redact.js';
 import { parseDuration } from '../../util/duration.js';
 import { say, UsageError } from '../connection.js';
@@ -13,6 +13,7 @@ import { finishRun, interruptedLine } from '../output.js';
 import { SAMPLE_COMPANY_DIR } from '../paths.js';
 import { stopSignal } from '../stop-signal.js';
 import { loadOrExit, pipelinePlaces } from './pipeline-file.js';
+import { CONNECTION_ENV, leafCommand } from '../help-text.js';
 
 interface RunArgs {
   file: string;
@@ -24,7 +25,7 @@ interface RunArgs {
   quiet?: boolean;
 }
 
-export const runCommand: CommandModule<object, RunArgs> = {
+export const runCommand = leafCommand<RunArgs>({
   command: 'run <file>',
   describe: 'Run a pipeline file once',
   builder: (y: Argv) =>
@@ -37,9 +38,7 @@ export const runCommand: CommandModule<object, RunArgs> = {
       .check((args) => {
         if (args['wait-lock'] !== undefined && parseDuration(String(args['wait-lock'])) === null) throw new UsageError(`--wait-lock must be a duration such as 30s, 5m or 1h, got "${args['wait-lock']}"`);
         return true;
-      })
-      .example('wds-files run pipelines/photos-to-zip.yaml', 'one run, now')
-      .example('*/15 * * * * cd /srv/wds && wds-files run pipelines/photo-dropbox.yaml -q', 'a crontab line') as unknown as Argv<RunArgs>,
+      }) as unknown as Argv<RunArgs>,
   handler: async (argv) => {
     const pipeline = await loadOrExit(argv.file);
     const log = (line: string): void => say(argv, line);
@@ -88,4 +87,12 @@ export const runCommand: CommandModule<object, RunArgs> = {
       await preflight.end();
     }
   },
-};
+}, {
+  examples: [
+    ['wds-files run pipelines/photos-to-zip.yaml', 'one run, now'],
+    ['wds-files run pipelines/photo-dropbox.yaml --dry-run', 'every check, nothing moved or sent'],
+    ['*/15 * * * * cd /srv/wds && wds-files run pipelines/photo-dropbox.yaml -q', 'a crontab line'],
+  ],
+  exits: { 3: true, 130: true, 143: true },
+  env: CONNECTION_ENV,
+});

@@ -5,12 +5,13 @@
  * scheduler asked to stop that stopped cleanly has succeeded, and systemd counts only 0 (not 143)
  * as a clean exit without extra configuration.
  */
-import type { Argv, CommandModule } from 'yargs';
+import type { Argv } from 'yargs';
 import { DEFAULT_SERVICE_TIME_ZONE } from '../../schedule/service-time.js';
 import { redact, redactValue } from '../../util/redact.js';
 import { stopSignal } from '../stop-signal.js';
 import { UsageError } from '../connection.js';
 import { EXIT } from '../exit-codes.js';
+import { CONNECTION_ENV, leafCommand } from '../help-text.js';
 
 interface ScheduleArgs {
   paths?: string[];
@@ -46,7 +47,7 @@ const log = (line: string): void => {
   process.stderr.write(`${new Date().toISOString()} ${redact(line)}\n`);
 };
 
-export const scheduleCommand: CommandModule<object, ScheduleArgs> = {
+export const scheduleCommand = leafCommand<ScheduleArgs>({
   command: 'schedule [paths..]',
   describe: 'Run the pipelines that have a schedule at their times, in the foreground (for systemd and containers)',
   builder: (y: Argv) =>
@@ -97,4 +98,11 @@ export const scheduleCommand: CommandModule<object, ScheduleArgs> = {
     // Keep-alive sockets of the last requests would hold the process a few seconds more.
     process.exit(EXIT.ok);
   },
-};
+}, {
+  examples: [
+    ['wds-files schedule pipelines/', 'every pipeline file of the folder that has a schedule, at its times'],
+    ['wds-files schedule pipelines/ --status-port 9464', 'with /healthz and /metrics for a monitor'],
+  ],
+  exits: { 0: 'stopped by SIGTERM or Ctrl-C once the runs under way had ended', 2: 'a pipeline file has a problem, or none has a schedule: nothing was scheduled' },
+  env: [...CONNECTION_ENV, 'WDS_TIMEZONE'],
+});

@@ -3,10 +3,11 @@
  * `FILE:LINE:COLUMN: message` (exit 2), or every file ok (exit 0). `--schema` prints the JSON
  * Schema of the format, made from the same zod schema that validates.
  */
-import type { Argv, CommandModule } from 'yargs';
+import type { Argv } from 'yargs';
 import { UsageError, say } from '../connection.js';
 import { EXIT } from '../exit-codes.js';
 import { SAMPLE_COMPANY_DIR } from '../paths.js';
+import { CONNECTION_ENV, leafCommand } from '../help-text.js';
 
 interface ValidateArgs {
   files: string[];
@@ -17,7 +18,7 @@ interface ValidateArgs {
   quiet?: boolean;
 }
 
-export const validateCommand: CommandModule<object, ValidateArgs> = {
+export const validateCommand = leafCommand<ValidateArgs>({
   command: 'validate [files..]',
   describe: 'Check pipeline files: each problem as FILE:LINE:COLUMN: message',
   builder: (y: Argv) =>
@@ -25,9 +26,7 @@ export const validateCommand: CommandModule<object, ValidateArgs> = {
       .option('online', { type: 'boolean', default: false, describe: 'Also ask the service whether the sheets, file parts and members named exist' })
       .option('schema', { type: 'boolean', default: false, describe: 'Print the JSON Schema of pipeline files and exit' })
       .option('json', { type: 'boolean', default: false, describe: 'The problems as one JSON document on stdout' })
-      .option('report', { type: 'string', describe: 'Write each file and its problems (FILE, line, column, message) as JSON to FILE' })
-      .example('wds-files validate pipelines/*.yaml', 'check every example')
-      .example('wds-files validate --schema > pipeline.schema.json', 'the schema, for an editor') as unknown as Argv<ValidateArgs>,
+      .option('report', { type: 'string', describe: 'Write each file and its problems (FILE, line, column, message) as JSON to FILE' }) as unknown as Argv<ValidateArgs>,
   handler: async (argv) => {
     if (argv.schema) {
       const { pipelineJsonSchema } = await import('../../pipeline-files/schema.js');
@@ -63,4 +62,12 @@ export const validateCommand: CommandModule<object, ValidateArgs> = {
       if (problems.length) process.exitCode = EXIT.usage;
     });
   },
-};
+}, {
+  examples: [
+    ['wds-files validate pipelines/*.yaml', 'check every example'],
+    ['wds-files validate pipelines/nightly-attachments.yaml --online', 'also ask the service whether the sheets and file parts named exist'],
+    ['wds-files validate --schema > pipeline.schema.json', 'the schema, for an editor'],
+  ],
+  exits: { 0: 'every file is ok', 1: 'with --online: the service could not be asked', 2: 'a file has a problem (each one as FILE:LINE:COLUMN: message), or a bad option' },
+  env: CONNECTION_ENV,
+});

@@ -1,8 +1,9 @@
 /** `wds-files verify <dir | file.zip>`: every file checked against the manifest; exit 3 on a problem. */
-import type { Argv, CommandModule } from 'yargs';
+import type { Argv } from 'yargs';
 import { resolve } from 'node:path';
 import { EXIT } from '../exit-codes.js';
 import { formatBytes } from '../../util/format.js';
+import { leafCommand } from '../help-text.js';
 
 interface VerifyArgs {
   target: string;
@@ -11,7 +12,7 @@ interface VerifyArgs {
   quiet?: boolean;
 }
 
-export const verifyCommand: CommandModule<object, VerifyArgs> = {
+export const verifyCommand = leafCommand<VerifyArgs>({
   command: 'verify <target>',
   describe: 'Check every file of an export folder or zip against its manifest',
   builder: (y: Argv) =>
@@ -38,4 +39,11 @@ export const verifyCommand: CommandModule<object, VerifyArgs> = {
       if (result.problems.length) process.exitCode = EXIT.partial;
     });
   },
-};
+}, {
+  examples: [
+    ['wds-files verify backup/photos', 'every file of an export folder against its manifest'],
+    ['wds-files verify photos.zip --json', 'a zip, with the summary as JSON'],
+  ],
+  exits: { 0: 'every file matches the manifest', 1: 'the export or its manifest cannot be read', 3: 'some file is missing, extra or differs (each one listed)' },
+  env: [],
+});
