@@ -48,7 +48,7 @@ async function start(): Promise<RunningEmulator> {
   for (let i = 1; i <= MEMBERS; i += 1) {
     const code = `B${String(i).padStart(6, '0')}`;
     company.data.members[code] = {
-      code, name: `Member ${code}`, name_kana: '', mail: '', entered_date: '2020-04-01', retired_date: '', gender: '', birthday: '',
+      id: company.data.next_ids.member++, code, name: `Member ${code}`, name_kana: '', mail: '', entered_date: '2020-04-01', retired_date: '', gender: '', birthday: '',
       department_code: null, sub_department_codes: [], custom_fields: {}, updated_at: company.now(),
     };
     company.data.photos[code] = company.storeFile(photo, `${code}.jpg`);

@@ -113,8 +113,23 @@ function departmentTree(members: number): Department[] {
   return tree;
 }
 
-/** A member; `departments` are those a member can belong to (all but the root). */
-function generateMember(code: string, seed: number, departments: readonly Department[], now: string): Member {
+/**
+ * Concurrent departments beside `primary`: every eighth member from the second has one (every
+ * sixteenth two), so that even a small company has some, as real ones do. They come from a stream
+ * of their own, leaving the rest of each member as earlier versions generated it.
+ */
+function concurrentDepartments(code: string, index: number, seed: number, departments: readonly Department[], primary: string, drawn: string | null): string[] {
+  const codes = drawn && drawn !== primary ? [drawn] : [];
+  if (index % 8 !== 2) return codes;
+  const random = new SeededRandom(seedOf(`${seed}:${code}:concurrent`));
+  const wanted = codes.length + (index % 16 === 10 ? 2 : 1);
+  const candidates = departments.filter((d) => d.code !== primary && !codes.includes(d.code));
+  while (codes.length < wanted && candidates.length) codes.push(candidates.splice(random.int(0, candidates.length - 1), 1)[0]!.code);
+  return codes;
+}
+
+/** A member; `departments` are those a member can belong to (all but the root); `index` counts from 1. */
+function generateMember(code: string, index: number, seed: number, departments: readonly Department[], now: string): Member {
   const random = new SeededRandom(seedOf(`${seed}:${code}:member`));
   const english = random.chance(0.05);
   let name: string;
@@ -133,9 +148,9 @@ function generateMember(code: string, seed: number, departments: readonly Depart
   const department = random.pick(departments);
   const sub = random.chance(0.05) ? random.pick(departments).code : null;
   return {
-    code, name, name_kana: kana, mail: `${code.toLowerCase()}@example.com`, entered_date: entered, retired_date: retired,
+    id: index, code, name, name_kana: kana, mail: `${code.toLowerCase()}@example.com`, entered_date: entered, retired_date: retired,
     gender: random.chance(0.04) ? '' : gender, birthday: random.date(1960, 2003),
-    department_code: department.code, sub_department_codes: sub && sub !== department.code ? [sub] : [],
+    department_code: department.code, sub_department_codes: concurrentDepartments(code, index, seed, departments, department.code, sub),
     custom_fields: {
       [MEMBER_FIELD_IDS.employment]: [random.pick(EMPLOYMENT_TYPES)],
       [MEMBER_FIELD_IDS.bloodType]: [random.pick(BLOOD_TYPES)],
@@ -174,16 +189,16 @@ class Generator {
       { id: 1, name: 'システム管理者 / Administrator', type: 'Adm' },
       { id: 2, name: '一般 / General', type: 'General' },
     ];
-    for (let i = 1; i <= o.members; i += 1) this.addMember(memberCode(i));
+    for (let i = 1; i <= o.members; i += 1) this.addMember(memberCode(i), i);
     this.addUsers();
     const optionIds = [...data.member_fields, ...Object.values(data.sheets).flatMap((s) => s.def.fields)].flatMap((f) => (f.options ?? []).map((x) => x.id));
-    data.next_ids = { user: data.users.length + 1, webhook: 1, enum_option: Math.max(0, ...optionIds) + 1, task: 1 };
+    data.next_ids = { user: data.users.length + 1, webhook: 1, enum_option: Math.max(0, ...optionIds) + 1, task: 1, member: o.members + 1 };
     return data;
   }
 
-  private addMember(code: string): void {
+  private addMember(code: string, index: number): void {
     const { data, o } = this;
-    const member = generateMember(code, o.seed, this.memberDepartments, this.now);
+    const member = generateMember(code, index, o.seed, this.memberDepartments, this.now);
     data.members[code] = member;
     const random = new SeededRandom(seedOf(`${o.seed}:${code}:files`));
     const attachments = random.int(o.attachments_per_member[0], o.attachments_per_member[1]);

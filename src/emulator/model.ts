@@ -32,6 +32,11 @@ export interface FieldDef {
 }
 
 export interface Member {
+  /**
+   * The service's own integer id (wire-format.md, "Real-client facts"): handed out once, when the
+   * member is registered, kept through updates and never reused after a delete. No request takes it.
+   */
+  id: number;
   code: string;
   name: string;
   name_kana: string;
@@ -46,6 +51,9 @@ export interface Member {
   custom_fields: Record<string, string[]>;
   updated_at: string;
 }
+
+/** A member as a write builds it, before the service gives it its id (routes/member-write.ts). */
+export type MemberFields = Omit<Member, 'id'>;
 
 export interface StoredFile {
   blob: string;
@@ -141,9 +149,20 @@ export interface CompanyData {
   advanced_permissions: { member: AdvancedPermission[]; department: AdvancedPermission[] };
   webhooks: WebhookSetting[];
   /** Next ids handed out by the service. */
-  next_ids: { user: number; webhook: number; enum_option: number; task: number };
+  next_ids: { user: number; webhook: number; enum_option: number; task: number; member: number };
   /** The administrator setting that turns the smartphone app on for new users (4.4 Users 2). */
   auto_enable_native_app: boolean;
+}
+
+/**
+ * State saved by a version before members had ids: each member without one gets the next, in code
+ * order, and `next_ids.member` starts after the highest.
+ */
+export function completeMemberIds(data: CompanyData): void {
+  const members = Object.values(data.members) as (Omit<Member, 'id'> & { id?: number })[];
+  let next = Math.max((data.next_ids as Partial<CompanyData['next_ids']>).member ?? 1, ...members.map((m) => (m.id ?? 0) + 1));
+  for (const member of members.sort((a, b) => (a.code < b.code ? -1 : 1))) member.id ??= next++;
+  data.next_ids.member = next;
 }
 
 export function emptyCompanyData(now: string): CompanyData {
@@ -158,7 +177,7 @@ export function emptyCompanyData(now: string): CompanyData {
     users: [],
     advanced_permissions: { member: [], department: [] },
     webhooks: [],
-    next_ids: { user: 1, webhook: 1, enum_option: 1, task: 1 },
+    next_ids: { user: 1, webhook: 1, enum_option: 1, task: 1, member: 1 },
     auto_enable_native_app: false,
   };
 }

@@ -187,10 +187,11 @@ class SeedLoader {
       codesAfter: new Set(list.map((m) => m.code)),
       now: this.now,
     };
+    // Ids follow the seed's order, from 1, as a company that registered them one by one would have.
     list.forEach((input, i) => {
       const built = buildMember(input, undefined, 'full', context);
       for (const problem of built.problems) this.problem(`members.${i}`, problem);
-      this.data.members[input.code] = built.member;
+      this.data.members[input.code] = { ...built.member, id: i + 1 };
     });
     this.data.departments.forEach((d, i) => {
       if (d.leader_member_code !== null && !this.data.members[d.leader_member_code]) {
@@ -337,6 +338,7 @@ class SeedLoader {
       webhook: next(this.data.webhooks.map((w) => w.id)),
       enum_option: next(optionIds),
       task: this.data.next_ids.task,
+      member: next(Object.values(this.data.members).map((m) => m.id)),
     };
   }
 }

@@ -9,7 +9,7 @@ import { readdir, readFile, rename, writeFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Company } from './company.js';
 import type { BlobEntry } from './blobs.js';
-import type { CompanyData } from './model.js';
+import { completeMemberIds, type CompanyData } from './model.js';
 
 interface SavedState {
   version: 1;
@@ -20,6 +20,11 @@ interface SavedState {
 export class StateSaver {
   private readonly timers = new Map<Company, NodeJS.Timeout>();
   private readonly writing = new Set<Promise<void>>();
+  /**
+   * Saves run one after another: a timer's save still writing when `flush` saves again would share
+   * its temporary file, and the older state could be renamed over the newer one.
+   */
+  private queue: Promise<void> = Promise.resolve();
 
   constructor(private readonly dir: string) {
     mkdirSync(dir, { recursive: true });
@@ -43,6 +48,7 @@ export class StateSaver {
     const saved = JSON.parse(text) as SavedState;
     if (saved.version !== 1) throw new Error(`state of company "${company.name}" has an unknown version; remove ${this.dir} to start afresh`);
     company.data = saved.data;
+    completeMemberIds(company.data);
     // A released version was kept only for URLs listed before its release; URLs are signed with a
     // key made at each start, so after a restart none of them can reach it any more.
     const current = saved.blobs.filter((entry) => entry.releasedAt === undefined);
@@ -91,7 +97,13 @@ export class StateSaver {
     await rm(this.companyDir(company.name), { recursive: true, force: true });
   }
 
-  private async save(company: Company): Promise<void> {
+  private save(company: Company): Promise<void> {
+    const next = this.queue.then(() => this.write(company));
+    this.queue = next.catch(() => undefined);
+    return next;
+  }
+
+  private async write(company: Company): Promise<void> {
     const dir = this.companyDir(company.name);
     mkdirSync(dir, { recursive: true });
     const state: SavedState = { version: 1, data: company.data, blobs: company.blobs.entriesForSave() };

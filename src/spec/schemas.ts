@@ -86,9 +86,14 @@ export type MemberInput = z.infer<typeof memberInputSchema>;
 
 /**
  * A member as answered. `years_of_service` is a string such as "15年5ヵ月" on the real service
- * (wire-format.md, "Real-client facts"); a number, the older guess, is still accepted.
+ * (wire-format.md, "Real-client facts"); a number, the older guess, is still accepted. `id` and
+ * `face_image` are optional so that answers recorded before the service sent them still parse.
  */
 export const memberSchema = memberInputSchema.extend({
+  /** The service's own integer id of the member. No request takes it: `code` is the key. */
+  id: z.number().int().optional(),
+  /** When the member has a face photo, the time it was last changed (`YYYY-MM-DD HH:MM:SS`); null without one. */
+  face_image: z.looseObject({ updated_at: z.string() }).nullable().optional(),
   /** Computed by the service. */
   age: z.number().nullable().optional(),
   /** Computed by the service: a string such as `15年5ヵ月` (years, then months). */
@@ -108,7 +113,8 @@ export const deleteMembersBodySchema = z.looseObject({ codes: z.array(z.string()
 /**
  * A layout field. `type_detail` stays a free string: the pipelines look only for `attach_file`,
  * and a value the service adds later must not break a listing. Formula fields carry
- * `read_only: true` and may have `enum: null` (wire-format.md, "Real-client facts").
+ * `read_only: true`; their `enum` is `[]` in sheet layouts and null in the member layout
+ * (wire-format.md, "Real-client facts").
  */
 export const layoutFieldSchema = z.looseObject({
   /** The field's id, as values and file parts name it. */

@@ -22,7 +22,7 @@ function parse<T extends z.ZodType>(schema: T, name: string): z.infer<T> {
 }
 
 describe('real shapes parse with the client schemas', () => {
-  it('layouts: pull_down, radio_button, check_box, formula fields read_only with enum null', () => {
+  it('layouts: pull_down, radio_button, check_box, formula fields read_only with enum null (member layout) or [] (sheet layouts)', () => {
     const member = parse(memberLayoutSchema, 'member-layout.json');
     expect(member.custom_fields!.map((f) => f.type_detail)).toEqual(['pull_down', 'radio_button', 'check_box', 'text_area', 'link', 'calc_formula']);
     expect(member.custom_fields![5]).toMatchObject({ type: 'calc', read_only: true, enum: null });
@@ -30,6 +30,7 @@ describe('real shapes parse with the client schemas', () => {
     // The file parts, found the way the pipelines find them.
     const fileParts = sheets.flatMap((s) => s.custom_fields.filter((f) => f.type_detail === 'attach_file').map((f) => `${s.id}:${f.id}`));
     expect(fileParts).toEqual(['11:1104', '12:1203']);
+    expect(sheets[0]!.custom_fields.find((f) => f.type === 'calc')).toMatchObject({ read_only: true, enum: [] });
   });
 
   it('members: department paths, years_of_service as a string, [""] for empty values, retired_date ""', () => {
@@ -38,6 +39,13 @@ describe('real shapes parse with the client schemas', () => {
     expect(taro!.department).toEqual({ code: 'D003', name: '営業本部 第一営業部 ITグループ', names: ['営業本部', '第一営業部', 'ITグループ'] });
     expect(taro!.sub_departments![0]!.name).toBe('管理本部 人事部');
     expect(hanako!.custom_fields!.map((f) => f.values)).toEqual([[''], [''], ['']]);
+  });
+
+  it('members: the integer id, and face_image with the photo time or null', () => {
+    const [taro, hanako] = parse(membersAnswerSchema, 'members.json').member_data;
+    expect([taro!.id, hanako!.id]).toEqual([58213, 58377]);
+    expect(taro!.face_image).toEqual({ updated_at: '2025-10-02 09:14:37' });
+    expect(hanako!.face_image).toBeNull();
   });
 
   it('a single-record sheet lists the empty record of a member with [""] in every field', () => {

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -73,7 +73,7 @@ describe('a config file with two companies', () => {
     const alpha = companyOf(emu(), 'alpha');
     const beta = companyOf(emu(), 'beta');
     for (const [company, code] of [[alpha, 'A001'], [beta, 'B001']] as const) {
-      company.data.members[code] = { code, name: code, name_kana: '', mail: '', entered_date: '', retired_date: '', gender: '', birthday: '', department_code: null, sub_department_codes: [], custom_fields: {}, updated_at: company.now() };
+      company.data.members[code] = { id: company.data.next_ids.member++, code, name: code, name_kana: '', mail: '', entered_date: '', retired_date: '', gender: '', birthday: '', department_code: null, sub_department_codes: [], custom_fields: {}, updated_at: company.now() };
       company.data.photos[code] = company.storeFile(await jpeg(), `${code}.jpg`);
     }
     const alphaToken = await token(emu(), 'alpha-key', 'alpha-secret');
@@ -119,6 +119,37 @@ describe('a config file with two companies', () => {
 });
 
 describe('--state-dir', () => {
+  it('gives the members of a state saved before members had ids an id each, and a new member one after them', async () => {
+    const stateDir = join(dir, 'state-without-ids');
+    const first = await launch({ stateDir });
+    try {
+      const res = await first.api('POST', '/members', { member_data: [{ code: 'ZZ-1', name: 'One' }, { code: 'ZZ-2', name: 'Two' }] });
+      expect((await first.waitTask(res.body.task_id)).status).toBe('OK');
+    } finally {
+      await first.close();
+    }
+    const file = join(stateDir, 'default', 'state.json');
+    const saved = JSON.parse(readFileSync(file, 'utf8'));
+    expect(Object.keys(saved.data.members).length).toBeGreaterThan(0);
+    for (const member of Object.values(saved.data.members) as { id?: number }[]) delete member.id;
+    delete saved.data.next_ids.member;
+    writeFileSync(file, JSON.stringify(saved));
+
+    const second = await launch({ stateDir });
+    try {
+      const res = await second.api('POST', '/members', { member_data: [{ code: 'ZZ-NEW', name: 'New' }] });
+      expect((await second.waitTask(res.body.task_id)).status).toBe('OK');
+      const list = (await second.api('GET', '/members')).body.member_data as { code: string; id: number }[];
+      expect(list.length).toBe(Object.keys(saved.data.members).length + 1);
+      for (const m of list) expect(Number.isInteger(m.id), m.code).toBe(true);
+      expect(new Set(list.map((m) => m.id)).size).toBe(list.length);
+      const added = list.find((m) => m.code === 'ZZ-NEW')!.id;
+      expect(list.every((m) => m.code === 'ZZ-NEW' || m.id < added)).toBe(true);
+    } finally {
+      await second.close();
+    }
+  });
+
   it('keeps data and files across a restart, byte for byte', async () => {
     const stateDir = join(dir, 'state');
     const first = await launch({ stateDir });

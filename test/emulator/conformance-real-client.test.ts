@@ -67,10 +67,12 @@ describe('layouts: type, type_detail, read_only', () => {
     }
   });
 
-  it('marks formula fields read_only, with enum null, and shows them only with get_calc_type=true', async () => {
+  it('marks formula fields read_only, with enum [] in sheet layouts, and shows them only with get_calc_type=true', async () => {
     const withCalc = (await get('/sheet_layouts/2?get_calc_type=true')).custom_fields as Field[];
     const formula = withCalc.find((f) => f.type_detail === 'calc_formula');
-    expect(formula).toMatchObject({ id: 1305, type: 'calc', read_only: true, enum: null });
+    expect(formula).toMatchObject({ id: 1305, type: 'calc', read_only: true, enum: [] });
+    const listed = (await get('/sheet_layouts?get_calc_type=true')).sheets as { id: number; custom_fields: Field[] }[];
+    expect(listed.find((s) => s.id === 2)!.custom_fields.find((f) => f.id === 1305)!.enum).toEqual([]);
     for (const f of withCalc.filter((x) => x.type !== 'calc')) expect(f.read_only, `field ${f.id}`).toBeUndefined();
     const plain = (await get('/sheet_layouts/2')).custom_fields as Field[];
     expect(plain.some((f) => f.type === 'calc')).toBe(false);
@@ -104,6 +106,36 @@ describe('GET /members', () => {
       expect(m.years_of_service, m.code).toMatch(/^\d+年\d{1,2}ヵ月$/);
       expect(Number.isInteger(m.age), m.code).toBe(true);
       expect(typeof m.retired_date).toBe('string');
+    }
+  });
+
+  it('gives each member the service\'s integer id, one of its own', async () => {
+    for (const on of [emu, generated]) {
+      const list = (await get('/members', {}, on)).member_data as { code: string; id: unknown }[];
+      for (const m of list) expect(Number.isInteger(m.id), m.code).toBe(true);
+      expect(new Set(list.map((m) => m.id)).size).toBe(list.length);
+    }
+  });
+
+  it('gives face_image the photo time for a member with a photo, null for one without', async () => {
+    const photos = (await get('/members/face_image')).member_data as { code: string; updated_at: string }[];
+    const list = await members();
+    const without = list.filter((m) => !photos.some((p) => p.code === m.code));
+    expect(photos.length).toBeGreaterThan(0);
+    expect(without.length).toBeGreaterThan(0);
+    for (const p of photos) expect(list.find((m) => m.code === p.code)!.face_image, p.code).toEqual({ updated_at: p.updated_at });
+    for (const m of without) expect(m.face_image, m.code).toBeNull();
+  });
+
+  it('gives some members of a generated company concurrent departments, named by their paths', async () => {
+    const list = (await get('/members', {}, generated)).member_data as { code: string; department: { code: string }; sub_departments: { code: string; name: string; names: string[] }[] }[];
+    const concurrent = list.filter((m) => m.sub_departments.length > 0);
+    expect(concurrent.length).toBeGreaterThanOrEqual(2);
+    for (const m of concurrent) {
+      const codes = m.sub_departments.map((d) => d.code);
+      expect(codes, m.code).not.toContain(m.department.code);
+      expect(new Set(codes).size).toBe(codes.length);
+      for (const d of m.sub_departments) expect(d.name).toBe(d.names.join(' '));
     }
   });
 

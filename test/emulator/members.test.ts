@@ -148,6 +148,59 @@ describe('GET /members (wire-format.md, Members)', () => {
   });
 });
 
+describe('the member id and face_image (wire-format.md, "Real-client facts")', () => {
+  const ids = async (): Promise<Record<string, number>> =>
+    Object.fromEntries(((await emu().api('GET', '/members')).body.member_data as { code: string; id: number }[]).map((m) => [m.code, m.id]));
+
+  it('gives each member an integer id of its own, kept through every update, never reused after a delete, and no key of any request', async () => {
+    expect((await runTask('POST', '/members', { member_data: [{ code: 'I1', name: 'One' }, { code: 'I2', name: 'Two' }] })).status).toBe('OK');
+    const first = await ids();
+    expect(Number.isInteger(first.I1) && Number.isInteger(first.I2)).toBe(true);
+    expect(first.I1).not.toBe(first.I2);
+
+    expect((await runTask('PUT', '/members', { member_data: [{ code: 'I1', name: 'One again' }] })).status).toBe('OK');
+    // An id sent in a body changes nothing and names nobody: the code is the key.
+    expect((await runTask('PATCH', '/members', { member_data: [{ code: 'I2', id: first.I1! + 100, name: 'Two again' }] })).status).toBe('OK');
+    const stranger = await runTask('PATCH', '/members', { member_data: [{ code: 'NOBODY', id: first.I1, name: 'x' }] });
+    expect(stranger.status).toBe('NG');
+    expect((await runTask('PUT', '/members/overwrite', { member_data: [{ code: 'I1', name: 'One' }, { code: 'I2', name: 'Two' }, { code: 'I3', name: 'Three' }] })).status).toBe('OK');
+    const second = await ids();
+    expect([second.I1, second.I2]).toEqual([first.I1, first.I2]);
+    expect(new Set(Object.values(second)).size).toBe(3);
+
+    expect((await runTask('POST', '/members/delete', { codes: ['I3', 'I2'] })).status).toBe('OK');
+    expect((await runTask('POST', '/members', { member_data: [{ code: 'I2', name: 'Two, back' }, { code: 'I4', name: 'Four' }] })).status).toBe('OK');
+    const third = await ids();
+    expect(third.I1).toBe(first.I1);
+    // A member registered again after its delete is a new member: neither its old id nor I3's comes back.
+    for (const code of ['I2', 'I4']) expect([first.I1, first.I2, second.I3], code).not.toContain(third[code]);
+    expect(third.I2).not.toBe(third.I4);
+  });
+
+  it('answers face_image with the photo time when the member has a photo, null without, following each change', async () => {
+    expect((await runTask('POST', '/members', { member_data: [{ code: 'F1', name: 'Photo' }, { code: 'F2', name: 'None' }] })).status).toBe('OK');
+    expect((await listed('F1')).face_image).toBeNull();
+    const photo = (seed: number) => async () => ({ code: 'F1', base64_face_image: (await jpeg(32, 32, seed)).toString('base64') });
+    expect((await runTask('POST', '/members/face_image', { member_data: [await photo(1)()] })).status).toBe('OK');
+    const registered = (await listed('F1')).face_image;
+    const photos = (await emu().api('GET', '/members/face_image')).body.member_data as { code: string; updated_at: string }[];
+    expect(registered).toEqual({ updated_at: photos.find((p) => p.code === 'F1')!.updated_at });
+    expect(registered.updated_at).toMatch(/^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/);
+    expect((await listed('F2')).face_image).toBeNull();
+
+    await emu().control('POST', '/clock', { advance_seconds: 60 });
+    expect((await runTask('PATCH', '/members/face_image', { member_data: [await photo(2)()] })).status).toBe('OK');
+    const replaced = (await listed('F1')).face_image;
+    expect(replaced.updated_at > registered.updated_at).toBe(true);
+    expect(replaced.updated_at).toBe(companyOf(emu()).data.photos.F1!.updated_at);
+
+    // Deleted and registered again, the member has no photo.
+    expect((await runTask('POST', '/members/delete', { codes: ['F1'] })).status).toBe('OK');
+    expect((await runTask('POST', '/members', { member_data: [{ code: 'F1', name: 'Photo, back' }] })).status).toBe('OK');
+    expect((await listed('F1')).face_image).toBeNull();
+  });
+});
+
 describe('POST /members: register (api-v2.md 4.4 Members 1)', () => {
   it('registers members with base information, departments and custom fields, and sends member_created', async () => {
     const task = await runTask('POST', '/members', {

@@ -16,7 +16,7 @@ export function companyOf(emu: TestEmulator, name?: string): Company {
 export function addMember(emu: TestEmulator, code: string, extra: Partial<Member> = {}): Member {
   const company = companyOf(emu);
   const member: Member = {
-    code, name: `Member ${code}`, name_kana: '', mail: `${code.toLowerCase()}@example.test`, entered_date: '2020-04-01',
+    id: company.data.next_ids.member++, code, name: `Member ${code}`, name_kana: '', mail: `${code.toLowerCase()}@example.test`, entered_date: '2020-04-01',
     retired_date: '', gender: '', birthday: '', department_code: null, sub_department_codes: [], custom_fields: {},
     updated_at: company.now(), ...extra,
   };

@@ -29,7 +29,7 @@
  */
 import { z } from 'zod';
 import type { Company } from '../company.js';
-import type { Member } from '../model.js';
+import type { MemberFields } from '../model.js';
 import type { MemberInput } from '../../spec/schemas.js';
 import { buildMember } from '../routes/member-input.js';
 import { applyMemberWrite, writeContext } from '../routes/member-write.js';
@@ -133,8 +133,8 @@ function planMembers(company: Company, sheet: LegacySheet, rows: Row[], operatio
   }
   const deleted = operation === 'overwrite' ? Object.keys(data.members).filter((code) => !seen.has(code)) : [];
   const ctx = writeContext(company, seen, deleted);
-  const created: Member[] = [];
-  const updated: Member[] = [];
+  const created: MemberFields[] = [];
+  const updated: MemberFields[] = [];
   for (const input of inputs) {
     const existing = data.members[input.code];
     if (operation === 'add' && existing) {

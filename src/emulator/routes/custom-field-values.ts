@@ -26,7 +26,7 @@ export function checkFieldValues(field: FieldDef, sent: string[], isMember: (cod
   if (sent.some((v) => v === '')) return fail('cannot take "" among other values (an empty string clears the field)');
   if (field.kind !== 'checkbox' && sent.length > 1) return fail(`takes one value, got ${sent.length}`);
   // The layout announces max_length for the string kinds only; the write enforces what it announces.
-  const max = customFieldLayout(field).max_length;
+  const max = customFieldLayout(field, 'sheet').max_length;
   if (max !== null) {
     const long = sent.find((v) => characters(v) > max);
     if (long !== undefined) return fail(`is ${characters(long)} characters, over the maximum length of ${max}`);

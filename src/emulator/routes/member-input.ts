@@ -10,7 +10,7 @@
  * Either way, the member left behind must hold every field the layout marks required; a partial
  * update checks only the fields it sends, so it never fails over a field it does not touch.
  */
-import type { FieldDef, Member } from '../model.js';
+import type { FieldDef, Member, MemberFields } from '../model.js';
 import type { MemberInput } from '../../spec/schemas.js';
 import { isValidDate } from '../../spec/time.js';
 import { checkFieldValues } from './custom-field-values.js';
@@ -28,13 +28,13 @@ export interface InputContext {
 }
 
 export interface BuiltMember {
-  member: Member;
+  member: MemberFields;
   problems: string[];
 }
 
 const length = (text: string): number => [...text].length;
 
-function blankMember(code: string): Member {
+function blankMember(code: string): MemberFields {
   return {
     code, name: '', name_kana: '', mail: '', entered_date: '', retired_date: '', gender: '', birthday: '',
     department_code: null, sub_department_codes: [], custom_fields: {}, updated_at: '',
@@ -52,7 +52,7 @@ export function buildMember(input: MemberInput, existing: Member | undefined, mo
   const code = input.code;
   const what = `member ${code}`;
   const problems: string[] = [];
-  const member: Member =
+  const member: MemberFields =
     mode === 'partial' && existing
       ? { ...existing, sub_department_codes: [...existing.sub_department_codes], custom_fields: { ...existing.custom_fields } }
       : blankMember(code);
@@ -88,7 +88,7 @@ export function buildMember(input: MemberInput, existing: Member | undefined, mo
   return { member, problems };
 }
 
-function applyDepartments(input: MemberInput, member: Member, ctx: InputContext, problems: string[]): void {
+function applyDepartments(input: MemberInput, member: MemberFields, ctx: InputContext, problems: string[]): void {
   const what = `member ${member.code}`;
   const primary = refCode(input.department);
   if (primary !== undefined) {
@@ -113,7 +113,7 @@ function applyDepartments(input: MemberInput, member: Member, ctx: InputContext,
 }
 
 /** Applies the custom fields sent; answers the ids (as keys) that were sent. */
-function applyCustomFields(input: MemberInput, member: Member, ctx: InputContext, problems: string[]): Set<string> {
+function applyCustomFields(input: MemberInput, member: MemberFields, ctx: InputContext, problems: string[]): Set<string> {
   const what = `member ${member.code}`;
   const sent = new Set<string>();
   for (const entry of input.custom_fields ?? []) {
@@ -149,7 +149,7 @@ function valueProblem(field: FieldDef, values: string[], ctx: InputContext): str
 }
 
 /** The layout's required flags hold for the member as the write leaves it. */
-function requireFields(member: Member, ctx: InputContext, checks: (key: string) => boolean, problems: string[]): void {
+function requireFields(member: MemberFields, ctx: InputContext, checks: (key: string) => boolean, problems: string[]): void {
   const what = `member ${member.code}`;
   if (checks('name') && member.name === '') problems.push(`${what}: name is required`);
   for (const field of ctx.fields.values()) {

@@ -75,8 +75,11 @@ export interface CustomFieldLayout extends LayoutEntry {
   read_only?: true;
 }
 
-/** One custom field as the layout shows it (wire-format.md, Sheets: the same element shape). */
-export function customFieldLayout(field: FieldDef): CustomFieldLayout {
+/**
+ * One custom field as the layout shows it (wire-format.md, Sheets: the same element shape), in the
+ * member layout or a sheet layout: they differ only in a formula field's `enum`.
+ */
+export function customFieldLayout(field: FieldDef, where: 'member' | 'sheet'): CustomFieldLayout {
   const type = TYPE_OF_KIND[field.kind];
   const entry: CustomFieldLayout = {
     id: field.id,
@@ -88,10 +91,11 @@ export function customFieldLayout(field: FieldDef): CustomFieldLayout {
     enum: isChoiceKind(field.kind) ? (field.options ?? []).map((o) => o.name) : [],
   };
   // wire-format.md, "Real-client facts": formula fields carry `"read_only": true` (they cannot be
-  // updated directly, api-v2.md 2), and their `enum` is null in the real samples.
+  // updated directly, api-v2.md 2); their `enum` is `[]` in sheet layouts, like every sheet
+  // field's, and null in the member layout.
   if (field.kind === 'calc_formula') {
     entry.read_only = true;
-    entry.enum = null;
+    if (where === 'member') entry.enum = null;
   }
   return entry;
 }
@@ -102,6 +106,6 @@ export function memberLayoutBody(data: CompanyData, includeCalc: boolean): Recor
   for (const key of BASE_KEYS) body[key] = { ...BASE_LAYOUT[key], enum: [...(BASE_LAYOUT[key].enum ?? [])] };
   body.custom_fields = data.member_fields
     .filter((f) => includeCalc || f.kind !== 'calc_formula')
-    .map(customFieldLayout);
+    .map((f) => customFieldLayout(f, 'member'));
   return body;
 }

@@ -2,7 +2,8 @@
  * A member as `GET /members` answers it (wire-format.md, Members and "Real-client facts"): the
  * stored base information, departments with `name` (the whole path) and `names` (root first),
  * `age` and `years_of_service` on the service clock, and the custom fields with `id`, `name` and
- * `values` (formula parts computed, `[""]` when empty).
+ * `values` (formula parts computed, `[""]` when empty), the service's integer `id`, and
+ * `face_image` with the photo's time (null without a photo).
  */
 import type { CompanyData, Department, Member } from '../model.js';
 import { evaluateFormula } from './member-formula.js';
@@ -92,7 +93,9 @@ export function memberView(data: CompanyData, departments: DepartmentIndex, memb
     }
     return { id: field.id, name: field.name, values: answerValues(values) };
   });
+  const photo = data.photos[member.code];
   return {
+    id: member.id,
     code: member.code,
     name: member.name,
     name_kana: member.name_kana,
@@ -106,5 +109,6 @@ export function memberView(data: CompanyData, departments: DepartmentIndex, memb
     department: member.department_code ? departments.view(member.department_code) : null,
     sub_departments: member.sub_department_codes.map((code) => departments.view(code)),
     custom_fields,
+    face_image: photo ? { updated_at: photo.updated_at } : null,
   };
 }

@@ -3,7 +3,7 @@
  * the context its members are checked in, and saving them with their events.
  */
 import type { Company } from '../company.js';
-import type { Member } from '../model.js';
+import type { MemberFields } from '../model.js';
 import type { InputContext } from './member-input.js';
 import { DepartmentIndex } from './member-view.js';
 import { removeMembers } from './member-removal.js';
@@ -21,10 +21,16 @@ export function writeContext(company: Company, sent: Iterable<string>, deleted: 
   };
 }
 
-/** Saves the created and updated members, removes the deleted ones, and tells the webhooks of each. */
-export function applyMemberWrite(company: Company, created: Member[], updated: Member[], deleted: string[]): void {
+/**
+ * Saves the created and updated members, removes the deleted ones, and tells the webhooks of each.
+ * A member keeps the id it was registered with; a new one takes the next id, which no deleted
+ * member ever had (wire-format.md, "Real-client facts").
+ */
+export function applyMemberWrite(company: Company, created: MemberFields[], updated: MemberFields[], deleted: string[]): void {
   const { data } = company;
-  for (const member of [...created, ...updated]) data.members[member.code] = member;
+  for (const member of [...created, ...updated]) {
+    data.members[member.code] = { ...member, id: data.members[member.code]?.id ?? data.next_ids.member++ };
+  }
   removeMembers(company, deleted);
   data.members_updated_at = company.now();
   company.emitMemberEvent('member_created', created.map((m) => m.code));

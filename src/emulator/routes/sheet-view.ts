@@ -28,7 +28,7 @@ export function layoutView(sheet: SheetState, withFormulas: boolean): unknown {
     record_type: def.record_type,
     // The element shape is the member layout's (member-layout.ts): one place decides `type`,
     // `max_length` and `enum` for a custom field, wherever it is shown.
-    custom_fields: visibleFields(sheet, withFormulas).map(customFieldLayout),
+    custom_fields: visibleFields(sheet, withFormulas).map((f) => customFieldLayout(f, 'sheet')),
   };
 }
 

@@ -13,7 +13,7 @@
  */
 import { boolQuery, createTask, parseBody, requireNonEmpty, type RouteHandler, type TaskPlan } from '../context.js';
 import type { Company } from '../../company.js';
-import type { Member } from '../../model.js';
+import type { MemberFields } from '../../model.js';
 import { deleteMembersBodySchema, memberDataBodySchema, type MemberInput } from '../../../spec/schemas.js';
 import { memberLayoutBody } from '../member-layout.js';
 import { DepartmentIndex, memberView } from '../member-view.js';
@@ -74,8 +74,8 @@ function planWrite(company: Company, operation: Operation, items: MemberInput[],
   const deleted = operation === 'replaceAll' ? registeredAtRequest.filter((code) => !sent.has(code) && data.members[code]) : [];
   const input = writeContext(company, sent, deleted);
 
-  const created: Member[] = [];
-  const updated: Member[] = [];
+  const created: MemberFields[] = [];
+  const updated: MemberFields[] = [];
   for (const item of distinct) {
     const existing = data.members[item.code];
     if (operation === 'register' && existing) {
