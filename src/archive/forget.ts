@@ -4,13 +4,16 @@
  * another run has taken it over, no snapshot more is removed. A snapshot is first renamed out of `snapshots/`
  * view (a dot name), then deleted, so a removal cut short never leaves half a snapshot that looks
  * whole; later snapshots lose nothing, since their files are links of their own. Folders still
- * being built (`.partial`) and snapshots whose snapshot.json cannot be read are never removed.
+ * being built (`.partial`) and snapshots whose snapshot.json cannot be read are never removed, nor
+ * is a snapshot being read (`archive restore`, readers.ts): it is kept, and the next forget
+ * removes it; nothing waits for the reader.
  */
 import { randomBytes } from 'node:crypto';
 import { readdir, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { applyRetention, type RetentionDecision, type RetentionPolicy } from './retention.js';
 import { listSnapshots, parseSnapshotId, snapshotsDir } from './store.js';
+import { markRemoving, readersOf, whoReads, type Mark } from './readers.js';
 import type { TargetLock } from '../util/target-lock.js';
 
 export type { RetentionPolicy } from './retention.js';
@@ -24,6 +27,8 @@ export interface ForgetResult {
   remove: string[];
   /** Why each snapshot is kept or removed. */
   decision: RetentionDecision;
+  /** Ids the policy would remove that were kept (or, in a dry run, would be) because they are being read. */
+  busy: string[];
 }
 
 export interface ForgetOptions {
@@ -42,17 +47,37 @@ export async function forgetSnapshots(archiveDir: string, policy: RetentionPolic
   const readable = snapshots.filter((s) => s.doc !== null);
   const decision = applyRetention(readable.map((s) => ({ id: s.id, time: parseSnapshotId(s.id)!.time, complete: s.doc!.complete })), policy);
   for (const s of snapshots) if (!s.doc) decision.keep.push({ id: s.id, reasons: [`not understood (${s.problem}); left as it is`] });
-  if (!options.dryRun) {
+  const busy = new Map<string, Mark[]>();
+  if (options.dryRun) {
+    for (const { id } of decision.remove) {
+      const readers = await readersOf(archiveDir, id);
+      if (readers.length > 0) busy.set(id, readers);
+    }
+  } else {
     await options.lock?.assertHeld();
     await removeLeftovers(archiveDir);
     for (const { id } of decision.remove) {
       await options.lock?.assertHeld();
+      const { readers, mark } = await markRemoving(archiveDir, id);
+      if (readers.length > 0) {
+        busy.set(id, readers);
+        continue;
+      }
       const aside = join(snapshotsDir(archiveDir), `${REMOVING}${id}-${randomBytes(4).toString('hex')}`);
-      await rename(join(snapshotsDir(archiveDir), id), aside);
+      try {
+        await rename(join(snapshotsDir(archiveDir), id), aside);
+      } finally {
+        await mark?.release();
+      }
       await rm(aside, { recursive: true, force: true });
     }
   }
-  return { keep: decision.keep.map((k) => k.id), remove: decision.remove.map((r) => r.id), decision };
+  for (const [id, readers] of busy) {
+    decision.remove = decision.remove.filter((r) => r.id !== id);
+    decision.keep.push({ id, reasons: [`being read (${readers.map(whoReads).join('; ')}); the next forget removes it`] });
+  }
+  if (busy.size > 0) decision.keep.sort((a, b) => (a.id < b.id ? 1 : a.id > b.id ? -1 : 0));
+  return { keep: decision.keep.map((k) => k.id), remove: decision.remove.map((r) => r.id), decision, busy: [...busy.keys()] };
 }
 
 /** Snapshots an earlier forget had set aside but not finished deleting. */

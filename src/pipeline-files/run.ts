@@ -246,8 +246,9 @@ async function executeWith(
       // Retention after a stopped run would judge by a snapshot that is not there yet.
       if ('archive' in to && pipeline.retention && !result.report.interrupted) {
         const { forgetSnapshots } = await import('../archive/forget.js');
-        const { remove } = await forgetSnapshots(to.archive, pipeline.retention, { dryRun, lock });
+        const { remove, busy } = await forgetSnapshots(to.archive, pipeline.retention, { dryRun, lock });
         if (remove.length) lines.push(`retention ${dryRun ? 'would remove' : 'removed'} ${remove.length} snapshot${remove.length === 1 ? '' : 's'}: ${remove.join(', ')}`);
+        if (busy.length) lines.push(`retention kept ${busy.join(', ')}, being read (archive restore); the next run removes ${busy.length === 1 ? 'it' : 'them'}`);
         extra.removed = remove;
       }
       return result.report;

@@ -253,7 +253,14 @@ function parseHolder(text: string): LockHolder | null {
 }
 
 function staleReason(seen: Seen): string | null {
-  const h = seen.holder;
+  return holderGone(seen.holder, seen.heartbeatMs);
+}
+
+/**
+ * Why the holder of a lock (or of any mark kept as a lock is: src/archive/readers.ts) has gone, by
+ * the rules of the lock; null while it may be alive. `heartbeatMs` is the file's modification time.
+ */
+export function holderGone(h: Pick<LockHolder, 'pid' | 'host' | 'proc_start'> | null, heartbeatMs: number): string | null {
   const who = h ? `pid ${h.pid} on ${h.host}` : 'a run whose details were not readable';
   // On this host the pid tells: a live holder may be stopped (Ctrl-Z, SIGSTOP, a machine that
   // slept) and go on writing when continued, so its heartbeat's age is no sign it has gone.
@@ -264,7 +271,7 @@ function staleReason(seen: Seen): string | null {
     if (start !== null && start !== h.proc_start) return `${who} had ended (another process has its pid now)`;
     return null;
   }
-  const age = Date.now() - seen.heartbeatMs;
+  const age = Date.now() - heartbeatMs;
   if (age > STALE_AFTER_MS) return `${who} had not renewed it for ${Math.round(age / 1000)} s`;
   return null;
 }
@@ -273,7 +280,7 @@ function staleReason(seen: Seen): string | null {
  * A process's start time in clock ticks since boot, field 22 of Linux's /proc/PID/stat; null
  * where it cannot be read (no /proc, or another user's process hidden).
  */
-function processStart(pid: number): string | null {
+export function processStart(pid: number): string | null {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     // Field 2, the command name in parentheses, may hold spaces: count from after its ')' (field 3).

@@ -182,14 +182,16 @@ const restoreCommand = leafCommand<RestoreArgs>({
     const out = resolve(argv.out);
     const { mixedRestoreProblem, planRestore, restoreSnapshot, UnknownMembersError } = await import('../../archive/restore.js');
     const members = argv.member?.map(String);
-    // Planned before the target is touched: a code the snapshot does not hold makes nothing there.
-    const plan = await planRestore(snapshot, members).catch((error: unknown) => {
-      throw error instanceof UnknownMembersError ? new UsageError(error.message) : error;
-    });
-    const mixed = await mixedRestoreProblem(plan, out, out.toLowerCase().endsWith('.zip'));
-    if (mixed) throw new UsageError(`--out ${mixed}`);
+    // Marked as read before anything of it is: forget and a run's retention leave it until the restore ends.
+    const reading = await (await import('../../archive/readers.js')).markReading(dir, snapshot.id, snapshot.dir);
     const preflight = await preflightOf(argv);
     try {
+      // Planned before the target is touched: a code the snapshot does not hold makes nothing there.
+      const plan = await planRestore(snapshot, members).catch((error: unknown) => {
+        throw error instanceof UnknownMembersError ? new UsageError(error.message) : error;
+      });
+      const mixed = await mixedRestoreProblem(plan, out, out.toLowerCase().endsWith('.zip'));
+      if (mixed) throw new UsageError(`--out ${mixed}`);
       await preflight.report(argv.report, [{ path: argv.out, folder: !out.toLowerCase().endsWith('.zip'), what: 'the restore' }, { path: dir, folder: true, what: 'the archive' }]);
       const lock = await preflight.exportTarget(argv.out, { zip: out.toLowerCase().endsWith('.zip'), force: argv.force ?? false, waitLock: argv['wait-lock'] });
       const result = await restoreSnapshot(plan, out, { signal: stopSignal(), lock });
@@ -197,6 +199,7 @@ const restoreCommand = leafCommand<RestoreArgs>({
       await finishRun(argv, result.report, { snapshot: result.snapshot, out, ...(members ? { members } : {}) }, [`snapshot ${result.snapshot}${whose} restored to ${out}`, ...result.report.notes]);
     } finally {
       await preflight.end();
+      await reading?.release();
     }
   },
 }, {
@@ -291,8 +294,8 @@ const forgetCommand = leafCommand<ForgetArgs>({
           ...result.decision.remove.map((r) => ({ id: r.id, action: argv['dry-run'] ? 'would remove' : 'removed', reasons: [r.reason] })),
         ].sort((x, y) => (x.id < y.id ? 1 : x.id > y.id ? -1 : 0));
         const verb = argv['dry-run'] ? 'would remove' : 'removed';
-        print(argv.json, { archive: dir, dry_run: argv['dry-run'], policy, keep: result.decision.keep, remove: result.decision.remove }, () => [
-          `forget ${dir}: keep ${result.keep.length}, ${verb} ${result.remove.length}`,
+        print(argv.json, { archive: dir, dry_run: argv['dry-run'], policy, keep: result.decision.keep, remove: result.decision.remove, busy: result.busy }, () => [
+          `forget ${dir}: keep ${result.keep.length}, ${verb} ${result.remove.length}${result.busy.length ? ` (${result.busy.length} kept while being read)` : ''}`,
           ...result.decision.keep.map((k) => `  keep    ${k.id}  ${k.reasons.join(', ')}`),
           ...result.decision.remove.map((r) => `  ${argv['dry-run'] ? 'would remove' : 'remove'}  ${r.id}  ${r.reason}`),
         ]);
