@@ -6,13 +6,15 @@
  *
  * The checks are those of a link made one by one: a folder of the earlier snapshot is used only
  * when it and every folder above it are real folders (not links), a file only when it is a plain
- * file of the listed size, and a folder of the new snapshot is made by mkdir (new, so no link) or,
+ * file of the listed size last changed while the archive's commands wrote in it (writes.ts; the
+ * stat the size is read from gives its change time too), and a folder of the new snapshot is made by mkdir (new, so no link) or,
  * when an interrupted run left it, checked to be a real folder.
  */
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { keepMemoryTuning } from '../util/runtime.js';
+import { WINDOW_SLACK_MS, type WriteWindows } from './writes.js';
 
 /** Errors of `link` that mean the file system has no hard links: the file is copied instead. */
 const NO_HARD_LINKS = ['EPERM', 'ENOTSUP', 'EOPNOTSUPP', 'EXDEV', 'EMLINK', 'ENOSYS'];
@@ -31,6 +33,18 @@ const folderOf = (path) => {
   return at < 0 ? '.' : path.slice(0, at);
 };
 let copying = false;
+// When the archive's commands wrote in it (writes.ts): a file changed outside those times was
+// changed by something else, and is not taken over.
+const writes = workerData.writes;
+const SLACK = workerData.slack;
+function changedOutside(ctimeMs) {
+  if (writes.since === null || ctimeMs < writes.since - SLACK) return false;
+  for (let i = writes.windows.length - 1; i >= 0; i -= 1) {
+    const w = writes.windows[i];
+    if (ctimeMs >= w[0] - SLACK && ctimeMs <= w[1] + SLACK) return false;
+  }
+  return true;
+}
 // Folders made (or checked) before: by this thread, or by the one that made them ahead of the run.
 const made = new Set(workerData.made);
 // Per earlier snapshot: its folders known to be real folders (true) or not (false), and the
@@ -116,7 +130,7 @@ function place(root, from, to, size) {
   } catch {
     return false;
   }
-  if (!info.isFile() || info.size !== size) return false;
+  if (!info.isFile() || info.size !== size || changedOutside(info.ctimeMs)) return false;
   makeFolder(folderOf(to));
   const path = under(target, to);
   try {
@@ -141,7 +155,7 @@ function placeAhead(root, from, to, size) {
   if (!linksAhead || !sourceFolderIsPlain(root, from)) return false;
   const source = under(root, from);
   const info = fs.lstatSync(source);
-  if (!info.isFile() || info.size !== size) return false;
+  if (!info.isFile() || info.size !== size || changedOutside(info.ctimeMs)) return false;
   makeFolder(folderOf(to));
   try {
     fs.linkSync(source, under(target, to));
@@ -268,6 +282,8 @@ export class Linker {
   constructor(
     private readonly target: string,
     private readonly threads: number,
+    /** When the archive's commands wrote in it: a file changed at another time is refused. */
+    private readonly writes: WriteWindows = { since: null, windows: [] },
   ) {}
 
   /**
@@ -350,7 +366,7 @@ export class Linker {
    * links of a run of 1 % changed files.
    */
   #aheadLane(lanes: AheadLane[]): AheadLane {
-    const worker = new Worker(WORKER_CODE, { eval: true, workerData: { target: this.target, noHardLinks: NO_HARD_LINKS, made: [] }, resourceLimits: { maxYoungGenerationSizeMb: 4 } });
+    const worker = new Worker(WORKER_CODE, { eval: true, workerData: { target: this.target, noHardLinks: NO_HARD_LINKS, writes: this.writes, slack: WINDOW_SLACK_MS, made: [] }, resourceLimits: { maxYoungGenerationSizeMb: 4 } });
     worker.once('online', keepMemoryTuning);
     const lane: AheadLane = { worker, parents: new Set(), files: [], answered: 0, answer: null! };
     lane.answer = new Promise<Reply>((resolve, reject) => {
@@ -502,7 +518,7 @@ export class Linker {
     } else {
       worker = new Worker(WORKER_CODE, {
         eval: true,
-        workerData: { target: this.target, noHardLinks: NO_HARD_LINKS, made },
+        workerData: { target: this.target, noHardLinks: NO_HARD_LINKS, writes: this.writes, slack: WINDOW_SLACK_MS, made },
         // Its old generation holds a name for each folder it made or checked: no cap that an archive
         // of many members could reach.
         resourceLimits: { maxYoungGenerationSizeMb: 4 },

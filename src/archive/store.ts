@@ -24,6 +24,12 @@ const countsSchema = z.looseObject({
   changed: z.number().int().min(0),
   /** Files taken over from the previous snapshot as they were. */
   unchanged: z.number().int().min(0),
+  /**
+   * Files unchanged at the service whose copy in the previous snapshot was missing or damaged
+   * (its size or change time not what the archive wrote, or found damaged by `check --read-data`):
+   * downloaded again. Absent in snapshots made before it was counted.
+   */
+  repaired: z.number().int().min(0).optional(),
   /** Files of the previous snapshot no longer listed. */
   deleted: z.number().int().min(0),
   /** Files that could not be downloaded. */

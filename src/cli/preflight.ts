@@ -85,7 +85,9 @@ export class Preflight {
     if (problem) throw new UsageError(problem);
     await this.ensureDir(options.zip ? dirname(abs) : abs, label);
     // An archive is locked by `archive forget`, which must run on a full disk to free space.
-    return this.takeLock(out, lockFileOf(abs, options.zip ? 'file' : 'folder'), options.waitLock, false, options.archive === true);
+    const lock = await this.takeLock(out, lockFileOf(abs, options.zip ? 'file' : 'folder'), options.waitLock, false, options.archive === true);
+    if (options.archive) await (await import('../archive/writes.js')).recordWrites(abs, lock);
+    return lock;
   }
 
   /**

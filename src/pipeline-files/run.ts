@@ -12,6 +12,7 @@ import type { RunReport } from '../stages/report.js';
 import type { WdsClient } from '../client/client.js';
 import type { SnapshotBuild } from '../sinks/archive.js';
 import { TargetLockedError, acquireTargetLock, lockFileOf, type TargetLock } from '../util/target-lock.js';
+import { recordWrites } from '../archive/writes.js';
 import { redact } from '../util/redact.js';
 import { isWdsError } from '../client/errors.js';
 import { GONE_REASON } from '../sources/file-rules.js';
@@ -161,12 +162,14 @@ async function takeLock(pipeline: LoadedPipeline, options: RunPipelineOptions, l
   const lockFile = lockFileFor(pipeline);
   await mkdir(dirname(lockFile), { recursive: true });
   try {
-    return await acquireTargetLock(lockFile, {
+    const lock = await acquireTargetLock(lockFile, {
       command: options.command ?? `wds-files run ${pipeline.file}`,
       waitMs: options.waitLockMs ?? 0,
       signal: options.signal,
       onWait: (holder) => log(`${lockFile} is held by ${holder ? `pid ${holder.pid} on ${holder.host}` : 'another run'}; waiting for it`),
     });
+    if ('archive' in pipeline.to) await recordWrites(pipeline.to.archive, lock);
+    return lock;
   } catch (lockError) {
     if (!(lockError instanceof TargetLockedError)) throw lockError;
     const h = lockError.holder;
@@ -240,7 +243,7 @@ async function executeWith(
       if (result.snapshot) {
         const s = result.snapshot;
         extra.snapshot = s.id;
-        lines.push(`snapshot ${s.id}${s.complete ? '' : ' (incomplete)'}: ${s.counts.files} files, ${s.counts.new} new, ${s.counts.changed} changed, ${s.counts.unchanged} unchanged, ${s.counts.deleted} deleted`);
+        lines.push(`snapshot ${s.id}${s.complete ? '' : ' (incomplete)'}: ${s.counts.files} files, ${s.counts.new} new, ${s.counts.changed} changed, ${s.counts.unchanged} unchanged, ${s.counts.repaired ? `${s.counts.repaired} repaired, ` : ''}${s.counts.deleted} deleted`);
         // A snapshot left incomplete still counts as a partial run (exit 3), as its failed files say.
       }
       // Retention after a stopped run would judge by a snapshot that is not there yet.

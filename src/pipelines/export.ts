@@ -20,6 +20,7 @@ import { ExportRecorder, asTargetError, onDisk, openSink, type ExportProgress } 
 import { removeEmptyDirs, type ExportSink } from '../sinks/sink.js';
 import { SnapshotBuild, type SnapshotInfo } from '../sinks/archive.js';
 import { insideArchiveProblem } from '../archive/store.js';
+import { recordWrites } from '../archive/writes.js';
 import { exportTargetProblem } from '../sinks/target-check.js';
 import { manifestKey, type ManifestLine } from '../sinks/manifest.js';
 import { DEFAULT_RETRY, type RetryPolicy } from '../client/retry.js';
@@ -237,6 +238,7 @@ async function holdTarget(options: ExportOptions): Promise<HeldTarget> {
   }
   try {
     const lock = await acquireTargetLock(lockFileOf(target, zip ? 'file' : 'folder'), { command: `runExport (${options.what}) in ${process.argv[1] ?? 'node'}` });
+    if (options.archive) await recordWrites(target, lock);
     return { lock, dir, made };
   } catch (error) {
     await removeEmptyDirs(dir, made);
@@ -289,7 +291,7 @@ async function exportHeld(options: ExportOptions, where: string, since: string |
   };
   /** The sink with what an earlier run left there, the recorder and the downloads, waiting for their jobs. */
   const openStage = async (build: SnapshotBuild | null, lister: UrlLister): Promise<Stage> => {
-    const { sink, intact } = await openSink(build ? build.dir : options.out, zipModule);
+    const { sink, intact } = await openSink(build ? build.dir : options.out, zipModule, { readOnly: build !== null });
     const recorder = new ExportRecorder(sink, report, 0, options.onProgress);
     const downloads = new DownloadStage({ concurrency, lister, sink, retry, signal, logger: client.options.logger, onRetry: () => recorder.retried() });
     const feed = downloads.feed();
@@ -448,6 +450,8 @@ async function exportHeld(options: ExportOptions, where: string, since: string |
     if (unlinked.length > 0) {
       build?.noteRefetched(unlinked.map((job) => job.file.key));
       await downloads.run(unlinked, (result) => recorder.downloaded(result, lister.relists));
+      const some = unlinked.slice(0, 5).map((job) => job.path).join(', ') + (unlinked.length > 5 ? `, and ${unlinked.length - 5} more` : '');
+      report.notes.push(`${unlinked.length} file${unlinked.length === 1 ? '' : 's'} unchanged at the service ${unlinked.length === 1 ? 'was' : 'were'} downloaded again (counted repaired), not linked from snapshot ${build?.previous}: the copy there was missing or damaged (its size or change time not what the archive wrote, or found damaged by archive check --read-data): ${some}`);
     }
 
     // sink: the manifest, and the output complete (or left for a rerun to continue), only while

@@ -7,9 +7,11 @@
  * earlier snapshot: links are made, never opened for writing, and a changed file is written under
  * a temporary name and renamed over its link (FolderSink).
  */
-import { readFile, rename, rm, rmdir, writeFile } from 'node:fs/promises';
+import { chmod, readFile, rename, rm, rmdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Linker, type LinkItem } from '../archive/linker.js';
+import { damagedStill } from '../archive/damaged.js';
+import { readWrites, trimWrites, type WriteWindows } from '../archive/writes.js';
 import {
   SNAPSHOT_FILE, listSnapshots, nextSnapshotId, partialDir, readSnapshotManifest, snapshotDir, writeLatest,
   type SnapshotCounts, type SnapshotDoc, type SnapshotEntry,
@@ -68,8 +70,11 @@ export class SnapshotBuild {
     readonly previous: string | null,
     /** The id of the `.partial` an earlier run left and this run continues, if any. */
     readonly resumed: string | null,
+    writes?: WriteWindows,
+    /** Files of earlier snapshots `archive check --read-data` found damaged, by path: downloaded, not linked. */
+    private readonly damaged: ReadonlySet<string> = new Set(),
   ) {
-    this.linker = new Linker(partialDir(archive, id), LINK_THREADS);
+    this.linker = new Linker(partialDir(archive, id), LINK_THREADS, writes);
   }
 
   /** The folder being built. */
@@ -140,7 +145,13 @@ export class SnapshotBuild {
     if (resumed !== null) {
       await rename(partialDir(archive, resumed), partialDir(archive, id));
     }
-    const build = new SnapshotBuild(archive, pipeline, id, now, finished.at(-1)?.id ?? null, resumed);
+    // When the archive's commands wrote in it, and what a check found damaged: such files are
+    // downloaded again rather than linked forward.
+    const oldest = finished[0]?.doc ? Date.parse(finished[0].doc.started_at) : Number.NaN;
+    if (Number.isFinite(oldest)) await trimWrites(archive, oldest).catch(() => undefined);
+    const writes = await readWrites(archive);
+    const damaged = new Set((await damagedStill(archive, (snapshot) => snapshotDir(archive, snapshot))).keys());
+    const build = new SnapshotBuild(archive, pipeline, id, now, finished.at(-1)?.id ?? null, resumed, writes, damaged);
     const ahead = resumed === null ? build.linker.ahead({ links: false }) : null;
     try {
       await build.readEarlier(finished, ahead ? (lines, dir) => ahead.add(lines.map((line) => ({ root: dir, from: line.path, to: line.path, size: line.size }))) : undefined);
@@ -218,6 +229,11 @@ export class SnapshotBuild {
         else refused.push(line);
       }
     }
+    if (this.damaged.size > 0) {
+      const sound = items.filter((item) => !this.damaged.has(join(item.root, item.from)));
+      if (sound.length < items.length) for (const item of items) if (this.damaged.has(join(item.root, item.from))) refused.push(item.line);
+      items.splice(0, items.length, ...sound);
+    }
     await this.linker.run(items, async (placed, notPlaced) => {
       for (const item of notPlaced) refused.push(item.line);
       await Promise.all(placed.map((item) => onPlaced(item.line)));
@@ -249,7 +265,9 @@ export class SnapshotBuild {
       previous: this.previous,
       unchanged_files: this.copied ? 'copies' : 'hard links',
     };
-    await writeFile(join(this.dir, SNAPSHOT_FILE), `${JSON.stringify(doc, null, 2)}\n`);
+    // Its manifest and snapshot.json read-only too, as its files are.
+    await chmod(join(this.dir, MANIFEST_NAME), 0o444).catch(() => undefined);
+    await writeFile(join(this.dir, SNAPSHOT_FILE), `${JSON.stringify(doc, null, 2)}\n`, { mode: 0o444 });
     const final = snapshotDir(this.archive, this.id);
     await rename(this.dir, final);
     if (complete) await writeLatest(this.archive, this.id);
@@ -309,7 +327,7 @@ export class SnapshotBuild {
     this.lines.set(manifestKey(line), line);
   };
 
-  /** Unchanged files downloaded again, their link refused (a damaged earlier snapshot): new bytes on disk all the same. */
+  /** Unchanged files downloaded again, their link refused (a damaged earlier snapshot): counted `repaired`. */
   private readonly refetched = new Set<string>();
 
   noteRefetched(keys: Iterable<string>): void {
@@ -317,7 +335,7 @@ export class SnapshotBuild {
   }
 
   private tally(failed: number): { counts: SnapshotCounts; bytes: { total: number; new: number } } {
-    const counts: SnapshotCounts = { files: 0, new: 0, changed: 0, unchanged: 0, deleted: this.deleted, failed };
+    const counts: SnapshotCounts = { files: 0, new: 0, changed: 0, unchanged: 0, repaired: 0, deleted: this.deleted, failed };
     const bytes = { total: 0, new: 0 };
     const lines = this.lines;
     for (const [key, line] of lines) {
@@ -325,8 +343,14 @@ export class SnapshotBuild {
       bytes.total += line.size;
       const before = this.earlier.get(this.earlierKey(key));
       if (before && before.updated_at === line.updated_at && before.sha256 === line.sha256) {
+        // Unchanged at the service, but its earlier copy was missing or damaged: a fresh one.
+        if (this.refetched.has(key)) {
+          counts.repaired = (counts.repaired ?? 0) + 1;
+          bytes.new += line.size;
+          continue;
+        }
         counts.unchanged += 1;
-        if (this.copied || this.refetched.has(key)) bytes.new += line.size;
+        if (this.copied) bytes.new += line.size;
         continue;
       }
       counts[before ? 'changed' : 'new'] += 1;

@@ -53,13 +53,17 @@ export class FolderSink implements ExportSink {
   /** The first folder `create` made for the target, if it was not there. */
   private createdFrom: string | undefined;
 
-  private constructor(readonly target: string) {
+  private constructor(readonly target: string, private readonly fileMode: number) {
     this.links = new LinkCheck(target);
   }
 
-  /** Opens (creates) the folder and sweeps temporary files a killed run left behind. */
-  static async create(dir: string): Promise<FolderSink> {
-    const sink = new FolderSink(dir);
+  /**
+   * Opens (creates) the folder and sweeps temporary files a killed run left behind. With
+   * `readOnly` (a snapshot) its files are made without write bits: an editor or a script that
+   * opens one for writing is refused, while the run still replaces a file by renaming over it.
+   */
+  static async create(dir: string, options: { readOnly?: boolean } = {}): Promise<FolderSink> {
+    const sink = new FolderSink(dir, options.readOnly ? 0o444 : 0o666);
     // Made from the absolute path: what mkdir answers is then a parent of the target, or the target.
     sink.createdFrom = await mkdir(resolve(dir), { recursive: true });
     await rm(join(dir, TMP), { recursive: true, force: true });
@@ -154,7 +158,8 @@ export class FolderSink implements ExportSink {
     let handle: FileHandle | null = null;
     let writing: Promise<void> = DONE;
     const writeBatch = async (chunks: Buffer[], size: number): Promise<void> => {
-      handle ??= await open(temp, 'w');
+      // Made with its mode: the handle opened for writing writes whatever the mode says.
+      handle ??= await open(temp, 'w', this.fileMode);
       let left = chunks;
       // A short write is the disk filling up: writing the rest then fails with the reason (ENOSPC).
       for (let written = 0; written < size; ) {
@@ -200,8 +205,9 @@ export class FolderSink implements ExportSink {
         pendingBytes = 0;
         batched = false;
         await settle();
-        // The next batch opens the file again with 'w', which empties it.
+        // The next batch makes the file anew (a read-only one could not be opened again).
         await close();
+        await rm(temp, { force: true });
       },
       commit: async () => {
         // A file of one batch is hashed here, from the bytes about to be written: a trip to the

@@ -49,9 +49,9 @@ export async function onDisk<T>(out: string, step: () => Promise<T>): Promise<T>
  * fails. Opened once the listing is in: a run that cannot list touches nothing on disk (an earlier
  * export's manifest, or the temporary files of another run into the same folder).
  */
-export async function openSink(out: string, zipModule: Promise<typeof import('../sinks/zip.js')> | null): Promise<{ sink: ExportSink; intact: Map<string, ManifestLine> }> {
+export async function openSink(out: string, zipModule: Promise<typeof import('../sinks/zip.js')> | null, options: { readOnly?: boolean } = {}): Promise<{ sink: ExportSink; intact: Map<string, ManifestLine> }> {
   const ZipSink = zipModule ? (await zipModule).ZipSink : null;
-  const sink = await onDisk<ExportSink>(out, () => (ZipSink ? ZipSink.create(out) : FolderSink.create(out)));
+  const sink = await onDisk<ExportSink>(out, () => (ZipSink ? ZipSink.create(out) : FolderSink.create(out, options)));
   try {
     return { sink, intact: await onDisk(out, () => sink.intactFromEarlierRun()) };
   } catch (error) {

@@ -127,6 +127,11 @@ export interface TargetLock {
   assertHeld(): Promise<void>;
   /** Removes the lock file if it is still ours. Safe to call twice. */
   release(): Promise<void>;
+  /**
+   * `step` runs as the lock is let go, before its file is removed (and as the process exits
+   * holding it, hence synchronous): a snapshot archive records when its commands wrote in it.
+   */
+  onRelease(step: () => void): void;
 }
 
 /**
@@ -351,10 +356,14 @@ class HeldLock implements TargetLock {
   private readonly heartbeat: NodeJS.Timeout;
   private readonly lost = new AbortController();
   private released = false;
+  private readonly releaseSteps: (() => void)[] = [];
   /** A run that ends by process.exit (a second Ctrl-C, a fatal error) still removes its lock. */
   private readonly onExit = (): void => {
     try {
-      if (parseHolder(readFileSync(this.file, 'utf8'))?.token === this.holder.token || (this.empty !== null && inodeOf(statSync(this.file)) === this.empty)) unlinkSync(this.file);
+      if (parseHolder(readFileSync(this.file, 'utf8'))?.token === this.holder.token || (this.empty !== null && inodeOf(statSync(this.file)) === this.empty)) {
+        this.runReleaseSteps();
+        unlinkSync(this.file);
+      }
     } catch {
       // Gone already, or unreadable: nothing of ours to remove.
     }
@@ -422,13 +431,25 @@ class HeldLock implements TargetLock {
     return false;
   }
 
+  onRelease(step: () => void): void {
+    this.releaseSteps.push(step);
+  }
+
+  private runReleaseSteps(): void {
+    for (const step of this.releaseSteps.splice(0)) step();
+  }
+
   async release(): Promise<void> {
     if (this.released) return;
     this.released = true;
     clearInterval(this.heartbeat);
     process.off('exit', this.onExit);
     const seen = await look(this.file).catch(() => null);
-    if (seen?.holder?.token === this.holder.token || (this.empty !== null && seen?.inode === this.empty)) await unlink(this.file).catch(() => undefined);
+    // A lock another run took over is that run's, and so is what happens in the target from now.
+    if (seen?.holder?.token === this.holder.token || (this.empty !== null && seen?.inode === this.empty)) {
+      this.runReleaseSteps();
+      await unlink(this.file).catch(() => undefined);
+    }
     await sweepClaims(this.file);
   }
 }

@@ -125,7 +125,7 @@ const showCommand = leafCommand<ShowArgs>({
       return [
         `snapshot ${snapshot.id} (${snapshot.dir})`,
         `  pipeline ${d.pipeline}; ${d.started_at} to ${d.finished_at}; ${d.complete ? 'complete' : `incomplete: ${c.failed} files failed`}`,
-        `  ${c.files} files, ${formatBytes(d.bytes.total)}: ${c.new} new, ${c.changed} changed, ${c.unchanged} unchanged (${d.unchanged_files ?? 'hard links'}), ${c.deleted} deleted since ${d.previous ?? 'nothing (the first snapshot)'}; ${formatBytes(d.bytes.new)} new`,
+        `  ${c.files} files, ${formatBytes(d.bytes.total)}: ${c.new} new, ${c.changed} changed, ${c.unchanged} unchanged (${d.unchanged_files ?? 'hard links'}), ${c.repaired ? `${c.repaired} repaired, ` : ''}${c.deleted} deleted since ${d.previous ?? 'nothing (the first snapshot)'}; ${formatBytes(d.bytes.new)} new`,
         `  ${members} members: ${photos} photos${[...parts].map(([part, n]) => `, ${n} attachments in ${part}`).join('')}`,
       ];
     });
@@ -225,13 +225,16 @@ const checkCommand = leafCommand<CheckArgs>({
   handler: (argv) => reported(argv, 'check', async (report) => {
     const dir = await archiveDir(argv.archive);
     const { checkArchive } = await import('../../archive/check.js');
-    const result = await checkArchive(dir, { readDataPercent: argv['read-data'] });
+    const { damaged, ...result } = await checkArchive(dir, { readDataPercent: argv['read-data'] });
     Object.assign(report, { archive: dir, read_data_percent: argv['read-data'] ?? null, ...result });
     if (result.problems.length) report.outcome = 'problems';
     print(argv.json, { archive: dir, ...result }, () => [
       `check ${dir}: ${result.snapshots} snapshots, ${result.files} files listed${argv['read-data'] ? `, ${result.read} files read` : ''}; ${result.problems.length ? `${result.problems.length} problem${result.problems.length === 1 ? '' : 's'}:` : 'no problem found'}`,
       ...result.problems.map((p) => `  ${p.snapshot}${p.path ? ` ${p.path}` : ''}: ${p.problem}`),
       ...result.partial.map((id) => `  ${id}.partial: being built, or left by an interrupted run`),
+      ...(result.change_times ? [] : ['  change times not compared: no run of this version has written in the archive yet']),
+      ...(result.unrecorded ? [`  the damaged files could not be recorded in the archive for the next run (${result.unrecorded}); the next run may link them forward`] : []),
+      ...(damaged.length ? [`  wds-files archive repair ${argv.archive} downloads fresh copies of the files the service still holds unchanged`] : []),
     ]);
     if (result.problems.length) process.exitCode = EXIT.partial;
   }),
