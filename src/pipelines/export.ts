@@ -449,9 +449,11 @@ async function exportHeld(options: ExportOptions, where: string, since: string |
     const unlinked = (await linking) ?? [];
     if (unlinked.length > 0) {
       build?.noteRefetched(unlinked.map((job) => job.file.key));
+      // Named before the downloads, which let each job go once done with it.
+      const count = unlinked.length;
+      const some = unlinked.slice(0, 5).map((job) => job.path).join(', ') + (count > 5 ? `, and ${count - 5} more` : '');
       await downloads.run(unlinked, (result) => recorder.downloaded(result, lister.relists));
-      const some = unlinked.slice(0, 5).map((job) => job.path).join(', ') + (unlinked.length > 5 ? `, and ${unlinked.length - 5} more` : '');
-      report.notes.push(`${unlinked.length} file${unlinked.length === 1 ? '' : 's'} unchanged at the service ${unlinked.length === 1 ? 'was' : 'were'} downloaded again (counted repaired), not linked from snapshot ${build?.previous}: the copy there was missing or damaged (its size or change time not what the archive wrote, or found damaged by archive check --read-data): ${some}`);
+      report.notes.push(`${count} file${count === 1 ? '' : 's'} unchanged at the service ${count === 1 ? 'was' : 'were'} downloaded again (counted repaired), not linked from snapshot ${build?.previous}: the copy there was missing or damaged (its size or change time not what the archive wrote, or found damaged by archive check --read-data): ${some}`);
     }
 
     // sink: the manifest, and the output complete (or left for a rerun to continue), only while

@@ -50,7 +50,7 @@ describe('three archive runs', () => {
     const { result, facts, downloads } = runs[0]!;
     const snap = result.snapshot!;
     expect(snap.complete).toBe(true);
-    expect(snap.counts).toEqual({ files: facts.length, new: facts.length, changed: 0, unchanged: 0, deleted: 0, failed: 0 });
+    expect(snap.counts).toEqual({ files: facts.length, new: facts.length, changed: 0, unchanged: 0, repaired: 0, deleted: 0, failed: 0 });
     expect(downloads).toBe(facts.length);
     expect(snap.path).toBe(join(archive, 'snapshots', snap.id));
     const doc = await snapshotJson(snap.path);
@@ -78,7 +78,7 @@ describe('three archive runs', () => {
     expect(goneFiles.length).toBeGreaterThan(0);
     expect(runs[2]!.downloads).toBe(changed.length);
     expect(third.counts).toEqual({
-      files: before.size - goneFiles.length, new: 0, changed: changed.length, unchanged: before.size - goneFiles.length - changed.length, deleted: goneFiles.length, failed: 0,
+      files: before.size - goneFiles.length, new: 0, changed: changed.length, unchanged: before.size - goneFiles.length - changed.length, repaired: 0, deleted: goneFiles.length, failed: 0,
     });
     expect([...after.values()].filter((l) => l.code === GONE)).toEqual([]);
     // Nor is a folder of the deleted member's, though the run made the earlier folders ahead.

@@ -136,7 +136,7 @@ describe('an archive run after a record was deleted', () => {
     await resetStats(source());
     const second = (await archiveRun(api(), archive)).snapshot!;
     expect(await storageDownloads(source()), 'storage downloads of the second run').toBe(0);
-    expect((await snapshotJson(second.path)).counts).toEqual({ files: 4, new: 0, changed: 0, unchanged: 4, deleted: 1, failed: 0 });
+    expect((await snapshotJson(second.path)).counts).toEqual({ files: 4, new: 0, changed: 0, unchanged: 4, repaired: 0, deleted: 1, failed: 0 });
 
     const before = await readExport(first.path);
     const after = await readExport(second.path);

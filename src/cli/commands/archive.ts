@@ -1,12 +1,13 @@
 /**
- * `wds-files archive list|show|diff|restore|check|forget <ARCHIVE> ...` (DESIGN.md section 10):
- * thin commands over src/archive. list, show, diff and check only read; restore locks its output
- * as an export does, forget locks the archive (`<archive>/.wds-lock`).
+ * `wds-files archive list|show|diff|restore|check|repair|forget <ARCHIVE> ...` (DESIGN.md section 10):
+ * thin commands over src/archive. list, show, diff and check only read (check records what
+ * --read-data finds damaged); restore locks its output as an export does, forget and repair lock
+ * the archive (`<archive>/.wds-lock`).
  */
 import { stat } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import type { Argv, CommandModule } from 'yargs';
-import { UsageError } from '../connection.js';
+import { UsageError, withConnection, type ConnectionArgs } from '../connection.js';
 import { EXIT } from '../exit-codes.js';
 import { finishRun } from '../output.js';
 import { withTargetOptions, type TargetArgs } from '../target-options.js';
@@ -316,10 +317,53 @@ const forgetCommand = leafCommand<ForgetArgs>({
   env: [],
 });
 
+interface RepairArgs extends ArchiveArgs, Omit<ConnectionArgs, 'json' | 'quiet'> { 'wait-lock'?: string }
+
+const repairCommand: CommandModule<object, RepairArgs> = {
+  command: 'repair <archive>',
+  describe: 'Replace the files check finds damaged with fresh copies from the service, where it still holds them unchanged',
+  builder: (y: Argv) => withConnection(withArchive(y, 'Write each file repaired, or not repaired and why, as JSON to FILE'))
+    .option('wait-lock', { type: 'string', describe: 'If a run is writing the archive, wait for it up to DURATION (30s, 5m, 1h) instead of refusing' })
+    .check((args) => {
+      const wait = args['wait-lock'];
+      if (wait !== undefined && parseDuration(String(wait)) === null) throw new UsageError(`--wait-lock must be a duration such as 30s, 5m or 1h, got "${wait}"`);
+      return true;
+    }) as unknown as Argv<RepairArgs>,
+  handler: (argv) => reported(argv, 'repair', async (report) => {
+    const dir = await archiveDir(argv.archive);
+    report.archive = dir;
+    // The sample company of the embedded emulator holds none of the archive's files.
+    if (!(argv['base-url'] ?? process.env.WDS_BASE_URL)) throw new UsageError('archive repair downloads from the service the archive was made from: give its --base-url (or WDS_BASE_URL) with the consumer key and secret');
+    const preflight = await preflightOf(argv);
+    try {
+      const lock = await preflight.exportTarget(dir, { zip: false, force: false, waitLock: argv['wait-lock'], archive: true });
+      const [{ repairArchive }, { connect }] = await Promise.all([import('../../archive/repair.js'), import('../connection.js')]);
+      const connection = await connect(argv);
+      try {
+        const result = await repairArchive(dir, { client: connection.client, lock, signal: stopSignal() });
+        const downloaded = result.repaired.filter((f) => f.how === 'downloaded').length;
+        Object.assign(report, result);
+        if (result.unrepaired.length || result.other.length) report.outcome = 'problems';
+        print(argv.json, { archive: dir, ...result }, () => [
+          `repair ${dir}: ${result.damaged} damaged file${result.damaged === 1 ? '' : 's'}, ${result.repaired.length} repaired (${downloaded} downloaded again, ${result.repaired.length - downloaded} intact but for their change time), ${result.unrepaired.length} not repaired${result.unrepaired.length ? ':' : ''}`,
+          ...result.unrepaired.map((f) => `  ${f.snapshot} ${f.path}: ${f.reason}`),
+          ...result.repaired.map((f) => `  repaired ${f.snapshot} ${f.path}${f.how === 'intact' ? ' (its bytes were right)' : ''}`),
+          ...result.other.map((p) => `  left as it is: ${p}`),
+        ]);
+        if (result.unrepaired.length || result.other.length) process.exitCode = EXIT.partial;
+      } finally {
+        await connection.close();
+      }
+    } finally {
+      await preflight.end();
+    }
+  }),
+};
+
 export const archiveCommand: CommandModule = {
   command: 'archive',
-  describe: 'Snapshot archives: list, show, diff, restore, check, forget',
-  builder: (y: Argv) => y.command(listCommand).command(showCommand).command(diffCommand).command(restoreCommand).command(checkCommand).command(forgetCommand)
-    .demandCommand(1, 'name an archive command: list, show, diff, restore, check or forget'),
+  describe: 'Snapshot archives: list, show, diff, restore, check, repair, forget',
+  builder: (y: Argv) => y.command(listCommand).command(showCommand).command(diffCommand).command(restoreCommand).command(checkCommand).command(repairCommand).command(forgetCommand)
+    .demandCommand(1, 'name an archive command: list, show, diff, restore, check, repair or forget'),
   handler: () => undefined,
 };
