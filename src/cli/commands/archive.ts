@@ -317,13 +317,14 @@ const forgetCommand = leafCommand<ForgetArgs>({
   env: [],
 });
 
-interface RepairArgs extends ArchiveArgs, Omit<ConnectionArgs, 'json' | 'quiet'> { 'wait-lock'?: string }
+interface RepairArgs extends ArchiveArgs, Omit<ConnectionArgs, 'json' | 'quiet'> { 'wait-lock'?: string; emulator: boolean }
 
 const repairCommand: CommandModule<object, RepairArgs> = {
   command: 'repair <archive>',
   describe: 'Replace the files check finds damaged with fresh copies from the service, where it still holds them unchanged',
   builder: (y: Argv) => withConnection(withArchive(y, 'Write each file repaired, or not repaired and why, as JSON to FILE'))
     .option('wait-lock', { type: 'string', describe: 'If a run is writing the archive, wait for it up to DURATION (30s, 5m, 1h) instead of refusing' })
+    .option('emulator', { type: 'boolean', default: false, describe: 'With no --base-url, repair from the embedded emulator\'s sample company all the same' })
     .check((args) => {
       const wait = args['wait-lock'];
       if (wait !== undefined && parseDuration(String(wait)) === null) throw new UsageError(`--wait-lock must be a duration such as 30s, 5m or 1h, got "${wait}"`);
@@ -333,7 +334,9 @@ const repairCommand: CommandModule<object, RepairArgs> = {
     const dir = await archiveDir(argv.archive);
     report.archive = dir;
     // The sample company of the embedded emulator holds none of the archive's files.
-    if (!(argv['base-url'] ?? process.env.WDS_BASE_URL)) throw new UsageError('archive repair downloads from the service the archive was made from: give its --base-url (or WDS_BASE_URL) with the consumer key and secret');
+    if (!(argv['base-url'] ?? process.env.WDS_BASE_URL) && !argv.emulator) {
+      throw new UsageError('archive repair downloads from the service the archive was made from: give its --base-url (or WDS_BASE_URL) with the consumer key and secret; --emulator repairs from the embedded emulator\'s sample company');
+    }
     const preflight = await preflightOf(argv);
     try {
       const lock = await preflight.exportTarget(dir, { zip: false, force: false, waitLock: argv['wait-lock'], archive: true });
