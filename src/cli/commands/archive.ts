@@ -16,7 +16,7 @@ import { formatBytes } from '../../util/format.js';
 import { parseDuration } from '../../util/duration.js';
 import type { RetentionPolicy } from '../../archive/retention.js';
 import type { ReportBody } from '../json-report.js';
-import { leafCommand } from '../help-text.js';
+import { CONNECTION_ENV, leafCommand } from '../help-text.js';
 
 // src/archive and the lock code are loaded by the handlers: defining these commands loads neither.
 const store = () => import('../../archive/store.js');
@@ -319,7 +319,7 @@ const forgetCommand = leafCommand<ForgetArgs>({
 
 interface RepairArgs extends ArchiveArgs, Omit<ConnectionArgs, 'json' | 'quiet'> { 'wait-lock'?: string; emulator: boolean }
 
-const repairCommand: CommandModule<object, RepairArgs> = {
+const repairCommand = leafCommand<RepairArgs>({
   command: 'repair <archive>',
   describe: 'Replace the files check finds damaged with fresh copies from the service, where it still holds them unchanged',
   builder: (y: Argv) => withConnection(withArchive(y, 'Write each file repaired, or not repaired and why, as JSON to FILE'))
@@ -361,7 +361,13 @@ const repairCommand: CommandModule<object, RepairArgs> = {
       await preflight.end();
     }
   }),
-};
+}, {
+  examples: [
+    ['wds-files archive repair /srv/backup/attachments --base-url https://api.example.com', 'fresh copies of the files check finds damaged, from the service (key and secret from WDS_CONSUMER_KEY, WDS_CONSUMER_SECRET)'],
+  ],
+  exits: { 1: 'the archive cannot be changed (a run holds it, say), or the service cannot be reached', 3: 'some files could not be repaired (each one named, with why)', 130: true, 143: true },
+  env: CONNECTION_ENV,
+});
 
 export const archiveCommand: CommandModule = {
   command: 'archive',
