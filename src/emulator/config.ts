@@ -84,6 +84,8 @@ export interface EmulatorOptions {
   limits?: Partial<CompanySettings['limits']>;
   enabledOperations?: OperationId[];
   verbose?: boolean;
+  /** Real ms a request body may pause (`idleMs`) and take in all (`totalMs`) before the 408. */
+  bodyTimeouts?: { idleMs?: number; totalMs?: number };
 }
 
 /** A config file that cannot be used, or an option the emulator cannot start with: the user's to mend. */
@@ -217,5 +219,6 @@ export async function buildEmulatorConfig(options: EmulatorOptions): Promise<Emu
     clock: { start, speed: options.clockSpeed ?? fileClock?.speed, timeZone },
     stateDir: options.stateDir,
     verbose: options.verbose,
+    bodyTimeouts: options.bodyTimeouts,
   };
 }

@@ -27,6 +27,7 @@ import { API_PREFIX, OPERATIONS, type OperationId, type OperationSpec } from '..
 import { MAX_REQUEST_BYTES, MAINTENANCE_WINDOW } from '../spec/limits.js';
 import { StateSaver } from './state-dir.js';
 import { LegacyApi, LEGACY_PATH } from './legacy/server.js';
+import { closeLingering, readBody, DEFAULT_BODY_TIMEOUTS, type BodyTimeouts } from './request-body.js';
 
 export interface EmulatorConfig {
   companies: CompanySettings[];
@@ -35,6 +36,8 @@ export interface EmulatorConfig {
   stateDir?: string;
   /** Prints one line per request to stderr. */
   verbose?: boolean;
+  /** How long a request body may pause and take in all before the 408 (request-body.ts). */
+  bodyTimeouts?: Partial<BodyTimeouts>;
 }
 
 export class Emulator {
@@ -51,6 +54,7 @@ export class Emulator {
   private readonly saver: StateSaver | null;
   /** The legacy interface `/api/v1.x` (DESIGN.md section 11), over the same companies. */
   readonly legacy: LegacyApi;
+  readonly bodyTimeouts: BodyTimeouts;
 
   constructor(readonly config: EmulatorConfig) {
     if (!config.companies.length) throw new Error('the emulator needs at least one company');
@@ -63,6 +67,7 @@ export class Emulator {
       keys.add(c.consumerKey);
     }
     this.clock = new Clock(config.clock);
+    this.bodyTimeouts = { ...DEFAULT_BODY_TIMEOUTS, ...config.bodyTimeouts };
     this.tokens = new TokenRegistry(this.clock);
     this.saver = config.stateDir ? new StateSaver(config.stateDir) : null;
     this.companies = config.companies.map(
@@ -253,7 +258,7 @@ export class Emulator {
     const send: SendOptions = { fault, bandwidth: this.apiFaults.bandwidth(method, apiPath) };
     try {
       const dryRun = parseDryRun(req, op);
-      const body = await readJsonBody(req, method);
+      const body = await readJsonBody(req, method, this.bodyTimeouts);
       await company.tasks.tick();
       const ctx: RouteContext = {
         company, storage: this.storage, op, params: match.params, query: url.searchParams, body, dryRun,
@@ -265,7 +270,7 @@ export class Emulator {
       await this.answer(res, result.status ?? 200, result.body, {}, company, send);
     } catch (error) {
       if (!(error instanceof HttpError)) throw error;
-      if (error.status === 413) closeLingering(req);
+      if (error.status === 413 || error.status === 408) closeLingering(req);
       drain(req);
       // The gateway gave up whatever the service went on to answer.
       if (fault.kind === 'error') return this.answer(res, fault.status, { errors: [`gateway timeout ${fault.status} (injected)`] });
@@ -300,7 +305,7 @@ export class Emulator {
   private async issueToken(req: IncomingMessage, res: ServerResponse, method: string, apiPath: string): Promise<void> {
     let body: string;
     try {
-      body = (await readBody(req, 64 * 1024)).toString('utf8');
+      body = (await readBody(req, 64 * 1024, this.bodyTimeouts)).toString('utf8');
     } catch (error) {
       if (error instanceof HttpError) return this.answer(res, error.status, { errors: error.errors });
       throw error;
@@ -356,33 +361,6 @@ function drain(req: IncomingMessage): void {
   req.resume();
 }
 
-/**
- * After an early answer (413, 429, 503...) the client may still be sending its body. node:http
- * closes such a connection as soon as the answer is written, and closing with the client's bytes
- * unread makes the kernel send a reset that can reach the client before it has read the answer:
- * a refusal would look like a lost answer. So this connection closes the way RFC 9112 section 9.6
- * recommends: our side first, then the rest is read and dropped until the client pauses for a
- * second, 30 s at most (nginx's lingering_timeout and lingering_time work alike).
- */
-function closeLingering(req: IncomingMessage): void {
-  if (req.complete) return;
-  const socket = req.socket;
-  socket.destroySoon = () => {
-    socket.end();
-    const idle = setTimeout(() => socket.destroy(), 1000);
-    const cap = setTimeout(() => socket.destroy(), 30_000);
-    idle.unref();
-    cap.unref();
-    const onData = (): void => void idle.refresh();
-    req.on('data', onData);
-    socket.once('close', () => {
-      clearTimeout(idle);
-      clearTimeout(cap);
-      req.off('data', onData);
-    });
-  };
-}
-
 /** `Dry-Run`: absent or 0 normal, 1 validate only, anything else 400 (api-v2.md 4.1). */
 function parseDryRun(req: IncomingMessage, op: OperationSpec): boolean {
   const value = header(req, 'dry-run');
@@ -400,62 +378,12 @@ function parseDryRun(req: IncomingMessage, op: OperationSpec): boolean {
   return trimmed === '1';
 }
 
-/**
- * Reads a whole body of at most `limit` bytes. Listeners rather than `for await`: leaving a
- * `for await` early destroys the request and its socket, and a client streaming an oversized body
- * would see a broken pipe instead of the 413 answer.
- */
-async function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
-  const declared = Number(req.headers['content-length'] ?? NaN);
-  if (declared > limit) {
-    throw new HttpError(413, `the request body is ${declared} bytes, over the limit of ${limit} bytes (250 MB)`);
-  }
-  return new Promise<Buffer>((resolve, reject) => {
-    let chunks: Buffer[] = [];
-    let total = 0;
-    const stop = (): void => {
-      req.off('data', onData);
-      req.off('end', onEnd);
-      req.off('error', onError);
-      req.off('close', onClose);
-    };
-    const onData = (chunk: Buffer): void => {
-      total += chunk.length;
-      if (total > limit) {
-        stop();
-        chunks = [];
-        reject(new HttpError(413, `the request body is over the limit of ${limit} bytes (250 MB)`));
-        return;
-      }
-      chunks.push(chunk);
-    };
-    const onEnd = (): void => {
-      stop();
-      resolve(Buffer.concat(chunks, total));
-    };
-    const onError = (): void => {
-      stop();
-      reject(new HttpError(400, 'the request body could not be read'));
-    };
-    // A client that goes away mid-body leaves no one to answer; the handler just ends.
-    const onClose = (): void => {
-      if (req.complete) return;
-      stop();
-      reject(new HttpError(400, 'the request body ended before its end'));
-    };
-    req.on('data', onData);
-    req.on('end', onEnd);
-    req.on('error', onError);
-    req.on('close', onClose);
-  });
-}
-
-async function readJsonBody(req: IncomingMessage, method: string): Promise<unknown> {
+async function readJsonBody(req: IncomingMessage, method: string, timeouts: BodyTimeouts): Promise<unknown> {
   if (method === 'GET' || method === 'DELETE' || method === 'HEAD') {
     drain(req);
     return undefined;
   }
-  const raw = await readBody(req, MAX_REQUEST_BYTES);
+  const raw = await readBody(req, MAX_REQUEST_BYTES, timeouts);
   if (raw.length === 0) return undefined;
   const type = (header(req, 'content-type') ?? '').split(';')[0]!.trim().toLowerCase();
   if (type !== 'application/json') {

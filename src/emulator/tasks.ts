@@ -53,6 +53,8 @@ export class TaskQueue {
   private readonly tasks = new Map<number, TaskEntry>();
   private readonly pending: TaskEntry[] = [];
   private lastDoneAt = 0;
+  /** The service clock when the queue last read it. */
+  private lastSeen = -Infinity;
   private running: Promise<void> | null = null;
 
   constructor(
@@ -68,7 +70,7 @@ export class TaskQueue {
       id,
       dryRun: options.dryRun,
       durationMs: this.timing.runMs + this.timing.perItemMs * options.items,
-      createdAt: this.clock.now(),
+      createdAt: this.now(),
       status: 'WAITING',
       messages: [],
       job,
@@ -105,6 +107,26 @@ export class TaskQueue {
     }
   }
 
+  /**
+   * The service clock, with the queue's times moved back by as much as the clock went back since
+   * it was last read: time moved back counts as no time at all, so a task keeps the progress it had
+   * and neither it nor a task after it waits for the clock to come back to where it was.
+   */
+  private now(): number {
+    const now = this.clock.now();
+    const back = this.lastSeen - now;
+    if (back > 0) {
+      for (const entry of this.pending) {
+        entry.createdAt -= back;
+        if (entry.startAt !== undefined) entry.startAt -= back;
+        if (entry.doneAt !== undefined) entry.doneAt -= back;
+      }
+      this.lastDoneAt -= back;
+    }
+    this.lastSeen = now;
+    return now;
+  }
+
   private schedule(): void {
     let previousDone = this.lastDoneAt;
     for (const entry of this.pending) {
@@ -120,7 +142,7 @@ export class TaskQueue {
     for (;;) {
       const head = this.pending[0];
       if (!head) return;
-      const now = this.clock.now();
+      const now = this.now();
       for (const entry of this.pending) {
         if (entry.startAt! <= now && entry.status === 'WAITING') entry.status = 'RUNNING';
       }
@@ -150,5 +172,6 @@ export class TaskQueue {
     this.tasks.clear();
     this.pending.length = 0;
     this.lastDoneAt = 0;
+    this.lastSeen = -Infinity;
   }
 }

@@ -134,4 +134,25 @@ describe('tasks: WAITING, RUNNING, then OK or NG (wire-format.md, Common)', () =
     expect(await task(second)).toEqual({ id: second, status: 'OK', messages: [] });
     expect((await photoOf(emu(), 'T003'))?.sha256).toBe(createHash('sha256').update(replacement).digest('hex'));
   });
+
+  it('keeps its progress when the clock is moved back: the time it had run counts, the time moved back does not', async () => {
+    addMember(emu(), 'T004');
+    addMember(emu(), 'T005');
+    const first = (await register(emu(), 'T004', await jpeg(30, 30, 4))).body.task_id as number;
+    await advance(61);
+    expect((await task(first)).status).toBe('RUNNING');
+    const { now } = await emu().control('GET', '/clock');
+    // A day back, as a person resetting the service clock for another test would.
+    const dayBefore = `${new Date(Date.parse(`${now.slice(0, 10)}T00:00:00Z`) - 86_400_000).toISOString().slice(0, 10)}${now.slice(10)}`;
+    expect((await emu().control('POST', '/clock', { now: dayBefore })).now.slice(0, 10)).toBe(dayBefore.slice(0, 10));
+    expect((await task(first)).status).toBe('RUNNING');
+    // A task created after the move waits its own minute, not for the day the clock went back.
+    const second = (await register(emu(), 'T005', await jpeg(30, 30, 5))).body.task_id as number;
+    await advance(60);
+    expect(await task(first)).toEqual({ id: first, status: 'OK', messages: [] });
+    expect((await task(second)).status).toBe('RUNNING');
+    await advance(60);
+    expect(await task(second)).toEqual({ id: second, status: 'OK', messages: [] });
+    expect(await photoOf(emu(), 'T005')).not.toBeNull();
+  });
 });

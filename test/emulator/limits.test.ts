@@ -1,4 +1,5 @@
 import { request } from 'node:http';
+import { connect } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { useEmulator, API, KEY, SECRET, type TestEmulator } from '../helpers/emulator.js';
 import { addMember, b64, companyOf, jpeg, setPhoto } from '../helpers/fixtures.js';
@@ -193,12 +194,83 @@ describe('request size: at most 250 MB (api-v2.md 8)', () => {
     expect((await emu().api('GET', '/members/face_image')).status).toBe(200);
   });
 
-  it('answers 413 to a streamed body once it passes 250 MB, and keeps serving', async () => {
-    const answer = await oversized(await emu().token(), 'streamed');
-    expect(answer.status).toBe(413);
-    expect(JSON.parse(answer.body).errors[0]).toMatch(/250 MB/);
+  it('answers 413 to a streamed body once it passes 250 MB, holding almost none of it, and keeps serving', async () => {
+    // The emulator runs in this process: its memory is this process's, sampled while the body arrives.
+    const before = process.memoryUsage.rss();
+    let peak = before;
+    const sampler = setInterval(() => (peak = Math.max(peak, process.memoryUsage.rss())), 10);
+    try {
+      const answer = await oversized(await emu().token(), 'streamed');
+      expect(answer.status).toBe(413);
+      expect(JSON.parse(answer.body).errors[0]).toMatch(/250 MB/);
+    } finally {
+      clearInterval(sampler);
+    }
+    // Holding the body would take 250 MB; the first 8 MB and stream buffers stay well under 100 MB.
+    expect(peak - before).toBeLessThan(100 * 1024 * 1024);
     expect((await emu().api('GET', '/members/face_image')).status).toBe(200);
   }, 60_000);
+
+  it('reads a streamed body of 12 MB whole, past the part it holds in memory', async () => {
+    const token = await emu().token();
+    const name = 'n'.repeat(12 * 1024 * 1024);
+    const u = new URL(`${emu().url}${API}/members`);
+    const answer = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+      const req = request({ hostname: u.hostname, port: u.port, path: u.pathname, method: 'POST', headers: { 'Service-Token': token, 'Content-Type': 'application/json' }, agent: false }, (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (c: string) => (text += c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));
+      });
+      req.on('error', reject);
+      const body = Buffer.from(JSON.stringify({ member_data: [{ code: 'BIG1', name }] }));
+      // Pieces of 1 MB and no Content-Length: the body goes chunked.
+      for (let at = 0; at < body.length; at += 1024 * 1024) req.write(body.subarray(at, at + 1024 * 1024));
+      req.end();
+    });
+    expect(answer.status, answer.body).toBe(200);
+    const task = await emu().waitTask(JSON.parse(answer.body).task_id);
+    // The name arrived whole: its length is counted to the last character.
+    expect(task.messages).toEqual([`member BIG1: name is ${name.length} characters, over the maximum length of 100`]);
+  }, 60_000);
+});
+
+describe('request bodies that arrive too slowly (408)', () => {
+  const emu = useEmulator({ bodyTimeouts: { idleMs: 300, totalMs: 1500 } });
+
+  /** Sends the head and the first bytes of a body on a raw socket, then `more` to keep sending; resolves with all it read once the server closes. */
+  function slowBody(token: string, more: (write: (text: string) => void) => void): Promise<string> {
+    const u = new URL(emu().url);
+    return new Promise((resolve, reject) => {
+      const socket = connect(Number(u.port), u.hostname);
+      let text = '';
+      socket.setEncoding('utf8');
+      socket.on('data', (c: string) => (text += c));
+      socket.on('error', reject);
+      socket.on('close', () => resolve(text));
+      socket.write(`POST ${API}/members HTTP/1.1\r\nHost: ${u.host}\r\nService-Token: ${token}\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"member_data":`);
+      more((piece) => {
+        if (!socket.destroyed) socket.write(piece);
+      });
+    });
+  }
+
+  it('answers 408 and closes the connection when a body pauses longer than its bound', async () => {
+    const text = await slowBody(await emu().token(), () => undefined);
+    expect(text).toMatch(/^HTTP\/1\.1 408 /);
+    expect(text).toMatch(/paused for more than 0\.3 s/);
+  });
+
+  it('answers 408 and closes the connection when a body trickles in for longer than its bound, though it never pauses long', async () => {
+    let timer: NodeJS.Timeout | undefined;
+    const text = await slowBody(await emu().token(), (write) => {
+      timer = setInterval(() => write(' '), 50);
+    });
+    clearInterval(timer);
+    expect(text).toMatch(/^HTTP\/1\.1 408 /);
+    expect(text).toMatch(/took more than 1\.5 s to arrive/);
+    expect((await emu().api('GET', '/members')).status).toBe(200);
+  });
 });
 
 describe('update requests when the clock is set back (DESIGN.md section 6)', () => {

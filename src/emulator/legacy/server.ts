@@ -27,6 +27,7 @@ import { TokenRegistry, type Company } from '../company.js';
 import { HttpError } from '../http-error.js';
 import { sendBody, json, type SendOptions } from '../send.js';
 import { header, safeEqual } from '../request-checks.js';
+import { closeLingering, readBody } from '../request-body.js';
 import { MAX_REQUEST_BYTES } from '../../spec/limits.js';
 import { LEGACY_TOKEN_LIFETIME_SECONDS, legacyState } from './state.js';
 import { findLegacyRoute, LEGACY_VERSIONS } from './routes.js';
@@ -53,13 +54,18 @@ export class LegacyApi {
       await this.serve(req, res, url);
     } catch (error) {
       if (!(error instanceof HttpError)) throw error;
+      // A body refused before its end (413, 408): the connection closes once the answer is read.
+      if (!req.complete) {
+        closeLingering(req);
+        req.resume();
+      }
       await this.answer(res, error.status, { status: 'NG', errors: error.errors }, error.headers);
     }
   }
 
   private async serve(req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {
     const method = req.method ?? 'GET';
-    const raw = await readBody(req);
+    const raw = await readBody(req, MAX_REQUEST_BYTES, this.emulator.bodyTimeouts);
     const m = LEGACY_PATH.exec(url.pathname)!;
     const version = m[1] as LegacyVersion;
     const path = m[2] ?? '/';
@@ -188,17 +194,3 @@ function parseJson(raw: Buffer, contentType: string | undefined): Record<string,
   return parsed as Record<string, unknown>;
 }
 
-function readBody(req: IncomingMessage): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let total = 0;
-    let over = false;
-    req.on('data', (chunk: Buffer) => {
-      total += chunk.length;
-      if (total > MAX_REQUEST_BYTES) over = true;
-      else chunks.push(chunk);
-    });
-    req.on('end', () => (over ? reject(refuse(413, `the request body is over the limit of ${MAX_REQUEST_BYTES} bytes`)) : resolve(Buffer.concat(chunks))));
-    req.on('error', () => reject(refuse(400, 'the request body could not be read')));
-  });
-}
