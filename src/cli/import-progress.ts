@@ -10,6 +10,7 @@ import type { ImportProgress } from '../pipelines/import-progress.js';
 import { formatBytes } from '../util/format.js';
 import { paint } from './color.js';
 import { say } from './log.js';
+import { drawLive, endLive, fitLive } from './live-line.js';
 
 export interface ImportProgressView {
   update(progress: ImportProgress): void;
@@ -90,7 +91,6 @@ export function createImportProgress(label: string, options: { quiet?: boolean; 
   };
 
   if (process.stderr.isTTY && !options.json) {
-    const width = (): number => Math.max(40, (process.stderr.columns ?? 100) - 1);
     const bar = (): string => {
       const p = latest!;
       if (p.total === undefined || p.total === 0) return '';
@@ -98,17 +98,12 @@ export function createImportProgress(label: string, options: { quiet?: boolean; 
       const full = Math.min(cells, Math.round((p.done / p.total) * cells));
       return ` [${paint('green', '█'.repeat(full))}${'░'.repeat(cells - full)}]`;
     };
-    let drawn = false;
+    let stopped = false;
     const draw = (): void => {
-      if (!latest) return;
+      if (!latest || stopped) return;
       const stage = paint('cyan', STAGE[latest.stage]);
-      let line = `${label} ${stage}${bar()} ${parts().join(' | ')}`;
-      // Cut to the terminal's width (counted without colour codes) so that it never wraps.
-      // eslint-disable-next-line no-control-regex -- the colour codes this file writes
-      const visible = line.replace(/\u001b\[[0-9;]*m/g, '');
-      if (visible.length > width()) line = visible.slice(0, width());
-      process.stderr.write(`\r\u001b[2K${line}`);
-      drawn = true;
+      // Cut to the terminal's width so that it never wraps.
+      drawLive(fitLive(`${label} ${stage}${bar()} ${parts().join(' | ')}`));
     };
     const timer = setInterval(draw, 250);
     timer.unref();
@@ -124,12 +119,11 @@ export function createImportProgress(label: string, options: { quiet?: boolean; 
         draw();
       },
       stop: () => {
+        if (stopped) return;
         clearInterval(timer);
-        if (drawn) {
-          draw();
-          drawn = false;
-          process.stderr.write('\n');
-        }
+        draw();
+        stopped = true;
+        endLive();
       },
     };
   }

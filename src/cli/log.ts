@@ -8,6 +8,7 @@ import type pino from 'pino';
 import type { Logger } from '../client/options.js';
 import { redact } from '../util/redact.js';
 import { paint } from './color.js';
+import { writeAbove } from './live-line.js';
 
 export interface LogSettings {
   /** 0 by default; 1 with -v (request lines); 2 with -vv (each line with its time). */
@@ -37,7 +38,8 @@ export function verbosity(): number {
 function toStderr(level: 'debug' | 'info' | 'warn' | 'error', line: string): void {
   const stamp = settings.verbose >= 2 ? `${new Date().toISOString()} ` : '';
   const coloured = level === 'debug' ? paint('dim', line) : level === 'warn' ? paint('yellow', line) : level === 'error' ? paint('red', line) : line;
-  process.stderr.write(`${stamp}${coloured}\n`);
+  // Above a progress line, if one is shown, rather than at its end.
+  writeAbove(`${stamp}${coloured}\n`);
 }
 
 /** A line for the person running the command: on stderr unless quiet, and in the log file. */

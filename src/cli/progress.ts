@@ -2,9 +2,10 @@
  * Progress of a file run on stderr: a bar with files, bytes, rate and ETA on a terminal, a plain
  * line every few seconds otherwise (CI logs, pipes).
  */
-import cliProgress from 'cli-progress';
 import { formatBytes } from '../util/format.js';
 import { paint } from './color.js';
+import { drawLive, endLive, fitLive } from './live-line.js';
+import { duration } from './import-progress.js';
 
 export { formatBytes };
 
@@ -37,25 +38,35 @@ export function createProgress(label: string, options: { quiet?: boolean; json?:
   const started = Date.now();
   const rate = (bytes: number): string => `${formatBytes(bytes / Math.max(0.001, (Date.now() - started) / 1000))}/s`;
   if (process.stderr.isTTY && !options.json) {
-    const bar = new cliProgress.SingleBar(
-      { format: `${label} [{bar}] {value}/{total} files{troubles} | {bytes} | {rate} | ETA {eta_formatted} {note}`, hideCursor: true, stream: process.stderr, etaBuffer: 50 },
-      cliProgress.Presets.shades_classic,
-    );
-    let started_ = false;
+    let latest: ProgressState | undefined;
+    let stopped = false;
+    let lastDraw = 0;
+    const draw = (): void => {
+      if (!latest || stopped) return;
+      const { done, total, bytes, note } = latest;
+      const cells = 40;
+      const full = total > 0 ? Math.min(cells, Math.round((done / total) * cells)) : 0;
+      const t = troubles(latest);
+      const elapsed = (Date.now() - started) / 1000;
+      const eta = done > 0 && total > done ? `ETA ${duration((elapsed / done) * (total - done) * 1000)}` : total > 0 && done >= total ? 'ETA 0 s' : 'ETA -';
+      drawLive(fitLive(`${label} [${'█'.repeat(full)}${'░'.repeat(cells - full)}] ${done}/${total} files${t ? ` (${t})` : ''} | ${formatBytes(bytes)} | ${rate(bytes)} | ${eta}${note ? ` ${note}` : ''}`));
+      lastDraw = Date.now();
+    };
+    // The rate and the ETA move between updates too.
+    const timer = setInterval(draw, 250);
+    timer.unref();
     return {
       update: (state) => {
-        const { done, total, bytes, note } = state;
-        const t = troubles(state);
-        const payload = { bytes: formatBytes(bytes), rate: rate(bytes), note: note ?? '', troubles: t ? ` (${t})` : '' };
-        if (!started_) {
-          bar.start(total, done, payload);
-          started_ = true;
-        }
-        bar.setTotal(total);
-        bar.update(done, payload);
+        latest = state;
+        // Thousands of small files a second would be as many redraws: at most ten a second.
+        if (Date.now() - lastDraw >= 100) draw();
       },
       stop: () => {
-        if (started_) bar.stop();
+        if (stopped) return;
+        clearInterval(timer);
+        draw();
+        stopped = true;
+        endLive();
       },
     };
   }

@@ -7,6 +7,7 @@
  */
 import { EXIT } from './exit-codes.js';
 import { interruptedBy } from '../stages/report.js';
+import { clearLive, liveShown, writeAbove } from './live-line.js';
 
 export type StopSignalName = 'SIGINT' | 'SIGTERM';
 
@@ -18,11 +19,14 @@ export function stopSignal(): AbortSignal {
   const made = new AbortController();
   controller = made;
   const on = (name: StopSignalName) => (): void => {
+    // A progress line is cleared with the terminal's "^C" on it; without one, the "^C" keeps a line of its own.
+    const lead = liveShown() ? '' : '\n';
     if (made.signal.aborted) {
-      process.stderr.write(`\nwds-files: ${name} again: stopping now, without waiting for the work in flight\n`);
+      clearLive();
+      process.stderr.write(`${lead}wds-files: ${name} again: stopping now, without waiting for the work in flight\n`);
       process.exit(exitCodeOf(name));
     }
-    process.stderr.write(`\nwds-files: ${name}: finishing the work in flight, then stopping (${name === 'SIGINT' ? 'Ctrl-C' : 'the signal'} again stops at once)\n`);
+    writeAbove(`${lead}wds-files: ${name}: finishing the work in flight, then stopping (${name === 'SIGINT' ? 'Ctrl-C' : 'the signal'} again stops at once)\n`);
     made.abort(name);
   };
   process.on('SIGINT', on('SIGINT'));

@@ -4,51 +4,22 @@
  * under NO_COLOR. The client's update window is made 1 request in 12 s (WDS_CLIENT_LIMITS), so
  * the second of an import's two requests waits about 12 s.
  */
-import { execFileSync, spawnSync } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { useEmulator, KEY, SECRET, type TestEmulator } from '../helpers/emulator.js';
-import { CLI_MAIN, ROOT } from '../helpers/cli-process.js';
 import { tempDir, type EmulatorState } from '../helpers/export.js';
+import { hasTmux, tmuxTerminal, until } from '../helpers/tmux.js';
 import { noisyJpeg, writeFiles } from '../import/photo-helpers.js';
 
-const hasTmux = spawnSync('tmux', ['-V']).status === 0;
 if (!hasTmux) console.log('import-progress-tty.test: skipped, tmux is not installed (apt-get install tmux; .ci/run installs it)');
 
-// A server of our own, so that no other tmux session is touched.
-const SOCKET = `wds-test-${process.pid}`;
-const tmux = (...args: string[]): string => execFileSync('tmux', ['-L', SOCKET, ...args], { encoding: 'utf8' });
-const quote = (text: string): string => `'${text.replace(/'/g, `'\\''`)}'`;
-
-let sessions = 0;
-/** Runs the CLI in a new 160-column pane; the pane stays after it ends, saying its exit code. */
-function runInPane(args: string[], env: Record<string, string>): string {
-  const name = `s${++sessions}`;
-  const vars = Object.entries({ XDG_CACHE_HOME: mkdtempSync(join(tmpdir(), 'wds-cli-')), XDG_STATE_HOME: mkdtempSync(join(tmpdir(), 'wds-state-')), ...env })
-    .map(([k, v]) => `${k}=${quote(v)}`).join(' ');
-  const command = `cd ${quote(ROOT)} && env -u NO_COLOR ${vars} ${quote(process.execPath)} ${quote(CLI_MAIN)} ${args.map(quote).join(' ')}; echo "EXIT=$?"; sleep 120`;
-  tmux('new-session', '-d', '-s', name, '-x', '160', '-y', '30', command);
-  return name;
-}
-
-const capture = (name: string, escapes = false): string => tmux('capture-pane', '-p', ...(escapes ? ['-e'] : []), '-t', name);
-
-async function until<T>(what: string, probe: () => T | undefined, ms: number): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const value = probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 250));
-  }
-}
+const terminal = tmuxTerminal();
+const runInPane = (args: string[], env: Record<string, string>): string => terminal.run(args, env);
+const capture = (name: string, escapes = false): string => terminal.capture(name, escapes);
 
 describe.skipIf(!hasTmux)('import progress on a terminal', () => {
   const emu = useEmulator({ seed: 'samples/company', maintenance: false });
   afterAll(() => {
-    if (hasTmux) spawnSync('tmux', ['-L', SOCKET, 'kill-server']);
+    if (hasTmux) terminal.close();
   });
 
   async function twoRequestFolder(server: TestEmulator): Promise<string> {
