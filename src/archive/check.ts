@@ -10,7 +10,7 @@ import { lstat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { hashFile } from '../util/hash-file.js';
 import { LinkCheck, MANIFEST_NAME, type ManifestLine } from '../sinks/manifest.js';
-import { listSnapshots, readLatest, readSnapshotManifest, LATEST_FILE, snapshotDir } from './store.js';
+import { isAccepted, listSnapshots, readLatest, readSnapshotManifest, LATEST_FILE, snapshotDir } from './store.js';
 import { damagedStill, noteDamaged, type DamagedFile } from './damaged.js';
 import { changedOutside, readWrites } from './writes.js';
 
@@ -114,7 +114,7 @@ export async function checkArchive(archive: string, options: { readDataPercent?:
       }
     }
   }
-  await checkLatest(archive, snapshots.filter((s) => s.doc?.complete).map((s) => s.id), problem);
+  await checkLatest(archive, snapshots.filter((s) => isAccepted(s.doc)).map((s) => s.id), problem);
   if (options.readDataPercent) {
     const files = [...byInode.values()];
     const share = Math.min(files.length, Math.ceil((files.length * options.readDataPercent) / 100));

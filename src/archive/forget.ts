@@ -12,7 +12,7 @@ import { randomBytes } from 'node:crypto';
 import { readdir, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { applyRetention, type RetentionDecision, type RetentionPolicy } from './retention.js';
-import { listSnapshots, parseSnapshotId, snapshotsDir } from './store.js';
+import { isAccepted, listSnapshots, parseSnapshotId, snapshotsDir } from './store.js';
 import { markRemoving, readersOf, whoReads, type Mark } from './readers.js';
 import type { TargetLock } from '../util/target-lock.js';
 
@@ -45,7 +45,8 @@ export interface ForgetOptions {
 export async function forgetSnapshots(archiveDir: string, policy: RetentionPolicy, options: ForgetOptions = {}): Promise<ForgetResult> {
   const { snapshots } = await listSnapshots(archiveDir);
   const readable = snapshots.filter((s) => s.doc !== null);
-  const decision = applyRetention(readable.map((s) => ({ id: s.id, time: parseSnapshotId(s.id)!.time, complete: s.doc!.complete })), policy);
+  // A snapshot held back counts as an incomplete one: newer than the newest accepted, it stays.
+  const decision = applyRetention(readable.map((s) => ({ id: s.id, time: parseSnapshotId(s.id)!.time, complete: isAccepted(s.doc), held: s.doc!.held !== undefined })), policy);
   for (const s of snapshots) if (!s.doc) decision.keep.push({ id: s.id, reasons: [`not understood (${s.problem}); left as it is`] });
   const busy = new Map<string, Mark[]>();
   if (options.dryRun) {

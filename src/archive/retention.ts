@@ -27,6 +27,8 @@ export interface RetainedSnapshot {
   /** When it was taken (its id's time). */
   time: Date;
   complete: boolean;
+  /** Complete, but held back by its run (too many deletions): counted as an incomplete one. */
+  held?: boolean;
 }
 
 export interface RetentionDecision {
@@ -70,8 +72,9 @@ export function applyRetention(snapshots: RetainedSnapshot[], policy: RetentionP
   const decision: RetentionDecision = { keep: [], remove: [] };
   for (const snapshot of newestFirst) {
     if (!snapshot.complete) {
-      if (!newestComplete || snapshot.time > newestComplete.time) decision.keep.push({ id: snapshot.id, reasons: ['incomplete, newer than the newest complete snapshot'] });
-      else decision.remove.push({ id: snapshot.id, reason: `incomplete, superseded by ${newestComplete.id}` });
+      const what = snapshot.held ? 'held back' : 'incomplete';
+      if (!newestComplete || snapshot.time > newestComplete.time) decision.keep.push({ id: snapshot.id, reasons: [`${what}, newer than the newest complete snapshot`] });
+      else decision.remove.push({ id: snapshot.id, reason: `${what}, superseded by ${newestComplete.id}` });
       continue;
     }
     const reasons: string[] = [];

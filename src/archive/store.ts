@@ -48,8 +48,17 @@ export const snapshotDocSchema = z.looseObject({
   previous: z.string().nullable(),
   /** How unchanged files were taken over: hard links, or copies on a file system without them. */
   unchanged_files: z.enum(['hard links', 'copies']).optional(),
+  /**
+   * Why the snapshot was held back: its run found more of the previous snapshot's files deleted
+   * than the pipeline's `max_delete` allows. It is whole, but `latest` stays where it was, and
+   * retention and later runs go by the last snapshot not held back.
+   */
+  held: z.string().optional(),
 });
 export type SnapshotDoc = z.infer<typeof snapshotDocSchema>;
+/** Whether a snapshot counts as the archive's newest: complete and not held back. */
+export const isAccepted = (doc: SnapshotDoc | null): boolean => doc !== null && doc.complete && doc.held === undefined;
+
 /** How a snapshot's files compare with the previous snapshot's. @interface */
 export type SnapshotCounts = z.infer<typeof countsSchema>;
 
@@ -196,7 +205,7 @@ export async function findSnapshot(archive: string, ref?: string): Promise<Snaps
   const back = /^latest~(\d+)$/.exec(wanted ?? '');
   if (wanted === undefined || wanted === 'latest' || back) {
     const latest = await readLatest(archive);
-    const complete = snapshots.filter((s) => s.doc?.complete);
+    const complete = snapshots.filter((s) => isAccepted(s.doc));
     const named = snapshots.find((s) => s.id === latest);
     const newest = named ?? complete.at(-1);
     if (!newest) throw new Error(`${archive} holds no complete snapshot${snapshots.length ? '' : ' (no snapshot at all)'}`);

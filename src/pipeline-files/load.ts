@@ -29,7 +29,7 @@ export type PipelineFrom =
   | { csv: string };
 
 export type PipelineTo =
-  | { archive: string }
+  | { archive: string; max_delete?: number | `${number}%` }
   | { folder: string }
   | { zip: string }
   | { service: 'photos'; mode?: 'upsert' | 'register' | 'update' }
@@ -234,7 +234,7 @@ function toLoaded(p: PipelineInput, file: string): LoadedPipeline {
   } else if ('zip' in p.from) from = { zip: abs(p.from.zip) };
   else from = { csv: abs(p.from.csv) };
   let to: PipelineTo;
-  if ('archive' in p.to) to = { archive: abs(p.to.archive) };
+  if ('archive' in p.to) to = { archive: abs(p.to.archive), ...(p.to.max_delete !== undefined ? { max_delete: p.to.max_delete as number | `${number}%` } : {}) };
   else if ('folder' in p.to) to = { folder: abs(p.to.folder) };
   else if ('zip' in p.to) to = { zip: abs(p.to.zip) };
   else to = p.to;

@@ -35,6 +35,8 @@ export interface PipelineRunSummary {
   error?: string;
   /** The snapshot an archive run made. */
   snapshot?: string;
+  /** Why that snapshot was held back (too many files deleted): `latest` was not moved, and the run is partial. */
+  held?: string;
   /** Snapshots the archive's retention removed after the run. */
   removed?: string[];
   /** A drop folder's files moved after the run. */
@@ -65,6 +67,8 @@ export interface RunPipelineOptions {
   keepItems?: boolean;
   /** Keep the access token between runs (the client's `tokenCache`). Default false. */
   tokenCache?: boolean;
+  /** An archive run's snapshot becomes `latest` however many files were deleted (`max_delete` set aside). */
+  allowDeletions?: boolean;
 }
 
 /** A run's summary, with the per-file report and lines for a person when there is one. */
@@ -125,7 +129,7 @@ export async function runPipelineOnce(pipeline: LoadedPipeline, options: RunPipe
   const stoppedEarly = !report && options.signal?.aborted ? { signal: options.signal.reason === 'SIGTERM' ? 'SIGTERM' as const : 'SIGINT' as const } : null;
   if (stoppedEarly) error = undefined;
   const interrupted = report?.interrupted ?? stoppedEarly;
-  const status: PipelineRunSummary['status'] = error ? 'failed' : interrupted ? 'interrupted' : report && report.problems > 0 ? 'partial' : 'ok';
+  const status: PipelineRunSummary['status'] = error ? 'failed' : interrupted ? 'interrupted' : report && (report.problems > 0 || extra.held) ? 'partial' : 'ok';
   const exitCode = status === 'interrupted' ? (interrupted!.signal === 'SIGTERM' ? 143 : 130) : EXIT_CODES[status];
   const counts = report ? { ...report.counts } : {};
   const summary: PipelineRunSummary = {
@@ -235,7 +239,7 @@ async function executeWith(
         signal: options.signal,
         keepItems: options.keepItems,
         ...(from.service === 'attachments' ? { sheets: from.sheets, field: from.field } : {}),
-        ...('archive' in to ? { archive: { pipeline: pipeline.name, ...(snapshot ? { opening: snapshot } : {}) } } : {}),
+        ...('archive' in to ? { archive: { pipeline: pipeline.name, maxDelete: options.allowDeletions ? '100%' : to.max_delete, ...(snapshot ? { opening: snapshot } : {}) } } : {}),
       };
       handOver();
       const result = await runExport(exportOptions);
@@ -243,7 +247,11 @@ async function executeWith(
       if (result.snapshot) {
         const s = result.snapshot;
         extra.snapshot = s.id;
-        lines.push(`snapshot ${s.id}${s.complete ? '' : ' (incomplete)'}: ${s.counts.files} files, ${s.counts.new} new, ${s.counts.changed} changed, ${s.counts.unchanged} unchanged, ${s.counts.repaired ? `${s.counts.repaired} repaired, ` : ''}${s.counts.deleted} deleted`);
+        lines.push(`snapshot ${s.id}${s.complete ? s.held ? ' (held back)' : '' : ' (incomplete)'}: ${s.counts.files} files, ${s.counts.new} new, ${s.counts.changed} changed, ${s.counts.unchanged} unchanged, ${s.counts.repaired ? `${s.counts.repaired} repaired, ` : ''}${s.counts.deleted} deleted`);
+        if (s.held) {
+          extra.held = s.held;
+          lines.push(`held back: ${s.held}; latest was not moved, and retention leaves the snapshot alone. If the service did lose those files, run again with --allow-deletions (or raise max_delete)`);
+        }
         // A snapshot left incomplete still counts as a partial run (exit 3), as its failed files say.
       }
       // Retention after a stopped run would judge by a snapshot that is not there yet.

@@ -64,7 +64,13 @@ export const fromSchema = z.union([
 ]).describe('Where the files come from: the service, or a folder, zip or CSV manifest (code,path[,file_name]) to import');
 
 export const toSchema = z.union([
-  z.strictObject({ archive: path.describe('A snapshot archive folder') }),
+  z.strictObject({
+    archive: path.describe('A snapshot archive folder'),
+    max_delete: z.union([
+      z.int().min(0, 'must be 0 or more'),
+      z.string().regex(/^(100|[1-9]?\d)%$/, 'must be a count of files or a share from 0% to 100%'),
+    ]).optional().describe('A run that finds more of the previous snapshot\'s files deleted than this (a count, or a share such as 50%, the default) keeps its snapshot out of latest and retention and exits 3; 100% allows any'),
+  }),
   z.strictObject({ folder: path }),
   z.strictObject({ zip: path.regex(/\.zip$/i, 'a zip destination is a file name ending in .zip') }),
   z.strictObject({ service: z.literal('photos'), mode: z.enum(['upsert', 'register', 'update']).optional() }),

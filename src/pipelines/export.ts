@@ -76,6 +76,12 @@ export interface ExportOptions {
     /** Recorded in `snapshot.json` as the pipeline that made the snapshot. */
     pipeline: string;
     /**
+     * How many of the previous snapshot's files may be deleted (a count, or a share such as
+     * `50%`, the default): a run that finds more holds its snapshot back, `latest` unmoved, and
+     * its `snapshot.held` says why. `100%` allows any.
+     */
+    maxDelete?: import('../sinks/archive.js').MaxDelete;
+    /**
      * @internal The snapshot, opened already (`SnapshotBuild.open` of `out`, under the lock the
      * caller holds, with `lock: false`), so that it started before this run's modules loaded. The
      * export then owns it: it finishes, pauses or discards it.
@@ -470,7 +476,7 @@ async function exportHeld(options: ExportOptions, where: string, since: string |
       await onDisk(options.out, () => sink.finish(build?.noteLine));
       if (build) {
         await lock?.assertHeld();
-        snapshot = await onDisk(build.dir, () => build.finish(recorder.progress.failed));
+        snapshot = await onDisk(build.dir, () => build.finish(recorder.progress.failed, options.archive?.maxDelete));
       }
     }
     if (build?.copied) report.notes.push('this file system has no hard links: unchanged files were copied from the previous snapshot, and take their space again');

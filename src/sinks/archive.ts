@@ -13,7 +13,7 @@ import { Linker, type LinkItem } from '../archive/linker.js';
 import { damagedStill } from '../archive/damaged.js';
 import { readWrites, trimWrites, type WriteWindows } from '../archive/writes.js';
 import {
-  SNAPSHOT_FILE, listSnapshots, nextSnapshotId, partialDir, readSnapshotManifest, snapshotDir, writeLatest,
+  SNAPSHOT_FILE, isAccepted, listSnapshots, nextSnapshotId, partialDir, readSnapshotManifest, snapshotDir, writeLatest,
   type SnapshotCounts, type SnapshotDoc, type SnapshotEntry,
 } from '../archive/store.js';
 import { MANIFEST_NAME, manifestKey, type ManifestLine } from './manifest.js';
@@ -27,6 +27,8 @@ export interface SnapshotInfo {
   path: string;
   /** Every listed file is in it. */
   complete: boolean;
+  /** Why it was held back (too many files deleted since the snapshot before): `latest` was not moved. */
+  held?: string;
   /** Its files, against the snapshot before it. */
   counts: SnapshotCounts;
   /** The bytes of its files, and of those not taken over from the snapshot before. */
@@ -45,6 +47,20 @@ export interface SnapshotInfo {
  * downloads of the changed files need.
  */
 const LINK_THREADS = 2;
+/**
+ * How many of the previous snapshot's files a run may find deleted before it holds its snapshot
+ * back: a count, or a share of them such as `50%` (a pipeline's `max_delete`). As rclone's
+ * `--max-delete` guards a sync: a listing that suddenly holds far fewer files (another company's,
+ * or a part of the service switched off) is more often a mistake than a night's deletions.
+ */
+export type MaxDelete = number | `${number}%`;
+export const DEFAULT_MAX_DELETE: MaxDelete = '50%';
+
+/** Why deleting `deleted` of `before` files is more than `max` allows, or null. */
+export function tooManyDeleted(deleted: number, before: number, max: MaxDelete): boolean {
+  return typeof max === 'number' ? deleted > max : deleted > (before * Number.parseFloat(max)) / 100;
+}
+
 /** Unused files removed at once: enough to keep the thread pool busy, few enough to stay small. */
 const REMOVALS_AT_ONCE = 64;
 
@@ -58,6 +74,8 @@ export class SnapshotBuild {
   /** Whether no two files of `earlier` have one path (EarlyDownloads). */
   pathsUnique = true;
   private deleted = 0;
+  /** The snapshot the deletions are counted from: the newest one neither incomplete nor held back. */
+  private baseline: string | null = null;
   /** Takes unchanged files over on threads of its own. */
   private readonly linker: Linker;
 
@@ -87,7 +105,9 @@ export class SnapshotBuild {
    * complete one on: what a new snapshot is compared with. `onTurn` gets the lines as they are read.
    */
   private async readEarlier(finished: SnapshotEntry[], onTurn?: (lines: ManifestLine[], dir: string) => void): Promise<void> {
-    const from = Math.max(0, finished.findLastIndex((s) => s.doc!.complete));
+    // A snapshot held back counts as an incomplete one: its deletions are counted again.
+    const from = Math.max(0, finished.findLastIndex((s) => isAccepted(s.doc)));
+    this.baseline = finished[from]?.id ?? null;
     for (const snapshot of finished.slice(from)) {
       // A snapshot whose manifest cannot be read gives nothing to link: its files are downloaded.
       const manifest = await readSnapshotManifest(snapshot.dir, onTurn && ((turn) => onTurn(turn, snapshot.dir))).catch(() => null);
@@ -249,12 +269,16 @@ export class SnapshotBuild {
   /**
    * Ends the run once the folder sink has written the manifest: counts what the snapshot holds
    * against the earlier one, writes `snapshot.json`, renames the folder into place and, when
-   * complete, points `latest` at it. `failed` files keep the snapshot incomplete.
+   * complete, points `latest` at it. `failed` files keep the snapshot incomplete. One that finds
+   * more files deleted than `maxDelete` allows is held back: finished, but `latest` stays.
    */
-  async finish(failed: number): Promise<SnapshotInfo> {
+  async finish(failed: number, maxDelete: MaxDelete = DEFAULT_MAX_DELETE): Promise<SnapshotInfo> {
     const { counts, bytes } = this.tally(failed);
     await this.removeUnused(true);
     const complete = failed === 0;
+    const held = complete && tooManyDeleted(counts.deleted, this.earlier.size, maxDelete)
+      ? `${counts.deleted} of the ${this.earlier.size} files of snapshot ${this.baseline} are not listed any more, more than max_delete ${maxDelete} allows`
+      : undefined;
     const doc: SnapshotDoc = {
       pipeline: this.pipeline,
       started_at: this.startedAt.toISOString(),
@@ -264,14 +288,15 @@ export class SnapshotBuild {
       bytes,
       previous: this.previous,
       unchanged_files: this.copied ? 'copies' : 'hard links',
+      ...(held ? { held } : {}),
     };
     // Its manifest and snapshot.json read-only too, as its files are.
     await chmod(join(this.dir, MANIFEST_NAME), 0o444).catch(() => undefined);
     await writeFile(join(this.dir, SNAPSHOT_FILE), `${JSON.stringify(doc, null, 2)}\n`, { mode: 0o444 });
     const final = snapshotDir(this.archive, this.id);
     await rename(this.dir, final);
-    if (complete) await writeLatest(this.archive, this.id);
-    return { id: this.id, path: final, complete, counts, bytes };
+    if (complete && !held) await writeLatest(this.archive, this.id);
+    return { id: this.id, path: final, complete, counts, bytes, ...(held ? { held } : {}) };
   }
 
   /**

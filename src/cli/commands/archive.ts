@@ -79,7 +79,7 @@ const listCommand = leafCommand<ArchiveArgs>({
     const latest = await readLatest(dir);
     const rows = snapshots.map((s) => ({
       id: s.id, complete: s.doc?.complete ?? null, files: s.doc?.counts.files ?? null, new: s.doc ? s.doc.counts.new + s.doc.counts.changed : null,
-      bytes: s.doc?.bytes.total ?? null, latest: s.id === latest, ...(s.problem ? { problem: s.problem } : {}),
+      bytes: s.doc?.bytes.total ?? null, latest: s.id === latest, ...(s.doc?.held ? { held: s.doc.held } : {}), ...(s.problem ? { problem: s.problem } : {}),
     }));
     // The id column fits its longest name (a `.partial` of a second run in one second is 27 characters).
     const width = Math.max(22, ...rows.map((r) => r.id.length + 2), ...partial.map((id) => id.length + 10));
@@ -89,7 +89,7 @@ const listCommand = leafCommand<ArchiveArgs>({
       `${'ID'.padEnd(width)}${'COMPLETE'.padEnd(10)}${'FILES'.padStart(8)}${'NEW'.padStart(8)}${'BYTES'.padStart(12)}`,
       ...rows.map((r) => r.problem
         ? `${r.id.padEnd(width)}${r.problem}`
-        : `${r.id.padEnd(width)}${(r.complete ? 'yes' : 'no').padEnd(10)}${String(r.files).padStart(8)}${String(r.new).padStart(8)}${formatBytes(r.bytes ?? 0).padStart(12)}${r.latest ? '  (latest)' : ''}`),
+        : `${r.id.padEnd(width)}${(r.held ? 'held' : r.complete ? 'yes' : 'no').padEnd(10)}${String(r.files).padStart(8)}${String(r.new).padStart(8)}${formatBytes(r.bytes ?? 0).padStart(12)}${r.latest ? '  (latest)' : ''}`),
       ...partial.map((id) => `${`${id}.partial`.padEnd(width)}being built, or left by an interrupted run; the next run continues it`),
     ]);
   }),
@@ -125,7 +125,7 @@ const showCommand = leafCommand<ShowArgs>({
       const c = d.counts;
       return [
         `snapshot ${snapshot.id} (${snapshot.dir})`,
-        `  pipeline ${d.pipeline}; ${d.started_at} to ${d.finished_at}; ${d.complete ? 'complete' : `incomplete: ${c.failed} files failed`}`,
+        `  pipeline ${d.pipeline}; ${d.started_at} to ${d.finished_at}; ${d.complete ? d.held ? `complete, held back: ${d.held}` : 'complete' : `incomplete: ${c.failed} files failed`}`,
         `  ${c.files} files, ${formatBytes(d.bytes.total)}: ${c.new} new, ${c.changed} changed, ${c.unchanged} unchanged (${d.unchanged_files ?? 'hard links'}), ${c.repaired ? `${c.repaired} repaired, ` : ''}${c.deleted} deleted since ${d.previous ?? 'nothing (the first snapshot)'}; ${formatBytes(d.bytes.new)} new`,
         `  ${members} members: ${photos} photos${[...parts].map(([part, n]) => `, ${n} attachments in ${part}`).join('')}`,
       ];

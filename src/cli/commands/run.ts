@@ -22,6 +22,7 @@ interface RunArgs {
   json: boolean;
   report?: string;
   'wait-lock'?: string;
+  'allow-deletions': boolean;
   quiet?: boolean;
 }
 
@@ -35,6 +36,7 @@ export const runCommand = leafCommand<RunArgs>({
       .option('json', { type: 'boolean', default: false, describe: 'The run summary as one JSON line on stdout; logs on stderr' })
       .option('report', { type: 'string', describe: 'Write the per-file report (JSON) to FILE' })
       .option('wait-lock', { type: 'string', describe: 'If another run holds the target, wait for it up to DURATION (30s, 5m, 1h) instead of refusing' })
+      .option('allow-deletions', { type: 'boolean', default: false, describe: 'Archives: make this run\'s snapshot latest however many files the service deleted (the pipeline\'s max_delete set aside once)' })
       .check((args) => {
         if (args['wait-lock'] !== undefined && parseDuration(String(args['wait-lock'])) === null) throw new UsageError(`--wait-lock must be a duration such as 30s, 5m or 1h, got "${args['wait-lock']}"`);
         return true;
@@ -65,10 +67,11 @@ export const runCommand = leafCommand<RunArgs>({
         logger: clientLogger,
         keepItems: Boolean(argv.report),
         tokenCache: true,
+        allowDeletions: argv['allow-deletions'],
       });
       // A dry run changed nothing: no one is told about it.
       if (!argv['dry-run']) await notifyRun(pipeline, summary, log);
-      const extra = { pipeline: pipeline.name, status: summary.status, ...(summary.snapshot ? { snapshot: summary.snapshot } : {}), ...(summary.moved ? { moved: summary.moved } : {}) };
+      const extra = { pipeline: pipeline.name, status: summary.status, ...(summary.snapshot ? { snapshot: summary.snapshot } : {}), ...(summary.held ? { held: summary.held } : {}), ...(summary.moved ? { moved: summary.moved } : {}) };
       if (summary.status === 'failed' || !report) {
         if (argv.json) process.stdout.write(`${JSON.stringify(redactValue(summary))}\n`);
         if (summary.error) sayError(`wds-files: ${summary.error}`);
@@ -83,6 +86,8 @@ export const runCommand = leafCommand<RunArgs>({
         return;
       }
       await finishRun(argv, report, extra, lines);
+      // A snapshot held back has no failed file to make the run partial: its summary does.
+      if (summary.held && !process.exitCode) process.exitCode = summary.exit_code;
     } finally {
       await preflight.end();
     }
@@ -91,6 +96,7 @@ export const runCommand = leafCommand<RunArgs>({
   examples: [
     ['wds-files run pipelines/photos-to-zip.yaml', 'one run, now'],
     ['wds-files run pipelines/photo-dropbox.yaml --dry-run', 'every check, nothing moved or sent'],
+    ['wds-files run pipelines/nightly-attachments.yaml --allow-deletions', 'the service did lose most files: make this snapshot latest'],
     ['*/15 * * * * cd /srv/wds && wds-files run pipelines/photo-dropbox.yaml -q', 'a crontab line'],
   ],
   exits: { 3: true, 130: true, 143: true },
