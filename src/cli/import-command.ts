@@ -14,8 +14,8 @@ import { ImportJournal } from '../stages/journal.js';
 import type { RunReport } from '../stages/report.js';
 import { UsageError, connect, type ConnectionArgs } from './connection.js';
 import { createImportProgress } from './import-progress.js';
+import { withEnding } from './ending.js';
 import { finishRun, type OutputArgs } from './output.js';
-import { Preflight } from './preflight.js';
 import type { Place } from './path-clash.js';
 import { stopSignal } from './stop-signal.js';
 
@@ -44,12 +44,12 @@ export interface ImportOutcome {
   firstRequestMs: number | null;
 }
 
-export async function runImportCommand(label: string, argv: ImportCommandArgs, run: (common: CommonImportOptions) => Promise<ImportOutcome>): Promise<void> {
-  // The report is checked before the first request: one that cannot be written is found before
-  // anything is sent, not after.
-  const preflight = new Preflight(argv);
-  try {
-    await preflight.report(argv.report, await sourcePlaces(argv.source));
+export function runImportCommand(label: string, argv: ImportCommandArgs, run: (common: CommonImportOptions) => Promise<ImportOutcome>): Promise<void> {
+  return withEnding(argv, label, async (ending) => {
+    ending.runsFiles();
+    // The report is checked before the first request: one that cannot be written is found before
+    // anything is sent, not after.
+    await ending.checkReport(await sourcePlaces(argv.source));
     // A source that is not there, or of a kind no import reads, is a bad argument (exit 2): nothing was sent.
     const source = await openSource(resolve(argv.source)).catch(async (error: unknown) => {
       const there = await stat(argv.source).then(() => true, () => false);
@@ -80,7 +80,7 @@ export async function runImportCommand(label: string, argv: ImportCommandArgs, r
       progress.stop();
       const r = result.requests;
       const n = r.register + r.update;
-      await finishRun(argv, result.report, { requests: r, waited_ms: result.waitedMs, check_ms: result.checkMs, first_request_ms: result.firstRequestMs }, [
+      finishRun(result.report, { requests: r, waited_ms: result.waitedMs, check_ms: result.checkMs, first_request_ms: result.firstRequestMs }, [
         `${n} update request${n === 1 ? '' : 's'} (${r.register} register, ${r.update} update; the fewest possible: ${r.minimum})${r.resubmitted ? `; ${r.resubmitted} files sent again after their request ended NG for others` : ''}`,
         `waited ${(result.waitedMs / 1000).toFixed(1)} s on the service's limits`,
         // An empty folder or zip is no error, but a user who named the wrong one should see it.
@@ -91,9 +91,7 @@ export async function runImportCommand(label: string, argv: ImportCommandArgs, r
       progress.stop();
       await connection.close();
     }
-  } finally {
-    await preflight.end();
-  }
+  });
 }
 
 /** The places an import reads: its folder (an export's, for its manifest.jsonl), or its file. */

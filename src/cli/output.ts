@@ -1,11 +1,9 @@
-/** How every file command ends: the report file, the JSON summary or a short text, the exit code. */
+/** What every file command ends with: the report file written safely, the summary for a person. */
 import { rename, rm, stat, writeFile } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { interruptedLine, type RunReport } from '../stages/report.js';
-import { redactValue } from '../util/redact.js';
-import { EXIT } from './exit-codes.js';
 import { formatBytes } from '../util/format.js';
-import { exitCodeOf } from './stop-signal.js';
+import { currentEnding } from './ending.js';
 
 export { interruptedLine };
 
@@ -34,47 +32,29 @@ export async function writeReport(path: string, data: Parameters<typeof writeFil
   }
 }
 
-export async function finishRun(args: OutputArgs, report: RunReport, extra: Record<string, unknown>, lines: string[]): Promise<void> {
-  // A report that cannot be written does not hide what the run did: the summary is said first.
-  const reportProblem = args.report ? await writeReport(args.report, report.jsonParts(extra, redactValue)) : null;
-  try {
-    summarize(args, report, lines, extra);
-  } finally {
-    if (reportProblem) {
-      process.stderr.write(`wds-files: --report ${args.report} could not be written (${reportProblem}); what the run did is in the summary above\n`);
-      process.exitCode = EXIT.fatal;
-    }
-  }
+/**
+ * A file command's end: its report (`--report`, each file's outcome), its summary and closing
+ * `lines`, said by the command's ending (src/cli/ending.ts) with everything else it says.
+ */
+export function finishRun(report: RunReport, extra: Record<string, unknown>, lines: string[]): void {
+  currentEnding().fileRun(report, extra, lines);
 }
 
-function summarize(args: OutputArgs, report: RunReport, lines: string[], extra: Record<string, unknown>): void {
-  if (args.json) {
-    process.stdout.write(`${JSON.stringify(redactValue(report.summary(extra)))}\n`);
-  } else {
-    const c = report.counts;
-    const parts = [`${c.ok} ok`];
-    if (c.converted) parts.push(`${c.converted} converted`);
-    const unreached = report.interrupted?.unreached ?? 0;
-    if (c.skipped) parts.push(unreached ? `${c.skipped} skipped (${unreached} not reached)` : `${c.skipped} skipped`);
-    if (c.invalid) parts.push(`${c.invalid} invalid`);
-    if (c.conflict) parts.push(`${c.conflict} conflicting`);
-    if (c.failed) parts.push(`${c.failed} failed`);
-    if (c.unknown) parts.push(`${c.unknown} unknown`);
-    console.log(`${report.command}: ${parts.join(', ')}; ${formatBytes(report.bytes)} in ${((report.finishedAt - report.startedAt) / 1000).toFixed(1)} s`);
-    for (const line of lines) console.log(`  ${line}`);
-    for (const item of report.firstProblems) {
-      console.log(`  ${item.outcome}: ${item.path ?? item.file_name} (${item.code}): ${item.reason ?? ''}`);
-    }
-    if (report.problems > 50) console.log(`  ... and ${report.problems - 50} more (see --report)`);
-  }
-  if (report.interrupted) {
-    const { signal } = report.interrupted;
-    const line = interruptedLine(report);
-    // With --json, stdout holds the summary alone, and the line goes to stderr.
-    if (args.json) process.stderr.write(`${line}\n`);
-    else console.log(line);
-    process.exitCode = exitCodeOf(signal);
-    return;
-  }
-  if (report.problems > 0) process.exitCode = EXIT.partial;
+/** A file command's summary for a person: the counts, its `lines`, and the first files that did not go through. */
+export function summaryLines(report: RunReport, lines: string[]): string[] {
+  const c = report.counts;
+  const parts = [`${c.ok} ok`];
+  if (c.converted) parts.push(`${c.converted} converted`);
+  const unreached = report.interrupted?.unreached ?? 0;
+  if (c.skipped) parts.push(unreached ? `${c.skipped} skipped (${unreached} not reached)` : `${c.skipped} skipped`);
+  if (c.invalid) parts.push(`${c.invalid} invalid`);
+  if (c.conflict) parts.push(`${c.conflict} conflicting`);
+  if (c.failed) parts.push(`${c.failed} failed`);
+  if (c.unknown) parts.push(`${c.unknown} unknown`);
+  return [
+    `${report.command}: ${parts.join(', ')}; ${formatBytes(report.bytes)} in ${((report.finishedAt - report.startedAt) / 1000).toFixed(1)} s`,
+    ...lines.map((line) => `  ${line}`),
+    ...report.firstProblems.map((item) => `  ${item.outcome}: ${item.path ?? item.file_name} (${item.code}): ${item.reason ?? ''}`),
+    ...(report.problems > 50 ? [`  ... and ${report.problems - 50} more (see --report)`] : []),
+  ];
 }

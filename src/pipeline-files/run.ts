@@ -33,6 +33,8 @@ export interface PipelineRunSummary {
   counts: Record<string, number>;
   /** Why a run failed as a whole. */
   error?: string;
+  /** The failure's stable code: a client error's (`AUTHENTICATION`, `WRONG_BASE_URL`...), else `ERROR`. */
+  error_code?: string;
   /** The snapshot an archive run made. */
   snapshot?: string;
   /** Why that snapshot was held back (too many files deleted): `latest` was not moved, and the run is partial. */
@@ -109,6 +111,7 @@ export async function runPipelineOnce(pipeline: LoadedPipeline, options: RunPipe
   const lines: string[] = [];
   const extra: Partial<PipelineRunSummary> = {};
   let error: string | undefined;
+  let errorCode = 'ERROR';
   try {
     // An export's dry run writes nothing, so it needs no lock (and makes no folder for one).
     const writes = !('service' in pipeline.from && (options.dryRun || pipeline.steps.submit.dry_run));
@@ -121,6 +124,7 @@ export async function runPipelineOnce(pipeline: LoadedPipeline, options: RunPipe
     report = await execute(pipeline, options, log, lines, extra, lock ? openSnapshot(pipeline) : undefined, lock);
   } catch (caught) {
     error = redact(caught instanceof Error ? `${caught.message}${isWdsError(caught) ? ` [${caught.code}]` : ''}` : String(caught));
+    if (isWdsError(caught)) errorCode = caught.code;
   } finally {
     await lock?.release();
   }
@@ -142,7 +146,7 @@ export async function runPipelineOnce(pipeline: LoadedPipeline, options: RunPipe
     files: report ? report.counts.ok + report.counts.converted : 0,
     bytes: report?.bytes ?? 0,
     counts,
-    ...(error ? { error } : {}),
+    ...(error ? { error, error_code: errorCode } : {}),
     ...extra,
   };
   return { summary, report, lines };

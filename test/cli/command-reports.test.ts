@@ -148,7 +148,11 @@ it('legacy sheet --report: the file written, its records and bytes; plan --repor
   const plan = await runCli(['plan', pipeline, '--report', join(dir, 'plan.json')], env);
   expect(plan.code, plan.stderr).toBe(0);
   const json = await runCli(['plan', pipeline, '--json'], env);
-  expect(readJson(join(dir, 'plan.json'))).toMatchObject({ command: 'plan', outcome: 'ok', file: pipeline, pipeline: 'p', plan: JSON.parse(json.stdout) as unknown });
+  // The line --json prints is the plan under the heading every command's line has.
+  const printed = JSON.parse(json.stdout) as Record<string, unknown>;
+  expect(printed).toMatchObject({ command: 'plan', status: 'ok', exit_code: 0, counts: { transfer: 6 } });
+  expect(readJson(join(dir, 'plan.json'))).toMatchObject({ command: 'plan', outcome: 'ok', exit_code: 0, file: pipeline, pipeline: 'p' });
+  expect(printed).toMatchObject(readJson(join(dir, 'plan.json')).plan as Record<string, unknown>);
   expect((readJson(join(dir, 'plan.json')).plan as { files: { transfer: number } }).files.transfer).toBe(6);
 });
 

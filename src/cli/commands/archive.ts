@@ -10,12 +10,12 @@ import type { Argv, CommandModule } from 'yargs';
 import { UsageError, withConnection, type ConnectionArgs } from '../connection.js';
 import { EXIT } from '../exit-codes.js';
 import { finishRun } from '../output.js';
+import { currentEnding, withEnding, type ReportBody } from '../ending.js';
 import { withTargetOptions, type TargetArgs } from '../target-options.js';
 import { stopSignal } from '../stop-signal.js';
 import { formatBytes } from '../../util/format.js';
 import { parseDuration } from '../../util/duration.js';
 import type { RetentionPolicy } from '../../archive/retention.js';
-import type { ReportBody } from '../json-report.js';
 import { CONNECTION_ENV, leafCommand } from '../help-text.js';
 
 // src/archive and the lock code are loaded by the handlers: defining these commands loads neither.
@@ -37,9 +37,11 @@ const withArchive = <T>(y: Argv<T>, report?: string): Argv<T & ArchiveArgs> => {
 };
 
 /** Runs an archive command with its `--report`, which may not be a file inside the archive. */
-async function reported(argv: ArchiveArgs, command: string, work: (report: ReportBody) => Promise<void>): Promise<void> {
-  const { withJsonReport } = await import('../json-report.js');
-  await withJsonReport(argv, `archive ${command}`, [{ path: argv.archive, folder: true, what: 'the archive' }], work);
+function reported(argv: ArchiveArgs, command: string, work: (report: ReportBody) => Promise<void>): Promise<void> {
+  return withEnding(argv, `archive ${command}`, async (ending) => {
+    await ending.checkReport([{ path: argv.archive, folder: true, what: 'the archive' }]);
+    await work(ending.body);
+  });
 }
 
 /** The archive folder, which must hold `snapshots/`. */
@@ -63,9 +65,11 @@ async function snapshotArg(archive: string, ref: string | undefined) {
   }
 }
 
-const print = (json: boolean, value: unknown, text: () => string[]): void => {
-  if (json) process.stdout.write(`${JSON.stringify(value)}\n`);
-  else for (const line of text()) console.log(line);
+/** The command's result: its JSON document under --json (said with the command's ending), else `text`; `counts` head both. */
+const print = (value: Record<string, unknown>, text: () => string[], counts: Record<string, number>): void => {
+  const ending = currentEnding();
+  ending.counts = counts;
+  ending.print(value, text);
 };
 
 const listCommand = leafCommand<ArchiveArgs>({
@@ -85,13 +89,13 @@ const listCommand = leafCommand<ArchiveArgs>({
     const width = Math.max(22, ...rows.map((r) => r.id.length + 2), ...partial.map((id) => id.length + 10));
     const value = { archive: dir, latest, snapshots: rows, partial };
     Object.assign(report, value);
-    print(argv.json, value, () => [
+    print(value, () => [
       `${'ID'.padEnd(width)}${'COMPLETE'.padEnd(10)}${'FILES'.padStart(8)}${'NEW'.padStart(8)}${'BYTES'.padStart(12)}`,
       ...rows.map((r) => r.problem
         ? `${r.id.padEnd(width)}${r.problem}`
         : `${r.id.padEnd(width)}${(r.held ? 'held' : r.complete ? 'yes' : 'no').padEnd(10)}${String(r.files).padStart(8)}${String(r.new).padStart(8)}${formatBytes(r.bytes ?? 0).padStart(12)}${r.latest ? '  (latest)' : ''}`),
       ...partial.map((id) => `${`${id}.partial`.padEnd(width)}being built, or left by an interrupted run; the next run continues it`),
-    ]);
+    ], { snapshots: rows.length, partial: partial.length });
   }),
 }, {
   examples: [
@@ -119,7 +123,7 @@ const showCommand = leafCommand<ShowArgs>({
     const summary = { members, photos, attachments: Object.fromEntries(parts) };
     const value = { id: snapshot.id, path: snapshot.dir, snapshot: snapshot.doc, problem: snapshot.problem, summary };
     Object.assign(report, value);
-    print(argv.json, value, () => {
+    print(value, () => {
       const d = snapshot.doc;
       if (!d) return [`${snapshot.id}: ${snapshot.problem}`];
       const c = d.counts;
@@ -129,7 +133,7 @@ const showCommand = leafCommand<ShowArgs>({
         `  ${c.files} files, ${formatBytes(d.bytes.total)}: ${c.new} new, ${c.changed} changed, ${c.unchanged} unchanged (${d.unchanged_files ?? 'hard links'}), ${c.repaired ? `${c.repaired} repaired, ` : ''}${c.deleted} deleted since ${d.previous ?? 'nothing (the first snapshot)'}; ${formatBytes(d.bytes.new)} new`,
         `  ${members} members: ${photos} photos${[...parts].map(([part, n]) => `, ${n} attachments in ${part}`).join('')}`,
       ];
-    });
+    }, { files: lines.length, members });
   }),
 }, {
   examples: [
@@ -154,10 +158,10 @@ const diffCommand = leafCommand<DiffArgs>({
     const mark = { added: '+', changed: 'M', deleted: '-' } as const;
     const value = { from: diff.from, to: diff.to, counts: diff.counts, members: diff.members.map((m) => ({ code: m.code, files: m.files.map((f) => ({ change: f.change, ...f.line })) })) };
     Object.assign(report, value);
-    print(argv.json, value, () => [
+    print(value, () => [
       `${diff.from} -> ${diff.to}: ${diff.counts.added} added, ${diff.counts.changed} changed, ${diff.counts.deleted} deleted, in ${diff.members.length} members`,
       ...diff.members.flatMap((m) => [`member ${m.code}`, ...m.files.map((f) => `  ${mark[f.change]} ${f.line.path}`)]),
-    ]);
+    ], { ...diff.counts });
   }),
 }, {
   examples: [
@@ -177,10 +181,12 @@ const restoreCommand = leafCommand<RestoreArgs>({
     .option('out', { alias: 'o', type: 'string', demandOption: true, describe: 'A folder, or a file ending in .zip' })
     .option('member', { type: 'string', array: true, describe: 'Only the files of this member (by code); give it again for more' })
     .option('report', { type: 'string', describe: 'Write the per-file report (JSON) to FILE' }) as unknown as Argv<RestoreArgs>,
-  handler: async (argv) => {
+  handler: (argv) => withEnding(argv, 'archive restore', async (ending) => {
+    ending.runsFiles();
+    const out = resolve(argv.out);
+    await ending.checkReport([{ path: argv.out, folder: !out.toLowerCase().endsWith('.zip'), what: 'the restore' }, { path: argv.archive, folder: true, what: 'the archive' }]);
     const dir = await archiveDir(argv.archive);
     const snapshot = await snapshotArg(dir, argv.snapshot);
-    const out = resolve(argv.out);
     const { mixedRestoreProblem, planRestore, restoreSnapshot, UnknownMembersError } = await import('../../archive/restore.js');
     const members = argv.member?.map(String);
     // Marked as read before anything of it is: forget and a run's retention leave it until the restore ends.
@@ -193,16 +199,15 @@ const restoreCommand = leafCommand<RestoreArgs>({
       });
       const mixed = await mixedRestoreProblem(plan, out, out.toLowerCase().endsWith('.zip'));
       if (mixed) throw new UsageError(`--out ${mixed}`);
-      await preflight.report(argv.report, [{ path: argv.out, folder: !out.toLowerCase().endsWith('.zip'), what: 'the restore' }, { path: dir, folder: true, what: 'the archive' }]);
       const lock = await preflight.exportTarget(argv.out, { zip: out.toLowerCase().endsWith('.zip'), force: argv.force ?? false, waitLock: argv['wait-lock'] });
       const result = await restoreSnapshot(plan, out, { signal: stopSignal(), lock });
       const whose = members ? ` (the files of ${members.join(', ')})` : '';
-      await finishRun(argv, result.report, { snapshot: result.snapshot, out, ...(members ? { members } : {}) }, [`snapshot ${result.snapshot}${whose} restored to ${out}`, ...result.report.notes]);
+      finishRun(result.report, { snapshot: result.snapshot, out, ...(members ? { members } : {}) }, [`snapshot ${result.snapshot}${whose} restored to ${out}`, ...result.report.notes]);
     } finally {
       await preflight.end();
       await reading?.release();
     }
-  },
+  }),
 }, {
   examples: [
     ['wds-files archive restore /srv/backup/attachments --out restored/', 'the latest snapshot copied out as an export folder'],
@@ -229,14 +234,14 @@ const checkCommand = leafCommand<CheckArgs>({
     const { damaged, ...result } = await checkArchive(dir, { readDataPercent: argv['read-data'] });
     Object.assign(report, { archive: dir, read_data_percent: argv['read-data'] ?? null, ...result });
     if (result.problems.length) report.outcome = 'problems';
-    print(argv.json, { archive: dir, ...result }, () => [
+    print({ archive: dir, ...result }, () => [
       `check ${dir}: ${result.snapshots} snapshots, ${result.files} files listed${argv['read-data'] ? `, ${result.read} files read` : ''}; ${result.problems.length ? `${result.problems.length} problem${result.problems.length === 1 ? '' : 's'}:` : 'no problem found'}`,
       ...result.problems.map((p) => `  ${p.snapshot}${p.path ? ` ${p.path}` : ''}: ${p.problem}`),
       ...result.partial.map((id) => `  ${id}.partial: being built, or left by an interrupted run`),
       ...(result.change_times ? [] : ['  change times not compared: no run of this version has written in the archive yet']),
       ...(result.unrecorded ? [`  the damaged files could not be recorded in the archive for the next run (${result.unrecorded}); the next run may link them forward`] : []),
       ...(damaged.length ? [`  wds-files archive repair ${argv.archive} downloads fresh copies of the files the service still holds unchanged`] : []),
-    ]);
+    ], { snapshots: result.snapshots, files: result.files, read: result.read, problems: result.problems.length });
     if (result.problems.length) process.exitCode = EXIT.partial;
   }),
 }, {
@@ -280,34 +285,34 @@ const forgetCommand = leafCommand<ForgetArgs>({
     for (const r of RULES) b = b.option(`keep-${r}`, { type: 'number', describe: r === 'last' ? 'Keep the N newest complete snapshots' : `Keep the newest snapshot of each of the last N ${r === 'daily' ? 'days' : r.replace('ly', 's')} that have one` });
     return b.option('dry-run', { type: 'boolean', default: false, describe: 'List what would be removed; remove nothing' }) as unknown as Argv<ForgetArgs>;
   },
-  handler: async (argv) => {
-    // The rules are the command line's, checked before the report is: a usage error writes none.
+  handler: (argv) => withEnding(argv, 'archive forget', async (ending) => {
+    // The rules are the command line's, checked before the report is: a usage error writes none (its JSON line says it).
     const policy = await policyOf(argv);
-    await reported(argv, 'forget', async (report) => {
-      Object.assign(report, { dry_run: argv['dry-run'], policy });
-      const dir = await archiveDir(argv.archive);
-      report.archive = dir;
-      const { forgetSnapshots } = await import('../../archive/forget.js');
-      const preflight = await preflightOf(argv);
-      try {
-        const lock = argv['dry-run'] ? undefined : await preflight.exportTarget(dir, { zip: false, force: false, waitLock: argv['wait-lock'], archive: true });
-        const result = await forgetSnapshots(dir, policy, { dryRun: argv['dry-run'], lock });
-        // One list, newest first: each snapshot with what became of it and why.
-        report.snapshots = [
-          ...result.decision.keep.map((k) => ({ id: k.id, action: 'keep', reasons: k.reasons })),
-          ...result.decision.remove.map((r) => ({ id: r.id, action: argv['dry-run'] ? 'would remove' : 'removed', reasons: [r.reason] })),
-        ].sort((x, y) => (x.id < y.id ? 1 : x.id > y.id ? -1 : 0));
-        const verb = argv['dry-run'] ? 'would remove' : 'removed';
-        print(argv.json, { archive: dir, dry_run: argv['dry-run'], policy, keep: result.decision.keep, remove: result.decision.remove, busy: result.busy }, () => [
-          `forget ${dir}: keep ${result.keep.length}, ${verb} ${result.remove.length}${result.busy.length ? ` (${result.busy.length} kept while being read)` : ''}`,
-          ...result.decision.keep.map((k) => `  keep    ${k.id}  ${k.reasons.join(', ')}`),
-          ...result.decision.remove.map((r) => `  ${argv['dry-run'] ? 'would remove' : 'remove'}  ${r.id}  ${r.reason}`),
-        ]);
-      } finally {
-        await preflight.end();
-      }
-    });
-  },
+    await ending.checkReport([{ path: argv.archive, folder: true, what: 'the archive' }]);
+    const report = ending.body;
+    Object.assign(report, { dry_run: argv['dry-run'], policy });
+    const dir = await archiveDir(argv.archive);
+    report.archive = dir;
+    const { forgetSnapshots } = await import('../../archive/forget.js');
+    const preflight = await preflightOf(argv);
+    try {
+      const lock = argv['dry-run'] ? undefined : await preflight.exportTarget(dir, { zip: false, force: false, waitLock: argv['wait-lock'], archive: true });
+      const result = await forgetSnapshots(dir, policy, { dryRun: argv['dry-run'], lock });
+      // One list, newest first: each snapshot with what became of it and why.
+      report.snapshots = [
+        ...result.decision.keep.map((k) => ({ id: k.id, action: 'keep', reasons: k.reasons })),
+        ...result.decision.remove.map((r) => ({ id: r.id, action: argv['dry-run'] ? 'would remove' : 'removed', reasons: [r.reason] })),
+      ].sort((x, y) => (x.id < y.id ? 1 : x.id > y.id ? -1 : 0));
+      const verb = argv['dry-run'] ? 'would remove' : 'removed';
+      print({ archive: dir, dry_run: argv['dry-run'], policy, keep: result.decision.keep, remove: result.decision.remove, busy: result.busy }, () => [
+        `forget ${dir}: keep ${result.keep.length}, ${verb} ${result.remove.length}${result.busy.length ? ` (${result.busy.length} kept while being read)` : ''}`,
+        ...result.decision.keep.map((k) => `  keep    ${k.id}  ${k.reasons.join(', ')}`),
+        ...result.decision.remove.map((r) => `  ${argv['dry-run'] ? 'would remove' : 'remove'}  ${r.id}  ${r.reason}`),
+      ], { keep: result.keep.length, [argv['dry-run'] ? 'would_remove' : 'removed']: result.remove.length, busy: result.busy.length });
+    } finally {
+      await preflight.end();
+    }
+  }),
 }, {
   examples: [
     ['wds-files archive forget /srv/backup/attachments --keep-daily 7 --keep-monthly 12 --dry-run', 'what those rules would remove; nothing removed'],
@@ -347,12 +352,12 @@ const repairCommand = leafCommand<RepairArgs>({
         const downloaded = result.repaired.filter((f) => f.how === 'downloaded').length;
         Object.assign(report, result);
         if (result.unrepaired.length || result.other.length) report.outcome = 'problems';
-        print(argv.json, { archive: dir, ...result }, () => [
+        print({ archive: dir, ...result }, () => [
           `repair ${dir}: ${result.damaged} damaged file${result.damaged === 1 ? '' : 's'}, ${result.repaired.length} repaired (${downloaded} downloaded again, ${result.repaired.length - downloaded} intact but for their change time), ${result.unrepaired.length} not repaired${result.unrepaired.length ? ':' : ''}`,
           ...result.unrepaired.map((f) => `  ${f.snapshot} ${f.path}: ${f.reason}`),
           ...result.repaired.map((f) => `  repaired ${f.snapshot} ${f.path}${f.how === 'intact' ? ' (its bytes were right)' : ''}`),
           ...result.other.map((p) => `  left as it is: ${p}`),
-        ]);
+        ], { damaged: result.damaged, repaired: result.repaired.length, unrepaired: result.unrepaired.length });
         if (result.unrepaired.length || result.other.length) process.exitCode = EXIT.partial;
       } finally {
         await connection.close();

@@ -6,6 +6,7 @@ import { stat } from 'node:fs/promises';
 import type { Argv } from 'yargs';
 import { resolve } from 'node:path';
 import { connect, withConnection, UsageError, type ConnectionArgs } from '../connection.js';
+import { withEnding, type Ending } from '../ending.js';
 import { finishRun, type OutputArgs } from '../output.js';
 import { stopSignal } from '../stop-signal.js';
 import { CONNECTION_ENV, leafCommand, type LeafHelp } from '../help-text.js';
@@ -48,13 +49,13 @@ function exportOptions<T>(yargs: Argv<T>, attachments: boolean): Argv<ExportArgs
   }) as unknown as Argv<ExportArgs>;
 }
 
-async function handle(what: 'photos' | 'attachments', argv: ExportArgs): Promise<void> {
+async function handle(what: 'photos' | 'attachments', argv: ExportArgs, ending: Ending): Promise<void> {
   argv.out = await followZipLink(argv.out);
   // The report, the target and its lock, before the first request.
   const { Preflight } = await import('../preflight.js');
   const preflight = new Preflight(argv);
   try {
-    await preflight.report(argv.report, [{ path: argv.out, folder: !isZipTarget(argv.out), what: 'the export' }]);
+    await ending.checkReport([{ path: argv.out, folder: !isZipTarget(argv.out), what: 'the export' }]);
     const lock = await preflight.exportTarget(argv.out, { zip: isZipTarget(argv.out), force: argv.force ?? false, waitLock: argv['wait-lock'] });
     await exportWith(what, argv, lock);
   } finally {
@@ -102,7 +103,7 @@ async function exportWith(what: 'photos' | 'attachments', argv: ExportArgs, lock
     const lines = [where, ...result.report.notes];
     if (result.relists) lines.push(`download URLs expired: listed again ${result.relists} times`);
     if (result.changed) lines.push(`${result.changed} files changed on the service during the run; their new versions were downloaded`);
-    await finishRun(argv, result.report, { out: result.out, relists: result.relists, changed: result.changed }, lines);
+    finishRun(result.report, { out: result.out, relists: result.relists, changed: result.changed }, lines);
   } finally {
     await connection.close();
   }
@@ -119,7 +120,7 @@ export const photosExportCommand = leafCommand<ExportArgs>({
   command: 'export',
   describe: 'Download every face photo to a folder or a zip',
   builder: (y: Argv) => exportOptions(y, false),
-  handler: (argv) => handle('photos', argv),
+  handler: (argv) => withEnding(argv, 'photos export', (ending) => handle('photos', argv, ending.runsFiles())),
 }, {
   examples: [
     ['wds-files photos export -o backup/photos', 'every face photo into a folder; a rerun downloads only what is new or missing'],
@@ -133,7 +134,7 @@ export const attachmentsExportCommand = leafCommand<ExportArgs>({
   command: 'export',
   describe: 'Download every attachment (every file part of every sheet) to a folder or a zip',
   builder: (y: Argv) => exportOptions(y, true),
-  handler: (argv) => handle('attachments', argv),
+  handler: (argv) => withEnding(argv, 'attachments export', (ending) => handle('attachments', argv, ending.runsFiles())),
 }, {
   examples: [
     ['wds-files attachments export -o attachments.zip', 'every file part of every sheet into one zip'],

@@ -9,6 +9,7 @@ import { REDACTED, redact, registerSecretsIn } from '../../util/redact.js';
 import type { LegacyOperation, LegacyVersion } from '../../legacy/v1-operations.js';
 import { stopSignal, stoppedBy, exitCodeOf } from '../stop-signal.js';
 import { connectLegacy } from './legacy-connection.js';
+import { requestCounts, withEnding } from '../ending.js';
 import type { LegacyApiArgs } from './legacy.js';
 
 /** Fields whose text is a secret; `password_locked` and `password_modified_at` are not. */
@@ -34,14 +35,17 @@ const failed = (value: unknown): boolean => {
 export async function runLegacyApi(argv: LegacyApiArgs, call: { op: LegacyOperation; path: string; version: LegacyVersion; body: unknown }): Promise<void> {
   // A secret the user sends (a user's password) is masked in every line printed from here on.
   registerSecretsIn(call.body);
-  const { requestCounts, withJsonReport } = await import('../json-report.js');
   // As `api --report`: the request (its body's size, not its content) and how it ended.
-  await withJsonReport(argv, 'legacy api', [], async (report) => {
+  await withEnding(argv, 'legacy api', async (ending) => {
+    await ending.checkReport();
+    const report = ending.body;
     report.request = { version: call.version, path: call.path, operation: `${call.op.number} ${call.op.name}`, dry_run: argv['dry-run'], body_bytes: argv.data === undefined ? 0 : Buffer.byteLength(argv.data) };
     const print = (value: unknown): void => {
       // The labels are left out: `headers.password` is the label "Password", not a secret to hunt for.
       registerSecretsIn(value && typeof value === 'object' && !Array.isArray(value) ? { ...value, headers: undefined } : value);
       console.log(JSON.stringify(argv['show-secrets'] ? value : masked(value), null, 2));
+      // The answer is the command's JSON on stdout: no summary line beside it.
+      ending.printedOwn();
       if (failed(value)) {
         process.exitCode = EXIT.partial;
         report.outcome = 'failed';
@@ -77,7 +81,9 @@ export async function runLegacyApi(argv: LegacyApiArgs, call: { op: LegacyOperat
       process.stderr.write(`wds-files: stopped by ${stopped}${note}\n`);
       process.exitCode = exitCodeOf(stopped);
     } finally {
-      report.requests = requestCounts(connection.client.transport.counters);
+      const requests = requestCounts(connection.client.transport.counters);
+      report.requests = requests;
+      ending.counts = { sent: requests.sent, retries: requests.retries, rate_limited: requests.rate_limited };
       await connection.close();
     }
   });

@@ -5,7 +5,7 @@
  */
 import { resolve } from 'node:path';
 import { Preflight } from '../preflight.js';
-import { requestCounts, withJsonReport, type ReportBody } from '../json-report.js';
+import { currentEnding, requestCounts, withEnding, type ReportBody } from '../ending.js';
 import { say } from '../connection.js';
 import { formatBytes } from '../progress.js';
 import { stopSignal, stoppedBy, exitCodeOf } from '../stop-signal.js';
@@ -19,7 +19,10 @@ import type { LegacySheetArgs } from './legacy.js';
 
 export async function runLegacySheet(argv: LegacySheetArgs, call: { sheetId: number; version: LegacyVersion; format: SheetFormat }): Promise<void> {
   // The report is checked first, and may not be the download it describes nor a file kept beside it.
-  await withJsonReport(argv, 'legacy sheet', [{ path: argv.out, folder: false, what: 'the download' }], (report) => downloadLocked(argv, call, report));
+  await withEnding(argv, 'legacy sheet', async (ending) => {
+    await ending.checkReport([{ path: argv.out, folder: false, what: 'the download' }]);
+    await downloadLocked(argv, call, ending.body);
+  });
 }
 
 async function downloadLocked(argv: LegacySheetArgs, call: { sheetId: number; version: LegacyVersion; format: SheetFormat }, report: ReportBody): Promise<void> {
@@ -61,8 +64,9 @@ async function download(argv: LegacySheetArgs, call: { sheetId: number; version:
     const seconds = (Date.now() - started) / 1000;
     const summary = { sheet_id: call.sheetId, out, format: call.format, records: sheet.records.length, bytes, read: sheet.via, seconds: Number(seconds.toFixed(1)) };
     Object.assign(report, { written: true, records: summary.records, bytes, read: sheet.via });
-    if (argv.json) console.log(JSON.stringify(summary));
-    else console.log(`sheet ${call.sheetId}: ${sheet.records.length} records written to ${out} (${formatBytes(bytes)}, ${sheet.via === 'async' ? 'asynchronous read' : 'direct read'}, ${seconds.toFixed(1)} s)`);
+    const ending = currentEnding();
+    ending.counts = { records: summary.records };
+    ending.print(summary, () => [`sheet ${call.sheetId}: ${sheet.records.length} records written to ${out} (${formatBytes(bytes)}, ${sheet.via === 'async' ? 'asynchronous read' : 'direct read'}, ${seconds.toFixed(1)} s)`]);
   } catch (error) {
     const stopped = stoppedBy(signal);
     if (!stopped) throw error;

@@ -2,7 +2,7 @@
 import type { LoadedPipeline } from '../../pipeline-files/load.js';
 import type { Place } from '../path-clash.js';
 import { sayError } from '../log.js';
-import { EXIT } from '../exit-codes.js';
+import { UsageError } from '../connection.js';
 
 export async function loadOrExit(file: string): Promise<LoadedPipeline> {
   // The YAML reader and the format's schemas load with the first pipeline file, not at start.
@@ -12,8 +12,8 @@ export async function loadOrExit(file: string): Promise<LoadedPipeline> {
   } catch (error) {
     if (!(error instanceof PipelineFileError)) throw error;
     for (const p of error.problems) sayError(`${p.file}:${p.line}:${p.column}: ${p.message}`);
-    sayError(`wds-files: ${file} has ${error.problems.length} problem${error.problems.length === 1 ? '' : 's'}; nothing was done`);
-    process.exit(EXIT.usage);
+    // A usage error (exit 2), said last by main.ts once the command's JSON line is out.
+    throw new UsageError(`${file} has ${error.problems.length} problem${error.problems.length === 1 ? '' : 's'}; nothing was done`);
   }
 }
 

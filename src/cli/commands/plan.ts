@@ -8,6 +8,7 @@ import { say, UsageError } from '../connection.js';
 import { clientLogger } from '../log.js';
 import { SAMPLE_COMPANY_DIR } from '../paths.js';
 import { loadOrExit, pipelinePlaces } from './pipeline-file.js';
+import { withEnding } from '../ending.js';
 import { CONNECTION_ENV, leafCommand } from '../help-text.js';
 
 interface PlanArgs {
@@ -24,35 +25,32 @@ export const planCommand = leafCommand<PlanArgs>({
     y.positional('file', { type: 'string', demandOption: true, describe: 'Pipeline file (YAML)' })
       .option('json', { type: 'boolean', default: false, describe: 'The plan as one JSON document on stdout' })
       .option('report', { type: 'string', describe: 'Write the plan (files and requests of the pipeline) as JSON to FILE' }) as unknown as Argv<PlanArgs>,
-  handler: async (argv) => {
+  handler: (argv) => withEnding(argv, 'plan', async (ending) => {
     const pipeline = await loadOrExit(argv.file);
-    const [{ connectPipeline }, { planLines, planPipeline }, { withJsonReport }] = await Promise.all([
-      import('../../pipeline-files/connection.js'), import('../../pipeline-files/plan.js'), import('../json-report.js'),
+    const [{ connectPipeline }, { planLines, planPipeline }] = await Promise.all([
+      import('../../pipeline-files/connection.js'), import('../../pipeline-files/plan.js'),
     ]);
-    const places = [{ path: argv.file, folder: false, what: 'the pipeline file' }, ...pipelinePlaces(pipeline)];
-    await withJsonReport(argv, 'plan', places, async (report) => {
-      report.file = argv.file;
-      report.pipeline = pipeline.name;
-      const connection = await connectPipeline(pipeline, { embedded: true, seed: SAMPLE_COMPANY_DIR, log: (line) => say(argv, line), logger: clientLogger })
-        .catch((error: Error) => {
-          throw new UsageError(error.message);
-        });
-      try {
-        // The run skips what the company's journal says was applied, so the plan reads it too.
-        const { ImportJournal } = await import('../../stages/journal.js');
-        const journal = connection.embedded || 'service' in pipeline.from ? undefined : ImportJournal.open(connection.client.options.consumerKey);
-        const plan = await planPipeline(pipeline, connection.client, { journal });
-        report.plan = plan;
-        if (argv.json) process.stdout.write(`${JSON.stringify(plan)}\n`);
-        else {
-          console.log(`plan of ${pipeline.name} (${argv.file}):`);
-          for (const line of planLines(plan)) console.log(`  ${line}`);
-        }
-      } finally {
-        await connection.close();
-      }
-    });
-  },
+    await ending.checkReport([{ path: argv.file, folder: false, what: 'the pipeline file' }, ...pipelinePlaces(pipeline)]);
+    const report = ending.body;
+    report.file = argv.file;
+    report.pipeline = pipeline.name;
+    const connection = await connectPipeline(pipeline, { embedded: true, seed: SAMPLE_COMPANY_DIR, log: (line) => say(argv, line), logger: clientLogger })
+      .catch((error: Error) => {
+        throw new UsageError(error.message);
+      });
+    try {
+      // The run skips what the company's journal says was applied, so the plan reads it too.
+      const { ImportJournal } = await import('../../stages/journal.js');
+      const journal = connection.embedded || 'service' in pipeline.from ? undefined : ImportJournal.open(connection.client.options.consumerKey);
+      const plan = await planPipeline(pipeline, connection.client, { journal });
+      report.plan = plan;
+      const { total, transfer, kept, refused } = plan.files;
+      ending.counts = { total, transfer, kept, refused };
+      ending.print(plan as unknown as Record<string, unknown>, () => [`plan of ${pipeline.name} (${argv.file}):`, ...planLines(plan).map((line) => `  ${line}`)]);
+    } finally {
+      await connection.close();
+    }
+  }),
 }, {
   examples: [
     ['wds-files plan pipelines/nightly-attachments.yaml', 'the files a run would fetch, its requests against the limits, and the time they impose'],

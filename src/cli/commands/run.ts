@@ -3,13 +3,11 @@
  * interruption of the other commands (0, 1, 2, 3, 130/143), and its notification when `notify.on`
  * asks for one.
  */
-import { writeFile } from 'node:fs/promises';
 import type { Argv } from 'yargs';
-import { redactValue } from '../../util/redact.js';
 import { parseDuration } from '../../util/duration.js';
 import { say, UsageError } from '../connection.js';
+import { withEnding } from '../ending.js';
 import { clientLogger, sayError } from '../log.js';
-import { finishRun, interruptedLine } from '../output.js';
 import { SAMPLE_COMPANY_DIR } from '../paths.js';
 import { stopSignal } from '../stop-signal.js';
 import { loadOrExit, pipelinePlaces } from './pipeline-file.js';
@@ -41,7 +39,8 @@ export const runCommand = leafCommand<RunArgs>({
         if (args['wait-lock'] !== undefined && parseDuration(String(args['wait-lock'])) === null) throw new UsageError(`--wait-lock must be a duration such as 30s, 5m or 1h, got "${args['wait-lock']}"`);
         return true;
       }) as unknown as Argv<RunArgs>,
-  handler: async (argv) => {
+  handler: (argv) => withEnding(argv, 'run', async (ending) => {
+    ending.runsFiles();
     const pipeline = await loadOrExit(argv.file);
     const log = (line: string): void => say(argv, line);
     const isImport = !('service' in pipeline.from);
@@ -50,48 +49,42 @@ export const runCommand = leafCommand<RunArgs>({
       throw new UsageError(`${argv.file}: no connection.base_url or WDS_BASE_URL: the import would go to the embedded emulator, which forgets everything when this command ends. Set one, or add --emulator to try it there all the same.`);
     }
     // The pipeline's stages, the locks and the notifier load when a run starts, not at start.
-    const [{ Preflight, commandLine }, { runPipelineOnce }, { notifyRun }] = await Promise.all([
+    const [{ commandLine }, { runPipelineOnce }, { notifyRun }] = await Promise.all([
       import('../preflight.js'), import('../../pipeline-files/run.js'), import('../../pipeline-files/notify.js'),
     ]);
-    const preflight = new Preflight(argv);
-    try {
-      await preflight.report(argv.report, pipelinePlaces(pipeline));
-      const { summary, report, lines } = await runPipelineOnce(pipeline, {
-        signal: stopSignal(),
-        dryRun: argv['dry-run'],
-        log,
-        embedded: true,
-        seed: SAMPLE_COMPANY_DIR,
-        command: commandLine(),
-        waitLockMs: argv['wait-lock'] ? parseDuration(argv['wait-lock']) ?? 0 : 0,
-        logger: clientLogger,
-        keepItems: Boolean(argv.report),
-        tokenCache: true,
-        allowDeletions: argv['allow-deletions'],
-      });
-      // A dry run changed nothing: no one is told about it.
-      if (!argv['dry-run']) await notifyRun(pipeline, summary, log);
-      const extra = { pipeline: pipeline.name, status: summary.status, ...(summary.snapshot ? { snapshot: summary.snapshot } : {}), ...(summary.held ? { held: summary.held } : {}), ...(summary.moved ? { moved: summary.moved } : {}) };
-      if (summary.status === 'failed' || !report) {
-        if (argv.json) process.stdout.write(`${JSON.stringify(redactValue(summary))}\n`);
-        if (summary.error) sayError(`wds-files: ${summary.error}`);
-        process.exitCode = summary.exit_code;
-        return;
-      }
-      if (argv.json) {
-        if (argv.report) await writeFile(argv.report, report.jsonParts(extra, redactValue));
-        process.stdout.write(`${JSON.stringify(redactValue(summary))}\n`);
-        if (report.interrupted) process.stderr.write(`${interruptedLine(report)}\n`);
-        process.exitCode = summary.exit_code;
-        return;
-      }
-      await finishRun(argv, report, extra, lines);
-      // A snapshot held back has no failed file to make the run partial: its summary does.
-      if (summary.held && !process.exitCode) process.exitCode = summary.exit_code;
-    } finally {
-      await preflight.end();
+    await ending.checkReport(pipelinePlaces(pipeline));
+    const { summary, report, lines } = await runPipelineOnce(pipeline, {
+      signal: stopSignal(),
+      dryRun: argv['dry-run'],
+      log,
+      embedded: true,
+      seed: SAMPLE_COMPANY_DIR,
+      command: commandLine(),
+      waitLockMs: argv['wait-lock'] ? parseDuration(argv['wait-lock']) ?? 0 : 0,
+      logger: clientLogger,
+      keepItems: Boolean(argv.report),
+      tokenCache: true,
+      allowDeletions: argv['allow-deletions'],
+    });
+    // A dry run changed nothing: no one is told about it.
+    if (!argv['dry-run']) await notifyRun(pipeline, summary, log);
+    // The run's summary is what --json printed before every command's line had one shape: all of it stays.
+    if (report) ending.fileRun(report, { ...summary }, lines);
+    else {
+      // A run that ended before its files has no counts of its own: every outcome is 0.
+      ending.counts = { ...ending.counts, ...summary.counts };
+      Object.assign(ending.body, summary, { counts: ending.counts });
+      ending.print({ ...summary, counts: ending.counts }, () => []);
+      if (summary.status === 'interrupted') ending.body.outcome = 'interrupted';
     }
-  },
+    // A snapshot held back has no failed file to make the run partial: its summary does.
+    if (summary.status === 'partial') ending.body.outcome = 'problems';
+    if (summary.error) {
+      ending.failed(summary.error, summary.error_code);
+      sayError(`wds-files: ${summary.error}`);
+    }
+    process.exitCode = summary.exit_code;
+  }),
 }, {
   examples: [
     ['wds-files run pipelines/photos-to-zip.yaml', 'one run, now'],

@@ -7,6 +7,7 @@ import type { Argv } from 'yargs';
 import { UsageError, say } from '../connection.js';
 import { EXIT } from '../exit-codes.js';
 import { SAMPLE_COMPANY_DIR } from '../paths.js';
+import { withEnding } from '../ending.js';
 import { CONNECTION_ENV, leafCommand } from '../help-text.js';
 
 interface ValidateArgs {
@@ -27,41 +28,40 @@ export const validateCommand = leafCommand<ValidateArgs>({
       .option('schema', { type: 'boolean', default: false, describe: 'Print the JSON Schema of pipeline files and exit' })
       .option('json', { type: 'boolean', default: false, describe: 'The problems as one JSON document on stdout' })
       .option('report', { type: 'string', describe: 'Write each file and its problems (FILE, line, column, message) as JSON to FILE' }) as unknown as Argv<ValidateArgs>,
-  handler: async (argv) => {
+  handler: (argv) => withEnding(argv, 'validate', async (ending) => {
     if (argv.schema) {
       const { pipelineJsonSchema } = await import('../../pipeline-files/schema.js');
       process.stdout.write(`${JSON.stringify(pipelineJsonSchema(), null, 2)}\n`);
+      ending.printedOwn();
       return;
     }
     const files = argv.files ?? [];
     if (!files.length) throw new UsageError('name one or more pipeline files to validate (or --schema for the JSON Schema)');
-    const [{ validatePipelineFiles }, { withJsonReport }] = await Promise.all([import('../../pipeline-files/validate.js'), import('../json-report.js')]);
+    const { validatePipelineFiles } = await import('../../pipeline-files/validate.js');
     // A report written over a pipeline file would destroy it: each file is a place it may not be.
-    await withJsonReport(argv, 'validate', files.map((f) => ({ path: f, folder: false, what: 'a pipeline file validated' })), async (report) => {
-      report.online = argv.online;
-      const { problems } = await validatePipelineFiles(files, {
-        online: argv.online,
-        embedded: true,
-        seed: SAMPLE_COMPANY_DIR,
-        log: (line) => say(argv, line),
-      });
-      report.files = files.map((file) => {
-        const own = problems.filter((p) => p.file === file);
-        return { file, ok: own.length === 0, problems: own };
-      });
-      // A problem placed in a file not named on the command line is kept too, not lost.
-      const others = problems.filter((p) => !files.includes(p.file));
-      if (others.length) report.other_problems = others;
-      if (problems.length) report.outcome = 'problems';
-      if (argv.json) process.stdout.write(`${JSON.stringify({ ok: problems.length === 0, problems })}\n`);
-      else {
-        for (const p of problems) process.stdout.write(`${p.file}:${p.line}:${p.column}: ${p.message}\n`);
-        const bad = new Set(problems.map((p) => p.file));
-        for (const file of files.filter((f) => !bad.has(f))) say(argv, `${file}: ok`);
-      }
-      if (problems.length) process.exitCode = EXIT.usage;
+    await ending.checkReport(files.map((f) => ({ path: f, folder: false, what: 'a pipeline file validated' })));
+    const report = ending.body;
+    report.online = argv.online;
+    const { problems } = await validatePipelineFiles(files, {
+      online: argv.online,
+      embedded: true,
+      seed: SAMPLE_COMPANY_DIR,
+      log: (line) => say(argv, line),
     });
-  },
+    report.files = files.map((file) => {
+      const own = problems.filter((p) => p.file === file);
+      return { file, ok: own.length === 0, problems: own };
+    });
+    // A problem placed in a file not named on the command line is kept too, not lost.
+    const others = problems.filter((p) => !files.includes(p.file));
+    if (others.length) report.other_problems = others;
+    if (problems.length) report.outcome = 'problems';
+    const bad = new Set(problems.map((p) => p.file));
+    ending.counts = { files: files.length, ok: files.filter((f) => !bad.has(f)).length, problems: problems.length };
+    ending.print({ ok: problems.length === 0, problems }, () => problems.map((p) => `${p.file}:${p.line}:${p.column}: ${p.message}`));
+    if (!argv.json) for (const file of files.filter((f) => !bad.has(f))) say(argv, `${file}: ok`);
+    if (problems.length) process.exitCode = EXIT.usage;
+  }),
 }, {
   examples: [
     ['wds-files validate pipelines/*.yaml', 'check every example'],

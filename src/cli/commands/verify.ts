@@ -2,6 +2,7 @@
 import type { Argv } from 'yargs';
 import { resolve } from 'node:path';
 import { EXIT } from '../exit-codes.js';
+import { withEnding } from '../ending.js';
 import { formatBytes } from '../../util/format.js';
 import { leafCommand } from '../help-text.js';
 
@@ -19,26 +20,25 @@ export const verifyCommand = leafCommand<VerifyArgs>({
     y.positional('target', { type: 'string', demandOption: true, describe: 'Export folder or zip' })
       .option('json', { type: 'boolean', default: false, describe: 'One JSON summary on stdout' })
       .option('report', { type: 'string', describe: 'Write each file and how it came out (JSON) to FILE' }) as unknown as Argv<VerifyArgs>,
-  handler: async (argv) => {
-    const [{ verifyExport }, { withJsonReport }, { isZipTarget }] = await Promise.all([import('../../pipelines/verify.js'), import('../json-report.js'), import('../../pipelines/export-defaults.js')]);
+  handler: (argv) => withEnding(argv, 'verify', async (ending) => {
+    const [{ verifyExport }, { isZipTarget }] = await Promise.all([import('../../pipelines/verify.js'), import('../../pipelines/export-defaults.js')]);
     const target = resolve(argv.target);
     // The report may not be the export it describes, nor a file in it (verify would call it extra).
-    await withJsonReport(argv, 'verify', [{ path: argv.target, folder: !isZipTarget(argv.target), what: 'the export verified' }], async (report) => {
-      report.target = target;
-      const { items, ...result } = await verifyExport(target, { items: argv.report !== undefined });
-      Object.assign(report, { files: result.files, ok: result.ok, bytes: result.bytes, problems: result.problems.length, items });
-      if (result.problems.length) report.outcome = 'problems';
-      if (argv.json) console.log(JSON.stringify(result));
-      else {
-        const problems = result.problems.length;
-        // Refused manifest lines are not among the files counted, so the count of problems is said too.
-        const tail = problems ? `; ${problems} problem${problems === 1 ? '' : 's'}:` : '';
-        console.log(`verify ${result.target}: ${result.ok} of ${result.files} files match the manifest (${formatBytes(result.bytes)})${tail}`);
-        for (const p of result.problems) console.log(`  ${p.path}: ${p.problem}`);
-      }
-      if (result.problems.length) process.exitCode = EXIT.partial;
+    await ending.checkReport([{ path: argv.target, folder: !isZipTarget(argv.target), what: 'the export verified' }]);
+    const report = ending.body;
+    report.target = target;
+    const { items, ...result } = await verifyExport(target, { items: argv.report !== undefined });
+    Object.assign(report, { files: result.files, ok: result.ok, bytes: result.bytes, problems: result.problems.length, items });
+    ending.counts = { ok: result.ok, problem: result.problems.length };
+    if (result.problems.length) report.outcome = 'problems';
+    ending.print(result, () => {
+      const problems = result.problems.length;
+      // Refused manifest lines are not among the files counted, so the count of problems is said too.
+      const tail = problems ? `; ${problems} problem${problems === 1 ? '' : 's'}:` : '';
+      return [`verify ${result.target}: ${result.ok} of ${result.files} files match the manifest (${formatBytes(result.bytes)})${tail}`, ...result.problems.map((p) => `  ${p.path}: ${p.problem}`)];
     });
-  },
+    if (result.problems.length) process.exitCode = EXIT.partial;
+  }),
 }, {
   examples: [
     ['wds-files verify backup/photos', 'every file of an export folder against its manifest'],
