@@ -158,7 +158,7 @@ export class Ending {
       if (this.args.json) process.stderr.write(`${line}\n`);
       else console.log(line);
     }
-    if (reportProblem) process.stderr.write(`wds-files: --report ${path} could not be written (${reportProblem}); what the command did is in the summary above\n`);
+    if (reportProblem) process.stderr.write(`wds-files: --report ${path} could not be written (${reportProblem}); what the run did is in the summary above\n`);
     process.exitCode = exitCode;
   }
 }
