@@ -61,6 +61,7 @@ const ROWS: Row[] = [
   { name: 'archive show', args: (d) => ['archive', 'show', join(d, 'plain'), 'latest'], connects: false, exit: 2, code: 'USAGE' },
   { name: 'archive diff', args: (d) => ['archive', 'diff', join(d, 'plain'), 'latest~1', 'latest'], connects: false, exit: 2, code: 'USAGE' },
   { name: 'archive forget', args: (d) => ['archive', 'forget', join(d, 'plain'), '--keep-last', '1'], connects: false, exit: 2, code: 'USAGE' },
+  { name: 'archive repair', args: (d) => ['archive', 'repair', join(d, 'plain')], connects: true, exit: 2, code: 'USAGE' },
   { name: 'archive restore', args: (d) => ['archive', 'restore', join(d, 'plain'), 'latest', '--out', join(d, 'out', 'restored')], connects: false, exit: 2, code: 'USAGE', files: true },
 ];
 
