@@ -109,7 +109,10 @@ describe('every leaf command\'s -h', () => {
 
   it('has its exit codes, 0, 1 and 2 at least, each with its meaning', () => {
     for (const leaf of leaves) {
-      const codes = section(leaf.text, 'Exit codes').map((line) => /^ {2}(\d+) +\S/.exec(line)?.[1]).filter(Boolean).map(Number);
+      const lines = section(leaf.text, 'Exit codes');
+      // One line each: a meaning too long for the help's width would wrap without its indent.
+      for (const line of lines) expect(line, `${leaf.path.join(' ')} -h`).toMatch(/^ {2}\d+ +\S/);
+      const codes = lines.map((line) => Number(/^ {2}(\d+)/.exec(line)?.[1]));
       expect(codes, `${leaf.path.join(' ')} -h:\n${leaf.text}`).toEqual(expect.arrayContaining([0, 1, 2]));
       expect(codes).toEqual([...codes].sort((a, b) => a - b));
     }
@@ -117,7 +120,9 @@ describe('every leaf command\'s -h', () => {
 
   it('lists exactly the WDS_ variables it reads', () => {
     for (const leaf of leaves) {
-      const listed = section(leaf.text, 'Environment').map((line) => /^ {2}(WDS_[A-Z_]+) +\S/.exec(line)?.[1]).filter((name): name is string => name !== undefined);
+      const lines = section(leaf.text, 'Environment');
+      for (const line of lines) expect(line, `${leaf.path.join(' ')} -h`).toMatch(/^ {2}[A-Z_]+ +\S/);
+      const listed = lines.map((line) => /^ {2}(WDS_[A-Z_]+) /.exec(line)?.[1]).filter((name): name is string => name !== undefined);
       expect(listed.sort(), `${leaf.path.join(' ')} -h:\n${leaf.text}`).toEqual(expectedVariables(leaf));
     }
   });
