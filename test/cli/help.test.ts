@@ -53,7 +53,7 @@ async function leafCommands(): Promise<Leaf[]> {
   return leaves;
 }
 
-/** The WDS_ variables the source reads (process.env.WDS_X, env.WDS_X), but npm start's own. */
+/** The WDS_ variables the source reads (process.env.WDS_X, env.WDS_X, (... ?? process.env).WDS_X), but npm start's own. */
 function variablesRead(): string[] {
   const names = new Set<string>();
   const walk = (dir: string): void => {
@@ -61,7 +61,7 @@ function variablesRead(): string[] {
       const path = join(dir, entry.name);
       if (entry.isDirectory()) walk(path);
       else if (entry.name.endsWith('.ts') && path !== join(ROOT, 'src/cli/start.ts')) {
-        for (const m of readFileSync(path, 'utf8').matchAll(/\benv\.(WDS_[A-Z_]+)/g)) names.add(m[1]!);
+        for (const m of readFileSync(path, 'utf8').matchAll(/\benv\)?\.(WDS_[A-Z_]+)/g)) names.add(m[1]!);
       }
     }
   };
