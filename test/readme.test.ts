@@ -98,9 +98,9 @@ const inWork = (command: string): ChildProcessWithoutNullStreams => {
 const state = async (): Promise<{ members: { code: string; photo: { sha256: string } | null }[]; attachments: { sheet_id: number; custom_field_id: number; code: string; file_name: string }[] }> =>
   emu().control('GET', '/state');
 
-/** The manifest's lines of an export folder. */
+/** The file lines of an export folder's manifest (its first line names the source). */
 const manifest = (dir: string): { kind: string; code: string; path: string }[] =>
-  readFileSync(join(dir, 'manifest.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+  readFileSync(join(dir, 'manifest.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { kind: string; code: string; path: string }).filter((l) => l.kind !== 'source');
 
 /**
  * One read through the API of an emulator at `url`, with a token of the given credentials. An

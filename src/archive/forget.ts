@@ -4,15 +4,17 @@
  * another run has taken it over, no snapshot more is removed. A snapshot is first renamed out of `snapshots/`
  * view (a dot name), then deleted, so a removal cut short never leaves half a snapshot that looks
  * whole; later snapshots lose nothing, since their files are links of their own. Folders still
- * being built (`.partial`) and snapshots whose snapshot.json cannot be read are never removed, nor
- * is a snapshot being read (`archive restore`, readers.ts): it is kept, and the next forget
- * removes it; nothing waits for the reader.
+ * being built (`.partial`), snapshots whose snapshot.json cannot be read and those of another
+ * company than the archive's own source are never removed (nor counted), nor is a snapshot being
+ * read (`archive restore`, readers.ts): it is kept, and the next forget removes it; nothing waits
+ * for the reader.
  */
 import { randomBytes } from 'node:crypto';
 import { readdir, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { applyRetention, type RetentionDecision, type RetentionPolicy } from './retention.js';
-import { isAccepted, listSnapshots, parseSnapshotId, snapshotsDir } from './store.js';
+import { archiveSource, isAccepted, listSnapshots, parseSnapshotId, snapshotsDir, type SnapshotEntry } from './store.js';
+import { describeSource, sameSource, type ExportSource } from '../sinks/source.js';
 import { markRemoving, readersOf, whoReads, type Mark } from './readers.js';
 import type { TargetLock } from '../util/target-lock.js';
 
@@ -40,14 +42,24 @@ export interface ForgetOptions {
    * deleted by the next forget).
    */
   lock?: TargetLock;
+  /**
+   * The archive's own source (a run's); default: the one the archive records (archiveSource).
+   * Snapshots of another company are neither counted nor removed.
+   */
+  source?: ExportSource;
 }
 
 export async function forgetSnapshots(archiveDir: string, policy: RetentionPolicy, options: ForgetOptions = {}): Promise<ForgetResult> {
-  const { snapshots } = await listSnapshots(archiveDir);
-  const readable = snapshots.filter((s) => s.doc !== null);
+  const listed = await listSnapshots(archiveDir);
+  const { snapshots } = listed;
+  const own = options.source ?? await archiveSource(archiveDir, listed);
+  // A snapshot made before sources were recorded counts as the archive's own.
+  const foreign = (s: SnapshotEntry): boolean => !!own && !!s.doc?.source && !sameSource(s.doc.source, own);
+  const readable = snapshots.filter((s) => s.doc !== null && !foreign(s));
   // A snapshot held back counts as an incomplete one: newer than the newest accepted, it stays.
   const decision = applyRetention(readable.map((s) => ({ id: s.id, time: parseSnapshotId(s.id)!.time, complete: isAccepted(s.doc), held: s.doc!.held !== undefined })), policy);
   for (const s of snapshots) if (!s.doc) decision.keep.push({ id: s.id, reasons: [`not understood (${s.problem}); left as it is`] });
+  for (const s of snapshots.filter(foreign)) decision.keep.push({ id: s.id, reasons: [`of another company, ${describeSource(s.doc!.source!)}; not counted, left as it is`] });
   const busy = new Map<string, Mark[]>();
   if (options.dryRun) {
     for (const { id } of decision.remove) {

@@ -132,7 +132,9 @@ export async function restoreSnapshot(plan: RestorePlan, out: string, options: R
       throw error instanceof TargetError || error instanceof LockLostError ? error : new TargetError(out, error);
     }
   };
-  const sink: ExportSink = await onDisk(async () => (isZip(out) ? (await import('../sinks/zip.js')).ZipSink.create(out) : FolderSink.create(out)));
+  // The restored export records where the snapshot's files came from.
+  const source = snapshot.doc?.source ?? manifest.source;
+  const sink: ExportSink = await onDisk(async () => (isZip(out) ? (await import('../sinks/zip.js')).ZipSink.create(out, source) : FolderSink.create(out, { source })));
   try {
     const intact = await onDisk(() => sink.intactFromEarlierRun());
     const already = lines.filter((line) => intact.get(manifestKey(line))?.sha256 === line.sha256);

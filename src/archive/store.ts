@@ -8,7 +8,8 @@ import { randomBytes } from 'node:crypto';
 import { readFile, readdir, rename, stat, writeFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { z } from 'zod';
-import { MANIFEST_NAME, parseManifestInTurns, type ManifestLine, type ManifestLines } from '../sinks/manifest.js';
+import { MANIFEST_NAME, parseManifest, parseManifestInTurns, type ManifestLine, type ManifestLines } from '../sinks/manifest.js';
+import type { ExportSource } from '../sinks/source.js';
 
 export const SNAPSHOTS_DIR = 'snapshots';
 export const LATEST_FILE = 'latest';
@@ -54,6 +55,8 @@ export const snapshotDocSchema = z.looseObject({
    * retention and later runs go by the last snapshot not held back.
    */
   held: z.string().optional(),
+  /** Where the files came from (src/sinks/source.ts); snapshots made before sources were recorded have none. */
+  source: z.object({ base_url: z.string(), company: z.string() }).optional(),
 });
 export type SnapshotDoc = z.infer<typeof snapshotDocSchema>;
 /** Whether a snapshot counts as the archive's newest: complete and not held back. */
@@ -228,4 +231,25 @@ export async function findSnapshot(archive: string, ref?: string): Promise<Snaps
 /** A snapshot's manifest, parsed (lines whose path is refused are among its problems). */
 export async function readSnapshotManifest(dir: string, onTurn?: (lines: ManifestLine[]) => void): Promise<ManifestLines> {
   return parseManifestInTurns(await readFile(join(dir, MANIFEST_NAME), 'utf8'), onTurn);
+}
+
+/**
+ * Where an archive's files come from: the source of the snapshot `latest` names, else of the
+ * newest snapshot that records one, else of the newest `.partial`'s manifest. Null when none
+ * records one: an archive made before sources were recorded, or a new one.
+ */
+export async function archiveSource(archive: string, listed?: { snapshots: SnapshotEntry[]; partial: string[] }): Promise<ExportSource | null> {
+  const { snapshots, partial } = listed ?? await listSnapshots(archive);
+  const latest = await readLatest(archive);
+  const named = snapshots.find((s) => s.id === latest)?.doc?.source;
+  if (named) return named;
+  const newest = snapshots.findLast((s) => s.doc?.source)?.doc?.source;
+  if (newest) return newest;
+  for (const id of [...partial].reverse()) {
+    const text = await readFile(join(partialDir(archive, id), MANIFEST_NAME), 'utf8').catch(() => '');
+    // Only the first lines are read: the source line leads the manifest.
+    const source = parseManifest(text.slice(0, text.indexOf('\n') + 1)).source;
+    if (source) return source;
+  }
+  return null;
 }

@@ -16,6 +16,7 @@ import { recordWrites } from '../archive/writes.js';
 import { redact } from '../util/redact.js';
 import { isWdsError } from '../client/errors.js';
 import { GONE_REASON } from '../sources/file-rules.js';
+import { SourceMismatchError, sourceOf, type ExportSource } from '../sinks/source.js';
 import type { LoadedPipeline } from './load.js';
 
 /** What a run did: what `run --json` prints, notifications carry and the scheduler counts. */
@@ -112,17 +113,25 @@ export async function runPipelineOnce(pipeline: LoadedPipeline, options: RunPipe
   const extra: Partial<PipelineRunSummary> = {};
   let error: string | undefined;
   let errorCode = 'ERROR';
+  let usage = false;
   try {
     // An export's dry run writes nothing, so it needs no lock (and makes no folder for one).
     const writes = !('service' in pipeline.from && (options.dryRun || pipeline.steps.submit.dry_run));
     if (writes) {
       await refuseTarget(pipeline);
       lock = await takeLock(pipeline, options, log);
+      // Before the snapshot opens: a run into another company's archive changes nothing there.
+      await checkSource(pipeline, options);
     }
     // The run's log lines name no pipeline: the scheduler puts the name before each, `run` has one.
     if (lock?.tookOver) log(`took over the lock ${lock.file} of an earlier run (${lock.tookOver})`);
     report = await execute(pipeline, options, log, lines, extra, lock ? openSnapshot(pipeline) : undefined, lock);
   } catch (caught) {
+    // A run into another company's target is the caller's mistake, as a usage error is: exit 2.
+    if (caught instanceof SourceMismatchError) {
+      usage = true;
+      errorCode = 'USAGE';
+    }
     error = redact(caught instanceof Error ? `${caught.message}${isWdsError(caught) ? ` [${caught.code}]` : ''}` : String(caught));
     if (isWdsError(caught)) errorCode = caught.code;
   } finally {
@@ -134,7 +143,7 @@ export async function runPipelineOnce(pipeline: LoadedPipeline, options: RunPipe
   if (stoppedEarly) error = undefined;
   const interrupted = report?.interrupted ?? stoppedEarly;
   const status: PipelineRunSummary['status'] = error ? 'failed' : interrupted ? 'interrupted' : report && (report.problems > 0 || extra.held) ? 'partial' : 'ok';
-  const exitCode = status === 'interrupted' ? (interrupted!.signal === 'SIGTERM' ? 143 : 130) : EXIT_CODES[status];
+  const exitCode = status === 'interrupted' ? (interrupted!.signal === 'SIGTERM' ? 143 : 130) : usage ? 2 : EXIT_CODES[status];
   const counts = report ? { ...report.counts } : {};
   const summary: PipelineRunSummary = {
     pipeline: pipeline.name,
@@ -164,6 +173,33 @@ async function refuseTarget(pipeline: LoadedPipeline): Promise<void> {
   const { exportTargetProblem } = await import('../sinks/target-check.js');
   const problem = await exportTargetProblem(out, { kind: key, shown: `to.${key} ${out}` });
   if (problem) throw new Error(problem);
+}
+
+/** Where an export's target would take files from, as far as the settings tell before connecting; null when they do not. */
+export async function settingsSource(pipeline: LoadedPipeline, options: { embedded?: boolean; env?: NodeJS.ProcessEnv }): Promise<ExportSource | null> {
+  const env = options.env ?? process.env;
+  const baseUrl = pipeline.connection.base_url ?? env.WDS_BASE_URL;
+  if (baseUrl) {
+    const key = pipeline.connection.consumer_key ?? env.WDS_CONSUMER_KEY;
+    return key ? sourceOf(baseUrl, key) : null;
+  }
+  if (!options.embedded) return null;
+  const { DEFAULT_CONSUMER_KEY } = await import('../emulator/config.js');
+  return sourceOf('the embedded emulator', DEFAULT_CONSUMER_KEY);
+}
+
+/**
+ * An export into a target that records another company's files is refused before the snapshot
+ * opens (the export checks again with its client, for the SDK's callers).
+ */
+async function checkSource(pipeline: LoadedPipeline, options: RunPipelineOptions): Promise<void> {
+  const { from, to } = pipeline;
+  if (!('service' in from) || 'service' in to) return;
+  const source = await settingsSource(pipeline, options);
+  if (!source) return;
+  const [kind, out] = 'archive' in to ? ['archive', to.archive] as const : 'folder' in to ? ['folder', to.folder] as const : ['zip', to.zip] as const;
+  const { checkTargetSource } = await import('../sinks/target-source.js');
+  await checkTargetSource(out, kind, source, `to.${kind} ${out}`);
 }
 
 async function takeLock(pipeline: LoadedPipeline, options: RunPipelineOptions, log: (line: string) => void): Promise<TargetLock> {
@@ -261,7 +297,8 @@ async function executeWith(
       // Retention after a stopped run would judge by a snapshot that is not there yet.
       if ('archive' in to && pipeline.retention && !result.report.interrupted) {
         const { forgetSnapshots } = await import('../archive/forget.js');
-        const { remove, busy } = await forgetSnapshots(to.archive, pipeline.retention, { dryRun, lock });
+        const source = sourceOf(client.options.baseUrl, client.options.consumerKey);
+        const { remove, busy } = await forgetSnapshots(to.archive, pipeline.retention, { dryRun, lock, source });
         if (remove.length) lines.push(`retention ${dryRun ? 'would remove' : 'removed'} ${remove.length} snapshot${remove.length === 1 ? '' : 's'}: ${remove.join(', ')}`);
         if (busy.length) lines.push(`retention kept ${busy.join(', ')}, being read (archive restore); the next run removes ${busy.length === 1 ? 'it' : 'them'}`);
         extra.removed = remove;

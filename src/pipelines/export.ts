@@ -23,6 +23,8 @@ import { insideArchiveProblem } from '../archive/store.js';
 import { recordWrites } from '../archive/writes.js';
 import { exportTargetProblem } from '../sinks/target-check.js';
 import { manifestKey, type ManifestLine } from '../sinks/manifest.js';
+import { sourceOf, type ExportSource } from '../sinks/source.js';
+import { checkTargetSource } from '../sinks/target-source.js';
 import { DEFAULT_RETRY, type RetryPolicy } from '../client/retry.js';
 import { exportEnded, exportStarted } from '../util/runtime.js';
 import { acquireTargetLock, lockFileOf, type TargetLock } from '../util/target-lock.js';
@@ -211,7 +213,15 @@ export async function runExport(options: ExportOptions): Promise<ExportResult> {
     throw error;
   }
   try {
-    return await exportHeld(options, where, since, concurrency, held?.lock ?? options.held);
+    const source = sourceOf(options.client.options.baseUrl, options.client.options.consumerKey);
+    try {
+      // Under the lock, before anything is written: another company's files are never mixed in.
+      await checkTargetSource(options.out, options.archive ? 'archive' : isZipTarget(options.out) ? 'zip' : 'folder', source);
+    } catch (error) {
+      await options.archive?.opening?.then((build) => build.discard(), () => undefined);
+      throw error;
+    }
+    return await exportHeld(options, where, since, concurrency, held?.lock ?? options.held, source);
   } finally {
     await held?.lock.release();
     // A folder made for the lock, left empty by a run that could not list, goes again.
@@ -262,7 +272,7 @@ async function letGo(staging: Promise<Stage> | null, abort: (reason: unknown) =>
 }
 
 /** runExport once its options are checked and its target is held (`lock`, when there is one). */
-async function exportHeld(options: ExportOptions, where: string, since: string | undefined, concurrency: number, lock: TargetLock | undefined): Promise<ExportResult> {
+async function exportHeld(options: ExportOptions, where: string, since: string | undefined, concurrency: number, lock: TargetLock | undefined, source: ExportSource): Promise<ExportResult> {
   const { client } = options;
   const report = new RunReport(where);
   if (options.keepItems === false) report.countOnly();
@@ -297,7 +307,8 @@ async function exportHeld(options: ExportOptions, where: string, since: string |
   };
   /** The sink with what an earlier run left there, the recorder and the downloads, waiting for their jobs. */
   const openStage = async (build: SnapshotBuild | null, lister: UrlLister): Promise<Stage> => {
-    const { sink, intact } = await openSink(build ? build.dir : options.out, zipModule, { readOnly: build !== null });
+    if (build) build.source = source;
+    const { sink, intact } = await openSink(build ? build.dir : options.out, zipModule, { readOnly: build !== null, source });
     const recorder = new ExportRecorder(sink, report, 0, options.onProgress);
     const downloads = new DownloadStage({ concurrency, lister, sink, retry, signal, logger: client.options.logger, onRetry: () => recorder.retried() });
     const feed = downloads.feed();

@@ -16,7 +16,8 @@ import {
   SNAPSHOT_FILE, isAccepted, listSnapshots, nextSnapshotId, partialDir, readSnapshotManifest, snapshotDir, writeLatest,
   type SnapshotCounts, type SnapshotDoc, type SnapshotEntry,
 } from '../archive/store.js';
-import { MANIFEST_NAME, manifestKey, type ManifestLine } from './manifest.js';
+import { MANIFEST_NAME, isSourceLine, manifestKey, type ManifestLine } from './manifest.js';
+import type { ExportSource } from './source.js';
 import { TargetRefusedError } from './sink.js';
 
 /** What a run made of its snapshot (`ExportResult.snapshot`). */
@@ -78,6 +79,8 @@ export class SnapshotBuild {
   private baseline: string | null = null;
   /** Takes unchanged files over on threads of its own. */
   private readonly linker: Linker;
+  /** Where this run's files come from, recorded in `snapshot.json` (the export sets it once it has its client). */
+  source: ExportSource | undefined;
 
   private constructor(
     readonly archive: string,
@@ -289,6 +292,7 @@ export class SnapshotBuild {
       previous: this.previous,
       unchanged_files: this.copied ? 'copies' : 'hard links',
       ...(held ? { held } : {}),
+      ...(this.source ? { source: this.source } : {}),
     };
     // Its manifest and snapshot.json read-only too, as its files are.
     await chmod(join(this.dir, MANIFEST_NAME), 0o444).catch(() => undefined);
@@ -395,6 +399,7 @@ export class SnapshotBuild {
     for (const text of (await readFile(join(this.dir, MANIFEST_NAME), 'utf8')).split('\n')) {
       if (!text) continue;
       const line = JSON.parse(text) as ManifestLine;
+      if (isSourceLine(line)) continue;
       lines.set(manifestKey(line), line);
     }
     return lines;

@@ -12,6 +12,7 @@ import { isLockFileName } from '../util/target-lock.js';
 import { digestOf, hashFile } from '../util/hash-file.js';
 import { LinkCheck, MANIFEST_NAME, formatLine, manifestChunks, manifestKey, parseManifest, sortLines, type ManifestLine } from './manifest.js';
 import { LineIndex, syncFolder, writeSortedManifest } from './manifest-sort.js';
+import { sourceLineText, type ExportSource } from './source.js';
 
 const TMP = '.wds-tmp';
 /** A file's bytes are written in batches of this size (the last one smaller). */
@@ -53,17 +54,40 @@ export class FolderSink implements ExportSink {
   /** The first folder `create` made for the target, if it was not there. */
   private createdFrom: string | undefined;
 
-  private constructor(readonly target: string, private readonly fileMode: number) {
+  /**
+   * Where the files come from, the manifest's first line: this run's, else (a sink given none)
+   * the one the earlier run's manifest records.
+   */
+  private source: ExportSource | undefined;
+
+  private constructor(readonly target: string, private readonly fileMode: number, source: ExportSource | undefined) {
     this.links = new LinkCheck(target);
+    this.source = source;
+  }
+
+  /** The manifest's source line, or '' when there is no source to record. */
+  private get header(): string {
+    return this.source ? sourceLineText(this.source) : '';
+  }
+
+  /** Writes `lines` as the whole manifest (through a temporary file), after the source line. */
+  private async writeManifest(lines: ManifestLine[]): Promise<void> {
+    const temp = join(this.target, TMP, MANIFEST_NAME);
+    await writeFile(temp, manifestChunks(lines, this.source));
+    await rename(temp, join(this.target, MANIFEST_NAME));
+    this.index = new LineIndex();
+    this.index.skip(Buffer.byteLength(this.header));
+    for (const line of lines) this.index.add(line, Buffer.byteLength(formatLine(line)));
   }
 
   /**
    * Opens (creates) the folder and sweeps temporary files a killed run left behind. With
    * `readOnly` (a snapshot) its files are made without write bits: an editor or a script that
    * opens one for writing is refused, while the run still replaces a file by renaming over it.
+   * `source`, when given, is recorded as the manifest's first line.
    */
-  static async create(dir: string, options: { readOnly?: boolean } = {}): Promise<FolderSink> {
-    const sink = new FolderSink(dir, options.readOnly ? 0o444 : 0o666);
+  static async create(dir: string, options: { readOnly?: boolean; source?: ExportSource } = {}): Promise<FolderSink> {
+    const sink = new FolderSink(dir, options.readOnly ? 0o444 : 0o666, options.source);
     // Made from the absolute path: what mkdir answers is then a parent of the target, or the target.
     sink.createdFrom = await mkdir(resolve(dir), { recursive: true });
     await rm(join(dir, TMP), { recursive: true, force: true });
@@ -81,7 +105,9 @@ export class FolderSink implements ExportSink {
     const intact = new Map<string, ManifestLine>();
     // Paths that could leave the folder are dropped by parseManifest, links on the way here.
     const links = new LinkCheck(this.target);
-    for (const [key, line] of parseManifest(text).lines) {
+    const earlier = parseManifest(text);
+    this.source ??= earlier.source;
+    for (const [key, line] of earlier.lines) {
       const path = join(this.target, line.path);
       if (await links.linkIn(line.path)) continue;
       try {
@@ -96,11 +122,7 @@ export class FolderSink implements ExportSink {
     }
     // The manifest on disk now names only the files that are there: a line cut by a killed run is
     // dropped, so the lines this run appends start on a line of their own.
-    const temp = join(this.target, TMP, MANIFEST_NAME);
-    const sorted = sortLines(intact.values());
-    await writeFile(temp, manifestChunks(sorted));
-    await rename(temp, join(this.target, MANIFEST_NAME));
-    for (const line of sorted) this.index.add(line, Buffer.byteLength(formatLine(line)));
+    await this.writeManifest(sortLines(intact.values()));
     return intact;
   }
 
@@ -133,12 +155,7 @@ export class FolderSink implements ExportSink {
     const text = await readFile(join(this.target, MANIFEST_NAME), 'utf8');
     const lines = parseManifest(text).lines;
     edit(lines);
-    const left = sortLines(lines.values());
-    const temp = join(this.target, TMP, MANIFEST_NAME);
-    await writeFile(temp, manifestChunks(left));
-    await rename(temp, join(this.target, MANIFEST_NAME));
-    this.index = new LineIndex();
-    for (const line of left) this.index.add(line, Buffer.byteLength(formatLine(line)));
+    await this.writeManifest(sortLines(lines.values()));
   }
 
   async open(path: string): Promise<EntryWriter> {
@@ -261,11 +278,17 @@ export class FolderSink implements ExportSink {
     const lines = this.queued;
     this.queued = [];
     const texts = lines.map(formatLine);
-    const data = Buffer.from(texts.join(''));
+    let data = Buffer.from(texts.join(''));
+    let header = '';
     try {
       if (!this.manifest) {
         this.manifest = await open(join(this.target, MANIFEST_NAME), 'a');
         this.manifestSize = (await this.manifest.stat()).size;
+        // A new manifest starts with its source line.
+        if (this.manifestSize === 0 && this.header) {
+          header = this.header;
+          data = Buffer.concat([Buffer.from(header), data]);
+        }
       }
       for (let at = 0; at < data.length; ) {
         const { bytesWritten } = await this.manifest.write(data, at);
@@ -273,6 +296,7 @@ export class FolderSink implements ExportSink {
         at += bytesWritten;
       }
       this.manifestSize += data.length;
+      if (header) this.index.skip(Buffer.byteLength(header));
       lines.forEach((line, i) => this.index.add(line, Buffer.byteLength(texts[i]!)));
     } catch (error) {
       await this.manifest?.truncate(this.manifestSize).catch(() => undefined);
@@ -304,7 +328,7 @@ export class FolderSink implements ExportSink {
     const temp = join(this.target, TMP, 'manifest.jsonl');
     // The lines are read back from the manifest appended to, rather than kept in memory while
     // the files download, where they grew with the run's files.
-    await writeSortedManifest(manifest, temp, onLine, this.index);
+    await writeSortedManifest(manifest, temp, onLine, this.index, this.header || undefined);
     await rename(temp, manifest);
     await syncFolder(this.target);
     await rm(join(this.target, TMP), { recursive: true, force: true });

@@ -6,7 +6,7 @@
  * what orders it, and the lines are not parsed again.
  */
 import { open, readFile } from 'node:fs/promises';
-import type { ManifestLine } from './manifest.js';
+import { isSourceLine, type ManifestLine } from './manifest.js';
 
 /** What a line is ordered by, and where its bytes are. */
 interface LineOrder {
@@ -47,6 +47,11 @@ export class LineIndex {
     this.bytes += length;
   }
 
+  /** The manifest's source line, written first, `length` bytes with its newline: not a file's line. */
+  skip(length: number): void {
+    this.bytes += length;
+  }
+
   /** The lines, if they are the whole of `data` (the manifest as read); null when the file holds more or other bytes. */
   covering(data: Buffer): LineOrder[] | null {
     return this.bytes === data.length ? this.entries : null;
@@ -65,10 +70,11 @@ const LINES_PER_WRITE = 256;
 
 /**
  * Writes to `to` the lines of `from` (whole lines, each as `formatLine` wrote it) in manifest
- * order, keeping the last line of each file. A missing `from` gives an empty manifest. `onLine`
- * is given each line of `from` as it is read, in the order appended.
+ * order, keeping the last line of each file, after `header` (the source line). A missing `from`
+ * gives a manifest of the header alone. `onLine` is given each line of `from` as it is read, in
+ * the order appended; a source line in `from` is not a file's and is left out.
  */
-export async function writeSortedManifest(from: string, to: string, onLine?: (line: ManifestLine) => void, index?: LineIndex): Promise<void> {
+export async function writeSortedManifest(from: string, to: string, onLine?: (line: ManifestLine) => void, index?: LineIndex, header?: string): Promise<void> {
   let data: Buffer;
   try {
     data = await readFile(from);
@@ -94,8 +100,10 @@ export async function writeSortedManifest(from: string, to: string, onLine?: (li
         // A whole line that does not parse is damage the run cannot mend: say where it is.
         throw new Error(`${from}, line ${number}: not a manifest line (${(error as Error).message})`);
       }
-      onLine?.(line);
-      lines.push(orderOf(line, start, end));
+      if (!isSourceLine(line)) {
+        onLine?.(line);
+        lines.push(orderOf(line, start, end));
+      }
     }
     start = end;
   }
@@ -103,7 +111,7 @@ export async function writeSortedManifest(from: string, to: string, onLine?: (li
   lines.sort(compare);
   const handle = await open(to, 'w');
   try {
-    let part: Buffer[] = [];
+    let part: Buffer[] = header ? [Buffer.from(header)] : [];
     const flush = async (): Promise<void> => {
       const chunk = Buffer.concat(part);
       part = [];

@@ -8,6 +8,7 @@
 import { lstat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { z } from 'zod';
+import { readSource, sourceLineText, type ExportSource } from './source.js';
 
 export const MANIFEST_NAME = 'manifest.jsonl';
 
@@ -54,9 +55,11 @@ export function formatLine(line: ManifestLine): string {
 
 /**
  * The text of `lines`, 256 lines at a time: the whole text of 20,000 lines at once, with the
- * strings it is joined from, was some 15 MB at the end of a run.
+ * strings it is joined from, was some 15 MB at the end of a run. The source, when given, is the
+ * first line.
  */
-export function* manifestChunks(lines: ManifestLine[]): Generator<Buffer> {
+export function* manifestChunks(lines: ManifestLine[], source?: ExportSource): Generator<Buffer> {
+  if (source) yield Buffer.from(sourceLineText(source));
   for (let i = 0; i < lines.length; i += 256) yield Buffer.from(lines.slice(i, i + 256).map(formatLine).join(''));
 }
 
@@ -65,6 +68,11 @@ export interface ManifestLines {
   lines: Map<string, ManifestLine>;
   /** Lines that could not be read, or whose path is refused, with their numbers. */
   problems: string[];
+  /**
+   * Where the files came from: the manifest's `{"kind":"source",...}` line. Manifests written
+   * before sources were recorded have none.
+   */
+  source?: ExportSource;
 }
 
 export interface ParsedManifest extends ManifestLines {
@@ -94,6 +102,9 @@ export function manifestPathProblem(path: string): string | null {
   return null;
 }
 
+/** Whether a parsed line is the manifest's source line rather than a file's. */
+export const isSourceLine = (value: unknown): boolean => typeof value === 'object' && value !== null && (value as { kind?: unknown }).kind === 'source';
+
 /** Reads one line of manifest text (number from 1) into `into`; answers the line if it is good. */
 function readManifestLine(raw: string, number: number, into: ManifestLines & { lineNumbers?: Map<string, number> }): ManifestLine | undefined {
   if (!raw.trim()) return undefined;
@@ -106,7 +117,13 @@ function readManifestLine(raw: string, number: number, into: ManifestLines & { l
   }
   let line: ManifestLine;
   if (plainManifestLine(value)) line = value;
-  else {
+  else if (isSourceLine(value)) {
+    const source = readSource(value);
+    if (!source) into.problems.push(`line ${number}: a source line needs base_url and company`);
+    // The first source line counts; a manifest has one.
+    else into.source ??= source;
+    return undefined;
+  } else {
     const parsed = manifestLineSchema.safeParse(value);
     if (!parsed.success) {
       into.problems.push(`line ${number}: ${parsed.error.issues[0]?.path.join('.')}: ${parsed.error.issues[0]?.message}`);

@@ -13,7 +13,8 @@ import { open, rename, rm, stat } from 'node:fs/promises';
 import { crc32 } from 'node:zlib';
 import type { Readable } from 'node:stream';
 import yauzl, { type Entry, type ZipFile } from 'yauzl';
-import { MANIFEST_NAME, parseManifest, type ManifestLine } from './manifest.js';
+import { MANIFEST_NAME, parseManifest, type ManifestLine, type ManifestLines } from './manifest.js';
+import type { ExportSource } from './source.js';
 
 /** Manifests larger than this are not read back (20,000 lines take some 6 MB). */
 const MANIFEST_LIMIT = 256 * 1024 * 1024;
@@ -94,15 +95,30 @@ export class EarlierZip {
    * manifest entry cannot be read whole.
    */
   async lines(): Promise<ManifestLine[]> {
-    const entry = this.entries.get(MANIFEST_NAME)!;
-    if (entry.uncompressedSize > MANIFEST_LIMIT) return [];
-    const data = await this.read(entry).catch(() => null);
-    if (!data) return [];
+    const manifest = await this.manifest();
     const lines: ManifestLine[] = [];
-    for (const line of parseManifest(data.toString('utf8')).lines.values()) {
+    for (const line of manifest?.lines.values() ?? []) {
       if (this.entries.get(line.path)?.uncompressedSize === line.size) lines.push(line);
     }
     return lines;
+  }
+
+  /** Where the zip's files came from, as its manifest records it; undefined when it records none or cannot be read. */
+  async source(): Promise<ExportSource | undefined> {
+    return (await this.manifest())?.source;
+  }
+
+  private parsed: Promise<ManifestLines | null> | null = null;
+
+  /** The manifest entry, parsed once; null when it cannot be read whole. */
+  private manifest(): Promise<ManifestLines | null> {
+    this.parsed ??= (async () => {
+      const entry = this.entries.get(MANIFEST_NAME)!;
+      if (entry.uncompressedSize > MANIFEST_LIMIT) return null;
+      const data = await this.read(entry).catch(() => null);
+      return data ? parseManifest(data.toString('utf8')) : null;
+    })();
+    return this.parsed;
   }
 
   /**

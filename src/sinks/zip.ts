@@ -37,6 +37,7 @@ import { removeEmptyDirs, shouldDeflate } from './sink.js';
 import { ZipOutput } from './zip-output.js';
 import { digestOf, hashFile, type FileDigest } from '../util/hash-file.js';
 import { MANIFEST_NAME, manifestChunks, manifestKey, sortLines, type ManifestLine } from './manifest.js';
+import type { ExportSource } from './source.js';
 import { EarlierZip } from './zip-earlier-run.js';
 
 /** Files up to this size wait for the zip in memory, in blocks of WaitingBlocks (MEMORY_BUDGET). */
@@ -126,7 +127,11 @@ export class ZipSink implements ExportSink {
     this.archive.pipe(this.output);
   }
 
-  static async create(file: string): Promise<ZipSink> {
+  /** Where the files come from, the manifest's first line: this run's, else the earlier zip's. */
+  private source: ExportSource | undefined;
+
+  /** Opens the zip export `file` (written as `file.partial`); `source`, when given, is recorded as the manifest's first line. */
+  static async create(file: string, source?: ExportSource): Promise<ZipSink> {
     // Made from the absolute path: what mkdir answers is then the zip's folder or a parent of it.
     const createdFrom = await mkdir(dirname(resolve(file)), { recursive: true });
     await rm(`${file}.partial.d`, { recursive: true, force: true });
@@ -152,12 +157,14 @@ export class ZipSink implements ExportSink {
     sink.createdFrom = createdFrom;
     sink.earlier = earlier;
     sink.earlierIsTarget = earlierIsTarget;
+    sink.source = source;
     return sink;
   }
 
   /** The entries of the earlier zip (a stopped run's `.partial`, or the complete zip) that its manifest lists, by their sizes. */
   async intactFromEarlierRun(): Promise<Map<string, ManifestLine>> {
     const lines = (await this.earlier?.lines()) ?? [];
+    this.source ??= await this.earlier?.source();
     return new Map(lines.map((line) => [manifestKey(line), line]));
   }
 
@@ -427,7 +434,7 @@ export class ZipSink implements ExportSink {
     const sorted = sortLines(this.lines);
     this.lines.length = 0;
     if (onLine) sorted.forEach(onLine);
-    await this.append(Readable.from(manifestChunks(sorted), { objectMode: false }), MANIFEST_NAME);
+    await this.append(Readable.from(manifestChunks(sorted, this.source), { objectMode: false }), MANIFEST_NAME);
     const closed = once(this.output, 'close');
     await this.archive.finalize();
     await closed;

@@ -8,6 +8,7 @@ import { lineOf } from './export-plan.js';
 import { FolderSink } from '../sinks/folder.js';
 import { TargetError, TargetRefusedError, type ExportSink } from '../sinks/sink.js';
 import { MANIFEST_NAME, manifestKey, type ManifestLine } from '../sinks/manifest.js';
+import type { ExportSource } from '../sinks/source.js';
 import { fileLanded } from '../util/runtime.js';
 
 /** How far an export is, as `onProgress` sees it. */
@@ -45,13 +46,15 @@ export async function onDisk<T>(out: string, step: () => Promise<T>): Promise<T>
 }
 
 /**
- * The sink for `out`, with the files an earlier run left intact there; aborted if that check
+ * The sink for `out`, recording `source` in its manifest, with the files an earlier run left intact there; aborted if that check
  * fails. Opened once the listing is in: a run that cannot list touches nothing on disk (an earlier
  * export's manifest, or the temporary files of another run into the same folder).
  */
-export async function openSink(out: string, zipModule: Promise<typeof import('../sinks/zip.js')> | null, options: { readOnly?: boolean } = {}): Promise<{ sink: ExportSink; intact: Map<string, ManifestLine> }> {
+export async function openSink(
+  out: string, zipModule: Promise<typeof import('../sinks/zip.js')> | null, options: { readOnly?: boolean; source?: ExportSource } = {},
+): Promise<{ sink: ExportSink; intact: Map<string, ManifestLine> }> {
   const ZipSink = zipModule ? (await zipModule).ZipSink : null;
-  const sink = await onDisk<ExportSink>(out, () => (ZipSink ? ZipSink.create(out) : FolderSink.create(out, options)));
+  const sink = await onDisk<ExportSink>(out, () => (ZipSink ? ZipSink.create(out, options.source) : FolderSink.create(out, options)));
   try {
     return { sink, intact: await onDisk(out, () => sink.intactFromEarlierRun()) };
   } catch (error) {

@@ -33,7 +33,7 @@ it('verify --report: each manifest line with its outcome, the damaged file with 
   const dir = tempDir('wds-verify-report-');
   const out = join(dir, 'photos');
   await runExport({ client: api(), what: 'photos', out });
-  const manifest = (await readFile(join(out, 'manifest.jsonl'), 'utf8')).trim().split('\n').map((l) => JSON.parse(l) as { path: string });
+  const manifest = (await readFile(join(out, 'manifest.jsonl'), 'utf8')).trim().split('\n').map((l) => JSON.parse(l) as { kind: string; path: string }).filter((l) => l.kind !== 'source');
   const damaged = manifest[1]!.path;
   await appendFile(join(out, damaged), 'x');
 

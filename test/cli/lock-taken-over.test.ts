@@ -82,7 +82,7 @@ async function stopTakeOverContinue(args: string[], ready: () => boolean, takeOv
 async function archiveWithPipe(): Promise<{ archive: string; first: string; fifo: { path: string; bytes: Buffer } }> {
   const archive = join(tempDir('wds-archive-'), 'a');
   const snapshot = (await archiveRun(api(), archive)).snapshot!;
-  const first = (await readFile(join(snapshot.path, 'manifest.jsonl'), 'utf8')).split('\n').filter(Boolean).map((l) => JSON.parse(l) as { path: string })[0]!.path;
+  const first = (await readFile(join(snapshot.path, 'manifest.jsonl'), 'utf8')).split('\n').filter(Boolean).map((l) => JSON.parse(l) as { kind: string; path: string }).filter((l) => l.kind !== 'source')[0]!.path;
   const path = join(snapshot.path, first);
   return { archive, first, fifo: { path, bytes: await pipeInstead(path) } };
 }

@@ -62,7 +62,7 @@ it('a sheet that does not exist, or a field that is not a file part, is refused 
   const exported = join(tempDir(), 'exported');
   await runExport({ client: api(), what: 'attachments', out: exported, concurrency: 4 });
   const manifest = readFileSync(join(exported, 'manifest.jsonl'), 'utf8');
-  const edited = join(exported, (JSON.parse(manifest.split('\n')[0]!) as { path: string }).path);
+  const edited = join(exported, (JSON.parse(manifest.split('\n')[1]!) as { path: string }).path);
   writeFileSync(edited, 'changed by hand');
   await expect(runExport({ client: api(), what: 'attachments', out: exported, sheet: 9999 })).rejects.toThrow(UnknownTargetError);
   expect(readFileSync(join(exported, 'manifest.jsonl'), 'utf8')).toBe(manifest);

@@ -101,8 +101,9 @@ export function expectedFiles(s: EmulatorState, what: 'photos' | 'attachments'):
   return out;
 }
 
-const parseManifest = (text: string): ManifestEntry[] =>
-  text.split('\n').filter((l) => l.trim()).map((l) => JSON.parse(l) as ManifestEntry);
+/** The file lines of manifest text; its source line (`kind: "source"`, first) is not a file's. */
+export const parseManifest = (text: string): ManifestEntry[] =>
+  text.split('\n').filter((l) => l.trim()).map((l) => JSON.parse(l) as ManifestEntry).filter((l) => (l.kind as string) !== 'source');
 
 async function walk(dir: string): Promise<string[]> {
   const out: string[] = [];

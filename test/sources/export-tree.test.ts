@@ -22,7 +22,7 @@ const api = useClient(emu);
 
 const sha256 = (data: Buffer): string => createHash('sha256').update(data).digest('hex');
 const manifestOf = (dir: string): ManifestLine[] =>
-  readFileSync(join(dir, 'manifest.jsonl'), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as ManifestLine);
+  readFileSync(join(dir, 'manifest.jsonl'), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as ManifestLine).filter((l) => (l.kind as string) !== 'source');
 
 /** What a source file says of itself, in the manifest's words, with the sha256 of what it reads. */
 type LineFields = Pick<ManifestLine, 'code' | 'sheet_id' | 'custom_field_id' | 'record_index' | 'file_name' | 'path' | 'size' | 'sha256'>;

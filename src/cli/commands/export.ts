@@ -21,6 +21,7 @@ interface ExportArgs extends ConnectionArgs, OutputArgs, TargetArgs {
   concurrency?: number;
   sheet?: number;
   field?: number;
+  emulator?: boolean;
 }
 
 function exportOptions<T>(yargs: Argv<T>, attachments: boolean): Argv<ExportArgs> {
@@ -33,7 +34,8 @@ function exportOptions<T>(yargs: Argv<T>, attachments: boolean): Argv<ExportArgs
         ? `Downloads at once (default ${DEFAULT_EXPORT_CONCURRENCY})`
         : `Downloads at once (default ${PHOTO_EXPORT_CONCURRENCY})`,
     })
-    .option('report', { type: 'string', describe: 'Write the per-file report (JSON) to FILE' });
+    .option('report', { type: 'string', describe: 'Write the per-file report (JSON) to FILE' })
+    .option('emulator', { type: 'boolean', default: false, describe: 'With no base URL, add the embedded emulator\'s sample company to an existing export all the same' });
   if (attachments) {
     y = y
       .option('sheet', { type: 'number', describe: 'Only this sheet id' })
@@ -57,16 +59,34 @@ async function handle(what: 'photos' | 'attachments', argv: ExportArgs, ending: 
   try {
     await ending.checkReport([{ path: argv.out, folder: !isZipTarget(argv.out), what: 'the export' }]);
     const lock = await preflight.exportTarget(argv.out, { zip: isZipTarget(argv.out), force: argv.force ?? false, waitLock: argv['wait-lock'] });
+    await refuseEmbeddedInto(argv);
     await exportWith(what, argv, lock);
   } finally {
     await preflight.end();
   }
 }
 
+/**
+ * With no base URL an export goes to the embedded emulator's sample company: into a new target
+ * that is a try, into an existing export it would mix the sample company's files with the real
+ * ones. That needs --emulator, as an import does.
+ */
+async function refuseEmbeddedInto(argv: ExportArgs): Promise<void> {
+  if (argv['base-url'] || process.env.WDS_BASE_URL || argv.emulator) return;
+  const { existingExport } = await import('../../sinks/target-source.js');
+  const there = await existingExport(argv.out, isZipTarget(argv.out) ? 'zip' : 'folder');
+  if (!there) return;
+  throw new UsageError([
+    `--out ${argv.out} holds ${there}, and there is no --base-url or WDS_BASE_URL: the export would add the embedded emulator's sample company to it.`,
+    'Point it at the service with --base-url https://... (or WDS_BASE_URL) and the consumer key and secret, or name a new --out;',
+    'to add the sample company all the same, add --emulator. Nothing was changed.',
+  ].join('\n  '));
+}
+
 async function exportWith(what: 'photos' | 'attachments', argv: ExportArgs, lock: TargetLock): Promise<void> {
   // The export's stages, sinks and progress view are loaded when an export runs, not for --help.
-  const [{ runExport }, { UnknownTargetError }, { createProgress }] = await Promise.all([
-    import('../../pipelines/export.js'), import('../../stages/list-urls.js'), import('../progress.js'),
+  const [{ runExport }, { UnknownTargetError }, { createProgress }, { SourceMismatchError }] = await Promise.all([
+    import('../../pipelines/export.js'), import('../../stages/list-urls.js'), import('../progress.js'), import('../../sinks/source.js'),
   ]);
   const connection = await connect(argv);
   const progress = createProgress(`${what} export`, argv);
@@ -90,7 +110,7 @@ async function exportWith(what: 'photos' | 'attachments', argv: ExportArgs, lock
       }),
       // Stopped once, before the summary: a plain progress view prints its last line on stop.
     }).catch((error: unknown) => {
-      throw error instanceof UnknownTargetError ? new UsageError(error.message) : error;
+      throw error instanceof UnknownTargetError || error instanceof SourceMismatchError ? new UsageError(error.message) : error;
     }).finally(() => progress.stop());
     // Stopped before the listing came in whole (its total unknown): the sink was never opened.
     const listingCut = result.report.interrupted !== null && result.report.interrupted.total === undefined;

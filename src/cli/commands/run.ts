@@ -12,6 +12,7 @@ import { SAMPLE_COMPANY_DIR } from '../paths.js';
 import { stopSignal } from '../stop-signal.js';
 import { loadOrExit, pipelinePlaces } from './pipeline-file.js';
 import { CONNECTION_ENV, leafCommand } from '../help-text.js';
+import type { LoadedPipeline } from '../../pipeline-files/load.js';
 
 interface RunArgs {
   file: string;
@@ -24,13 +25,27 @@ interface RunArgs {
   quiet?: boolean;
 }
 
+/**
+ * With no base URL an export runs against the embedded emulator's sample company: into a new
+ * target that is a try, into an existing export or archive it would mix the sample company's files
+ * with the real ones (and an archive's retention could then remove a real snapshot).
+ */
+async function refuseEmbeddedInto(file: string, to: LoadedPipeline['to']): Promise<void> {
+  const [kind, out] = 'archive' in to ? ['archive', to.archive] as const : 'folder' in to ? ['folder', to.folder] as const : 'zip' in to ? ['zip', to.zip] as const : [null, null];
+  if (kind === null) return;
+  const { existingExport } = await import('../../sinks/target-source.js');
+  const there = await existingExport(out, kind);
+  if (!there) return;
+  throw new UsageError(`${file}: to.${kind} ${out} holds ${there}, and there is no connection.base_url or WDS_BASE_URL: the run would add the embedded emulator's sample company to it. Set one, or name a new target; to run against the sample company all the same, add --emulator. Nothing was changed.`);
+}
+
 export const runCommand = leafCommand<RunArgs>({
   command: 'run <file>',
   describe: 'Run a pipeline file once',
   builder: (y: Argv) =>
     y.positional('file', { type: 'string', demandOption: true, describe: 'Pipeline file (YAML)' })
       .option('dry-run', { type: 'boolean', default: false, describe: 'Imports: every check, sent with Dry-Run: 1, nothing moved; exports: the plan, nothing written' })
-      .option('emulator', { type: 'boolean', default: false, describe: 'An import with no base URL goes to the embedded emulator all the same (it forgets everything when the command ends)' })
+      .option('emulator', { type: 'boolean', default: false, describe: 'With no base URL, run against the embedded emulator all the same: an import (it forgets everything when the command ends), or an export into an existing target' })
       .option('json', { type: 'boolean', default: false, describe: 'The run summary as one JSON line on stdout; logs on stderr' })
       .option('report', { type: 'string', describe: 'Write the per-file report (JSON) to FILE' })
       .option('wait-lock', { type: 'string', describe: 'If another run holds the target, wait for it up to DURATION (30s, 5m, 1h) instead of refusing' })
@@ -48,6 +63,7 @@ export const runCommand = leafCommand<RunArgs>({
     if (isImport && !hasBaseUrl && !argv['dry-run'] && !argv.emulator) {
       throw new UsageError(`${argv.file}: no connection.base_url or WDS_BASE_URL: the import would go to the embedded emulator, which forgets everything when this command ends. Set one, or add --emulator to try it there all the same.`);
     }
+    if (!isImport && !hasBaseUrl && !argv['dry-run'] && !argv.emulator) await refuseEmbeddedInto(argv.file, pipeline.to);
     // The pipeline's stages, the locks and the notifier load when a run starts, not at start.
     const [{ commandLine }, { runPipelineOnce }, { notifyRun }] = await Promise.all([
       import('../preflight.js'), import('../../pipeline-files/run.js'), import('../../pipeline-files/notify.js'),

@@ -1,0 +1,77 @@
+/**
+ * The source a target records (src/sinks/source.ts), read before a run writes there: a folder's
+ * manifest, a zip's manifest entry (or its stopped run's `.partial`), an archive's snapshots.
+ */
+import { open, stat } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import { MANIFEST_NAME, parseManifest } from './manifest.js';
+import { SourceMismatchError, sameSource, type ExportSource } from './source.js';
+
+export type TargetKind = 'folder' | 'zip' | 'archive';
+
+/** The first line of a file, at most `limit` bytes of it ('' when it cannot be read). */
+async function firstLine(path: string, limit = 64 * 1024): Promise<string> {
+  const handle = await open(path, 'r').catch(() => null);
+  if (!handle) return '';
+  try {
+    const buffer = Buffer.alloc(limit);
+    const { bytesRead } = await handle.read(buffer, 0, limit, 0);
+    const text = buffer.toString('utf8', 0, bytesRead);
+    const end = text.indexOf('\n');
+    return end < 0 ? '' : text.slice(0, end + 1);
+  } finally {
+    await handle.close();
+  }
+}
+
+/** The source `out` records, or null when it records none (a new target, or one made before sources were recorded). */
+export async function recordedSource(out: string, kind: TargetKind): Promise<ExportSource | null> {
+  const target = resolve(out);
+  if (kind === 'archive') {
+    const { archiveSource } = await import('../archive/store.js');
+    return archiveSource(target);
+  }
+  if (kind === 'folder') return parseManifest(await firstLine(join(target, MANIFEST_NAME))).source ?? null;
+  const { EarlierZip } = await import('./zip-earlier-run.js');
+  // A stopped run's `.partial` (or the zip it set aside) is continued by the next run: its source counts too.
+  for (const path of [target, `${target}.partial`, `${target}.partial.prev`]) {
+    const zip = await EarlierZip.open(path);
+    if (!zip) continue;
+    try {
+      const source = await zip.source();
+      if (source) return source;
+    } finally {
+      zip.close();
+    }
+  }
+  return null;
+}
+
+/**
+ * Refuses (SourceMismatchError, naming `shown` and both sources) a run from `source` into a target
+ * that records another company's files. Answers the recorded source, null when there is none: a
+ * target made before sources were recorded is adopted, and records this run's source from then on.
+ */
+export async function checkTargetSource(out: string, kind: TargetKind, source: ExportSource, shown = out): Promise<ExportSource | null> {
+  const recorded = await recordedSource(out, kind);
+  if (recorded && !sameSource(recorded, source)) throw new SourceMismatchError(shown, recorded, source);
+  return recorded;
+}
+
+/**
+ * What of an export `out` already holds, in words (`an export (its manifest.jsonl)`, `an export
+ * zip`, `a snapshot archive`), or null when it is new: a run with no base URL writes the embedded
+ * emulator's sample company only to a new target.
+ */
+export async function existingExport(out: string, kind: TargetKind): Promise<string | null> {
+  const target = resolve(out);
+  if (kind === 'archive') {
+    const { archiveHolding } = await import('../archive/store.js');
+    return (await archiveHolding(target)) === target ? 'a snapshot archive' : null;
+  }
+  if (kind === 'folder') return (await stat(join(target, MANIFEST_NAME)).catch(() => null)) ? `an export (its ${MANIFEST_NAME})` : null;
+  for (const path of [target, `${target}.partial`]) {
+    if (((await stat(path).catch(() => null))?.size ?? 0) > 0) return path === target ? 'an export zip' : `a stopped export (${path})`;
+  }
+  return null;
+}
