@@ -71,7 +71,9 @@ export async function manifestOf(dir: string): Promise<Map<string, ManifestRow>>
   // A line cut short (a run killed while appending it) names no file yet.
   const rows = text.split('\n').filter(Boolean).flatMap((l) => {
     try {
-      return [JSON.parse(l) as ManifestRow];
+      const row = JSON.parse(l) as ManifestRow;
+      // The source line leads the manifest and names no file.
+      return (row.kind as string) === 'source' ? [] : [row];
     } catch {
       return [];
     }

@@ -153,7 +153,8 @@ describe('manifest paths from an untrusted manifest', () => {
 
     const verified = await runCli(['verify', out]);
     expect(verified.code, verified.stderr).toBe(3);
-    expect(verified.stdout).toMatch(/manifest\.jsonl line 1: leads through a link \(photos\)/);
+    // Line 1 names the source; line 2 is the first photo's.
+    expect(verified.stdout).toMatch(/manifest\.jsonl line 2: leads through a link \(photos\)/);
 
     const run = await runCli(['photos', 'export', '--out', out, ...connectionArgs(emu())]);
     expect(run.code, run.stdout).not.toBe(0);

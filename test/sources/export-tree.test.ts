@@ -125,8 +125,9 @@ describe.each(['photos', 'attachments'] as const)('%s export read back', (what) 
     expect(refused.get(linked!.path)!.reason).toBe('is a link; links are not followed');
     // A path leaving the export is a problem of its manifest line, like a line that is not JSON.
     expect(got.refused.filter((r) => r.relPath === 'manifest.jsonl').map((r) => r.reason)).toEqual([
-      `manifest.jsonl line ${manifest.length + 1}: the path "../outside.jpg" goes up with ..; paths in the manifest must stay inside the export`,
-      `manifest.jsonl line ${manifest.length + 2}: not JSON`,
+      // After the source line and the file lines.
+      `manifest.jsonl line ${manifest.length + 2}: the path "../outside.jpg" goes up with ..; paths in the manifest must stay inside the export`,
+      `manifest.jsonl line ${manifest.length + 3}: not JSON`,
     ]);
     expect(refused.get(missing!.path)!.where).toBe(join(out, missing!.path));
     expect(got.refused).toHaveLength(6);
