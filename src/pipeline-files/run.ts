@@ -119,9 +119,10 @@ export async function runPipelineOnce(pipeline: LoadedPipeline, options: RunPipe
     const writes = !('service' in pipeline.from && (options.dryRun || pipeline.steps.submit.dry_run));
     if (writes) {
       await refuseTarget(pipeline);
-      lock = await takeLock(pipeline, options, log);
-      // Before the snapshot opens: a run into another company's archive changes nothing there.
+      // Before the lock and the snapshot: a run into another company's archive leaves no trace
+      // there (the export checks again under the lock).
       await checkSource(pipeline, options);
+      lock = await takeLock(pipeline, options, log);
     }
     // The run's log lines name no pipeline: the scheduler puts the name before each, `run` has one.
     if (lock?.tookOver) log(`took over the lock ${lock.file} of an earlier run (${lock.tookOver})`);
