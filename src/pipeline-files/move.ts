@@ -56,8 +56,7 @@ export async function moveSettled(
         continue;
       }
       await lock?.assertHeld();
-      const placed = await placeWithoutOverwrite(path, join(to, rel));
-      if (to === move.refused) await writeFile(`${placed}.reason.txt`, `${item.reason ?? item.outcome}\n`, { flag: 'wx' }).catch(() => undefined);
+      await placeWithoutOverwrite(path, join(to, rel), to === move.refused ? `${item.reason ?? item.outcome}\n` : undefined);
       if (to === move.done) counts.done += 1;
       else counts.refused += 1;
     } catch (error) {
@@ -78,30 +77,62 @@ async function sha256Of(path: string): Promise<string> {
   return hash.digest('hex');
 }
 
-/** Links the file at its new place under the first free name, then removes the old name; copies across file systems. */
-async function placeWithoutOverwrite(from: string, wanted: string): Promise<string> {
+/**
+ * Links the file at its new place under the first free name, then removes the old name; copies
+ * across file systems. With a `reason`, the name is one whose `NAME.reason.txt` is free too, and
+ * the reason is written there first: a reason left from an earlier refusal (its file taken away
+ * since), or a file of the user's of that name, is never read as this file's.
+ */
+async function placeWithoutOverwrite(from: string, wanted: string, reason?: string): Promise<string> {
   await mkdir(dirname(wanted), { recursive: true });
   const ext = extname(wanted);
   const stem = basename(wanted, ext);
   for (let n = 1; n < 1000; n += 1) {
     const target = n === 1 ? wanted : join(dirname(wanted), `${stem} (${n})${ext}`);
-    try {
-      await link(from, target);
-    } catch (error) {
-      const code = (error as NodeJS.ErrnoException).code;
-      if (code === 'EEXIST') continue;
-      if (code !== 'EXDEV') throw error;
+    const reasonFile = `${target}${REASON_SUFFIX}`;
+    if (reason !== undefined) {
       try {
-        await copyFile(from, target, constants.COPYFILE_EXCL);
-      } catch (copyError) {
-        if ((copyError as NodeJS.ErrnoException).code === 'EEXIST') continue;
-        throw copyError;
+        await writeFile(reasonFile, reason, { flag: 'wx' });
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code === 'EEXIST') continue;
+        throw error;
       }
+    }
+    try {
+      if (!(await linkOrCopy(from, target))) {
+        if (reason !== undefined) await unlink(reasonFile);
+        continue;
+      }
+    } catch (error) {
+      if (reason !== undefined) await unlink(reasonFile).catch(() => undefined);
+      throw error;
     }
     await unlink(from);
     return target;
   }
   throw new Error(`no free name for ${basename(wanted)} in ${dirname(wanted)}`);
+}
+
+/** What a refused file's reason is written in, beside it. */
+const REASON_SUFFIX = '.reason.txt';
+
+/** The file at `target` (a hard link, or a copy across file systems); false when the name is taken. */
+async function linkOrCopy(from: string, target: string): Promise<boolean> {
+  try {
+    await link(from, target);
+    return true;
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'EEXIST') return false;
+    if (code !== 'EXDEV') throw error;
+  }
+  try {
+    await copyFile(from, target, constants.COPYFILE_EXCL);
+    return true;
+  } catch (copyError) {
+    if ((copyError as NodeJS.ErrnoException).code === 'EEXIST') return false;
+    throw copyError;
+  }
 }
 
 /**

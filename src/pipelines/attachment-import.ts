@@ -165,7 +165,7 @@ export async function runAttachmentImport(options: AttachmentImportOptions): Pro
     // From an export, the sheet and field say which of its files are restored.
     const given = { sheet: options.sheet, field: options.field };
     const named = await readNames(source, { kind: 'attachment', sheetId: options.sheet, fieldId: options.field }, report,
-      (r) => (r.fileName === undefined ? r.code ?? '' : memberOfFile({ relPath: r.relPath, fileName: r.fileName, code: r.code }, given)));
+      (r) => (r.fileName === undefined ? r.code ?? '' : memberOfFile({ relPath: r.relPath, fileName: r.fileName, code: r.code }, given)), signal);
     entries = named.entries;
     namedFiles = named.files;
     if (signal?.aborted) return result();

@@ -159,7 +159,7 @@ export async function runPhotoImport(options: PhotoImportOptions): Promise<Photo
     listed.catch(() => undefined);
 
     // read: every name and size, no bytes.
-    const named = await readNames(source, { kind: 'photo' }, report, (r) => r.code ?? (r.fileName === undefined ? '' : codeFromName(r.fileName)));
+    const named = await readNames(source, { kind: 'photo' }, report, (r) => r.code ?? (r.fileName === undefined ? '' : codeFromName(r.fileName)), signal);
     entries = named.entries;
     namedFiles = named.files;
     if (signal?.aborted) return result();

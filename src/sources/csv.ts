@@ -8,6 +8,7 @@
  * empty code, a path leaving the CSV's folder, no such file, a link) is refused naming its line
  * number, and the others go on; `file_name` overrides the name sent to the service.
  */
+import type { Stats } from 'node:fs';
 import { lstat, readFile, realpath } from 'node:fs/promises';
 import { basename, dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { TextDecoder } from 'node:util';
@@ -25,7 +26,11 @@ export interface CsvRecord {
 
 /** RFC 4180 records; a quote opens a quoted field only at the start of a field, elsewhere it is text. */
 export function parseCsv(text: string, delimiter = ','): CsvRecord[] {
-  const records: CsvRecord[] = [];
+  return [...csvRecords(text, delimiter)];
+}
+
+/** {@link parseCsv}'s records one at a time, so that a long CSV is not held twice, as text and as records. */
+export function* csvRecords(text: string, delimiter = ','): Generator<CsvRecord> {
   let i = 0;
   let line = 1;
   while (i < text.length) {
@@ -75,9 +80,8 @@ export function parseCsv(text: string, delimiter = ','): CsvRecord[] {
       atFieldStart = false;
       i += 1;
     }
-    records.push(record);
+    yield record;
   }
-  return records;
 }
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
@@ -134,13 +138,31 @@ function headerColumns(record: CsvRecord): Columns | null {
   return names[0] === 'code' ? IN_ORDER : null;
 }
 
+/** A path's entry (not followed), and its real path relative to the CSV's folder's (null when either cannot be resolved). */
+type DiskFacts = { info: Stats; real: string | null } | { error: NodeJS.ErrnoException };
+
+async function diskFacts(dir: string, full: string): Promise<DiskFacts> {
+  let info: Stats;
+  try {
+    info = await lstat(full);
+  } catch (error) {
+    return { error: error as NodeJS.ErrnoException };
+  }
+  if (!info.isFile()) return { info, real: null };
+  // A linked folder on the way could lead outside: the real path must stay inside too.
+  const real = await Promise.all([realpath(dir), realpath(full)]).then(([d, f]) => relative(d, f), () => null);
+  return { info, real };
+}
+
 export class CsvSource implements ImportSource {
   private constructor(
     /** The CSV as the user named it. */
     readonly label: string,
-    private readonly records: CsvRecord[],
+    private readonly text: string,
     private readonly columns: Columns,
     private readonly delimiter: string,
+    /** The first record names the columns. */
+    private readonly header: boolean,
   ) {}
 
   /** Reads and parses the CSV; one that cannot be read or decoded is a fatal error naming it. */
@@ -153,16 +175,32 @@ export class CsvSource implements ImportSource {
     }
     const text = decodeCsv(bytes, csvPath);
     const delimiter = delimiterOf(text);
-    const records = parseCsv(text, delimiter).filter((r) => !isBlank(r));
-    const header = records[0] ? headerColumns(records[0]) : null;
-    if (header) records.shift();
-    return new CsvSource(csvPath, records, header ?? IN_ORDER, delimiter);
+    const first = CsvSource.records(text, delimiter).next();
+    const header = first.done ? null : headerColumns(first.value);
+    return new CsvSource(csvPath, text, header ?? IN_ORDER, delimiter, header !== null);
+  }
+
+  /** The records that are not blank, read as they are needed. */
+  private static *records(text: string, delimiter: string): Generator<CsvRecord> {
+    for (const record of csvRecords(text, delimiter)) if (!isBlank(record)) yield record;
   }
 
   async *entries(): AsyncGenerator<SourceEntry> {
     const dir = dirname(this.label);
-    for (const record of this.records) {
-      const taken = await this.take(record, dir);
+    // What the disk says of each path, looked at once however many lines name it.
+    const looked = new Map<string, Promise<DiskFacts>>();
+    const lookAt = (full: string): Promise<DiskFacts> => {
+      let facts = looked.get(full);
+      if (!facts) looked.set(full, (facts = diskFacts(dir, full)));
+      return facts;
+    };
+    let skip = this.header;
+    for (const record of CsvSource.records(this.text, this.delimiter)) {
+      if (skip) {
+        skip = false;
+        continue;
+      }
+      const taken = await this.take(record, dir, lookAt);
       if ('reason' in taken) {
         yield { kind: 'refused', refused: { where: `${this.label}:${record.line}`, relPath: taken.relPath, reason: `line ${record.line}: ${taken.reason}`, code: taken.code } };
       } else {
@@ -172,7 +210,7 @@ export class CsvSource implements ImportSource {
   }
 
   /** One line: the file it names, or why it is refused. */
-  private async take(record: CsvRecord, dir: string): Promise<SourceFile | { relPath: string; reason: string; code?: string }> {
+  private async take(record: CsvRecord, dir: string, lookAt: (full: string) => Promise<DiskFacts>): Promise<SourceFile | { relPath: string; reason: string; code?: string }> {
     const fields = record.fields.map((f) => f.trim());
     // Excel writes trailing empty cells as trailing commas.
     while (fields.length > 3 && fields.at(-1) === '') fields.pop();
@@ -196,20 +234,16 @@ export class CsvSource implements ImportSource {
     if (rel === '' || rel === '..' || rel.startsWith(`..${sep}`) || isAbsolute(rel)) return refuse(`the path ${written} leaves the CSV's folder`);
     const relPath = rel.split(sep).join('/').normalize('NFC');
     const full = join(dir, rel);
-    let info;
-    try {
-      info = await lstat(full);
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT' || (error as NodeJS.ErrnoException).code === 'ENOTDIR') {
-        return refuse(`no file at ${written} (paths are relative to the CSV's folder)`);
-      }
-      return refuse(`${written} cannot be read (${(error as NodeJS.ErrnoException).code ?? String(error)})`);
+    const facts = await lookAt(full);
+    if ('error' in facts) {
+      const error = facts.error;
+      if (error.code === 'ENOENT' || error.code === 'ENOTDIR') return refuse(`no file at ${written} (paths are relative to the CSV's folder)`);
+      return refuse(`${written} cannot be read (${error.code ?? String(error)})`);
     }
+    const { info, real } = facts;
     if (info.isSymbolicLink()) return refuse(`${written} ${LINK_REFUSED}`);
     if (info.isDirectory()) return refuse(`${written} is a folder, not a file`);
     if (!info.isFile()) return refuse(`${written} is not a regular file`);
-    // A linked folder on the way could lead outside: the real path must stay inside too.
-    const real = await Promise.all([realpath(dir), realpath(full)]).then(([d, f]) => relative(d, f), () => null);
     if (real === null || real.startsWith(`..${sep}`) || isAbsolute(real)) return refuse(`the path ${written} leaves the CSV's folder through a linked folder`);
     const fileName = (overrideName || basename(rel)).normalize('NFC');
     return diskFile(full, { relPath, fileName, size: info.size, code });

@@ -35,14 +35,40 @@ export function readDiskFile(path: string, size: number, maxBytes: number, into?
 
 /** A file on disk as a SourceFile; `size` is what the walk saw, and reading checks it again. */
 export function diskFile(path: string, fields: Omit<SourceFile, 'where' | 'read' | 'open'>): SourceFile {
-  const file: SourceFile = {
-    ...fields,
-    where: path,
-    diskPath: path,
-    open: () => openNoFollow(path, path),
-    read: (maxBytes, into) => readDiskFile(path, file.size, maxBytes, into),
-  };
-  return file;
+  return new DiskFile(path, fields);
+}
+
+/** Its methods on the prototype, not closures per file: a CSV may name a million files. */
+class DiskFile implements SourceFile {
+  readonly where: string;
+  readonly diskPath: string;
+  readonly relPath: string;
+  readonly fileName: string;
+  readonly size: number;
+  readonly code?: string;
+  readonly sheetId?: number;
+  readonly fieldId?: number;
+  readonly recordIndex?: number;
+
+  constructor(path: string, fields: Omit<SourceFile, 'where' | 'read' | 'open'>) {
+    this.where = path;
+    this.diskPath = path;
+    this.relPath = fields.relPath;
+    this.fileName = fields.fileName;
+    this.size = fields.size;
+    if (fields.code !== undefined) this.code = fields.code;
+    if (fields.sheetId !== undefined) this.sheetId = fields.sheetId;
+    if (fields.fieldId !== undefined) this.fieldId = fields.fieldId;
+    if (fields.recordIndex !== undefined) this.recordIndex = fields.recordIndex;
+  }
+
+  open(): Promise<Readable> {
+    return openNoFollow(this.diskPath, this.where);
+  }
+
+  read(maxBytes: number, into?: Buffer): Promise<Buffer> {
+    return readDiskFile(this.diskPath, this.size, maxBytes, into);
+  }
 }
 
 export class FolderSource implements ImportSource {

@@ -67,15 +67,35 @@ export function photoNamesAccepted(files: SourceFile[], report: RunReport): Sour
 /** The dedupe stage: one file per member; two files for one code are a conflict the user resolves, and neither is read. */
 export function dedupePhotos(files: SourceFile[], report: RunReport): SourceFile[] {
   const byCode = new Map<string, SourceFile[]>();
-  for (const file of files) byCode.set(codeOf(file), [...(byCode.get(codeOf(file)) ?? []), file]);
+  for (const file of files) {
+    const code = codeOf(file);
+    const same = byCode.get(code);
+    if (same) same.push(file);
+    else byCode.set(code, [file]);
+  }
+  // One reason per member, naming a few of its files: a CSV may name one file a million times.
+  const reasons = new Map<string, string>();
+  const reasonFor = (code: string, same: SourceFile[]): string => {
+    let reason = reasons.get(code);
+    if (reason === undefined) {
+      const named = same.slice(0, NAMED_DUPLICATES).map((f) => f.where).join(', ');
+      const more = same.length > NAMED_DUPLICATES ? ` and ${(same.length - NAMED_DUPLICATES).toLocaleString('en-US')} more` : '';
+      reason = `${same.length.toLocaleString('en-US')} files are for member ${code} (${named}${more}); keep one`;
+      reasons.set(code, reason);
+    }
+    return reason;
+  };
   return files.filter((file) => {
     const code = codeOf(file);
     const same = byCode.get(code)!;
     if (same.length === 1) return true;
-    refuse(report, file, code, 'conflict', `${same.length} files are for member ${code} (${same.map((f) => f.where).join(', ')}); keep one`);
+    refuse(report, file, code, 'conflict', reasonFor(code, same));
     return false;
   });
 }
+
+/** The files a duplicate's reason names before it counts the rest. */
+const NAMED_DUPLICATES = 5;
 
 /** `updated_at` of every member's photo, keyed as the journal keys targets. */
 export async function listPhotos(client: WdsClient, signal?: AbortSignal): Promise<Map<string, string>> {

@@ -20,13 +20,24 @@ export interface NamedFiles {
  * link, a path out of the root, an unreadable name) is reported invalid with its rule and the
  * member its name or source gives (`memberOf`, '' when neither does), one gone since the listing
  * is skipped ({@link reportGone}), and what an export holds for other imports is a note. A stop
- * does not cut the names short: they are cheap, and a stopped run's report names every file
- * ({@link reportUnreached}).
+ * (`signal`) lets the reading go on for NAMES_AFTER_STOP more names, so that a stopped run's
+ * report names every file of a source of usual size ({@link reportUnreached}), but a source of a
+ * million names does not hold the stop up; the reading lets the event loop turn every so often so
+ * that the stop is heard.
  */
-export async function readNames(source: ImportSource, want: Omit<SourceWant, 'note'>, report: RunReport, memberOf: (refused: RefusedFile) => string): Promise<NamedFiles> {
+export async function readNames(
+  source: ImportSource, want: Omit<SourceWant, 'note'>, report: RunReport, memberOf: (refused: RefusedFile) => string, signal?: AbortSignal,
+): Promise<NamedFiles> {
   const files: SourceFile[] = [];
   let entries = 0;
+  let stoppedAt: number | undefined;
   for await (const entry of source.entries({ ...want, note: (line) => report.notes.push(line) })) {
+    if (entries % NAMES_BETWEEN_TURNS === 0 && entries > 0) await turn();
+    if (signal?.aborted) stoppedAt ??= entries;
+    if (stoppedAt !== undefined && entries - stoppedAt >= NAMES_AFTER_STOP) {
+      report.notes.push(`stopped while reading the names: the files after the first ${entries.toLocaleString('en-US')} were not looked at`);
+      break;
+    }
     entries += 1;
     if (entry.kind === 'refused' && entry.refused.gone) {
       reportGone(report, { where: entry.refused.where, fileName: entry.refused.relPath }, memberOf(entry.refused));
@@ -41,6 +52,15 @@ export async function readNames(source: ImportSource, want: Omit<SourceWant, 'no
   }
   return { files, entries };
 }
+
+/** Names read between two turns of the event loop: a source whose names come from memory (a CSV) never waits on its own. */
+const NAMES_BETWEEN_TURNS = 1000;
+
+/** Names still read after a stop, so that the report names them as not reached. */
+const NAMES_AFTER_STOP = 10_000;
+
+/** Lets the event loop run timers, I/O and signal handlers. */
+export const turn = (): Promise<void> => new Promise((done) => setImmediate(done));
 
 /**
  * A stopped import's files that got no outcome, each reported `skipped` with the signal, so that
