@@ -44,6 +44,13 @@ export interface PipelineRunSummary {
   removed?: string[];
   /** A drop folder's files moved after the run. */
   moved?: { done: number; refused: number; left: number };
+  /** Another run (another process's) held the pipeline's lock, so this one did nothing (status `failed`). */
+  busy?: boolean;
+}
+
+/** Another run holds the pipeline's lock: this run did nothing, and it is no failure of the pipeline's. */
+export class PipelineBusyError extends Error {
+  override readonly name = 'PipelineBusyError';
 }
 
 export interface RunPipelineOptions {
@@ -114,6 +121,7 @@ export async function runPipelineOnce(pipeline: LoadedPipeline, options: RunPipe
   let error: string | undefined;
   let errorCode = 'ERROR';
   let usage = false;
+  let busy = false;
   try {
     // An export's dry run writes nothing, so it needs no lock (and makes no folder for one).
     const writes = !('service' in pipeline.from && (options.dryRun || pipeline.steps.submit.dry_run));
@@ -133,6 +141,7 @@ export async function runPipelineOnce(pipeline: LoadedPipeline, options: RunPipe
       usage = true;
       errorCode = 'USAGE';
     }
+    busy = caught instanceof PipelineBusyError;
     error = redact(caught instanceof Error ? `${caught.message}${isWdsError(caught) ? ` [${caught.code}]` : ''}` : String(caught));
     if (isWdsError(caught)) errorCode = caught.code;
   } finally {
@@ -157,6 +166,7 @@ export async function runPipelineOnce(pipeline: LoadedPipeline, options: RunPipe
     bytes: report?.bytes ?? 0,
     counts,
     ...(error ? { error, error_code: errorCode } : {}),
+    ...(busy && error ? { busy: true } : {}),
     ...extra,
   };
   return { summary, report, lines };
@@ -218,7 +228,7 @@ async function takeLock(pipeline: LoadedPipeline, options: RunPipelineOptions, l
   } catch (lockError) {
     if (!(lockError instanceof TargetLockedError)) throw lockError;
     const h = lockError.holder;
-    throw new Error(`${pipeline.name}: another run holds ${lockError.lockFile}${h ? ` (pid ${h.pid} on ${h.host}: ${h.command}, since ${h.started_at})` : ''}; this run did nothing`);
+    throw new PipelineBusyError(`${pipeline.name}: another run holds ${lockError.lockFile}${h ? ` (pid ${h.pid} on ${h.host}: ${h.command}, since ${h.started_at})` : ''}; this run did nothing`);
   }
 }
 

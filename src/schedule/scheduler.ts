@@ -203,6 +203,15 @@ export class Scheduler {
       log(`${job.name}: starting (due at ${dueAt.toISOString()})`);
     }
     const outcome = await this.runJob(job);
+    if (outcome.busy) {
+      // Another process runs this pipeline now: the time is dealt with, and nothing failed.
+      log(redact(`${job.name}: skipped (busy): ${outcome.error ?? 'another run holds its lock'}`));
+      this.metrics.skip(job.name, 'busy');
+      this.handled(slot, slot.coveredUntil && slot.coveredUntil > dueAt ? slot.coveredUntil : dueAt);
+      slot.coveredUntil = null;
+      this.save(slot);
+      return;
+    }
     log(redact(lineOf(job.name, outcome)));
     this.metrics.record(job.name, outcome);
     slot.state.last_run = {

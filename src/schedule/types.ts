@@ -9,6 +9,8 @@ export interface RunOutcome {
   files: number;
   bytes: number;
   error?: string;
+  /** Another run (another scheduler's, a `run`) held the pipeline's lock: this one did nothing. */
+  busy?: boolean;
 }
 
 export interface ScheduledJob<S extends RunOutcome = RunOutcome> {

@@ -91,6 +91,53 @@ describe('wds-files schedule', () => {
     expect(run.stderr).not.toMatch(/scheduling/);
   }, 20_000);
 
+  it('a second scheduler of the same pipeline that finds its lock held reports the run skipped (busy): /healthz stays 200 and nobody is notified', async () => {
+    const received: string[] = [];
+    const receiver: Server = createServer((req, res) => {
+      let text = '';
+      req.on('data', (chunk: Buffer) => (text += chunk.toString()));
+      req.on('end', () => {
+        received.push(text);
+        res.writeHead(204).end();
+      });
+    });
+    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+    const notifyUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
+    const children: ReturnType<typeof spawnCli>[] = [];
+    try {
+      const folder = mkdtempSync(join(tmpdir(), 'wds-schedule-cli-'));
+      // Every download waits 8 s: the first scheduler's run holds the folder's lock while the second starts and tries.
+      await emulator().control('POST', '/faults', { storage: { latency_ms: 8_000 } });
+      const file = pipelineFile(folder, 'twice', `schedule: "*/2 * * * * *"\nfrom: { service: photos }\nto: { folder: out }\nnotify: { url: "${notifyUrl}", on: [failure] }\n`);
+      const first = spawnCli(['schedule', file], env());
+      children.push(first);
+      const firstDone = finished(first);
+      await stderrMatching(first, /twice: starting/, 20_000);
+      const second = spawnCli(['schedule', file, '--status-port', '0'], env());
+      children.push(second);
+      const secondDone = finished(second);
+      const start = await stderrMatching(second, /status: http/, 20_000);
+      const status = /status: (http:\/\/127\.0\.0\.1:\d+)\/healthz/.exec(start)![1]!;
+      const said = await stderrMatching(second, /twice: skipped \(busy\)/, 20_000);
+      expect(said).toMatch(/another run holds .*\.wds-lock/);
+      expect((await fetch(`${status}/healthz`)).status).toBe(200);
+      const metrics = await (await fetch(`${status}/metrics`)).text();
+      expect(metrics).toMatch(/wds_pipeline_runs_skipped_total\{pipeline="twice",reason="busy"\} [1-9]/);
+      expect(metrics).toMatch(/wds_pipeline_runs_total\{pipeline="twice",status="failed"\} 0/);
+      second.kill('SIGTERM');
+      const two = await secondDone;
+      expect(two.code, two.stderr).toBe(0);
+      expect(two.stderr).not.toMatch(/twice: failed/);
+      // The first scheduler's run is still going: any notification so far would be the second's.
+      expect(received).toEqual([]);
+      first.kill('SIGTERM');
+      expect((await firstDone).code).toBe(0);
+    } finally {
+      for (const child of children) if (child.exitCode === null) child.kill('SIGKILL');
+      await new Promise<void>((resolve) => receiver.close(() => resolve()));
+    }
+  }, 90_000);
+
   it('serves /healthz and /metrics, turns /healthz 503 after a failing run, and POSTs the failure to the notify URL', async () => {
     const received: { body: any; path: string }[] = [];
     const receiver: Server = createServer((req, res) => {
