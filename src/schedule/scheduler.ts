@@ -205,7 +205,8 @@ export class Scheduler {
     const outcome = await this.runJob(job);
     if (outcome.busy) {
       // Another process runs this pipeline now: the time is dealt with, and nothing failed.
-      log(redact(`${job.name}: skipped (busy): ${outcome.error ?? 'another run holds its lock'}`));
+      const why = outcome.error?.startsWith(`${job.name}: `) ? outcome.error.slice(job.name.length + 2) : outcome.error ?? 'another run holds its lock';
+      log(redact(`${job.name}: skipped (busy): ${why}`));
       this.metrics.skip(job.name, 'busy');
       this.handled(slot, slot.coveredUntil && slot.coveredUntil > dueAt ? slot.coveredUntil : dueAt);
       slot.coveredUntil = null;

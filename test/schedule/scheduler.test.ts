@@ -279,7 +279,7 @@ describe('health and metrics', () => {
 });
 
 describe('a pipeline whose target another run holds', () => {
-  it('fails its run with one line that names the pipeline once and the run holding the lock', async () => {
+  it('skips its run as busy with one line that names the pipeline once and the run holding the lock; health stays ok', async () => {
     const emu = await launch({});
     cleanups.push(() => emu.close());
     const folder = mkdtempSync(join(tmpdir(), 'wds-schedule-locked-'));
@@ -298,12 +298,14 @@ describe('a pipeline whose target another run holds', () => {
     cleanups.push(() => held.release());
     const { scheduler, stop, lines } = setUp([jobOf(pipeline, { env: {}, log: () => undefined })]);
     await scheduler.start();
-    await until(() => lines.some((l) => /^locked: failed/.test(l)));
+    await until(() => lines.some((l) => /^locked: skipped \(busy\)/.test(l)));
+    expect(scheduler.health().ok).toBe(true);
     stop.abort('SIGTERM');
     await scheduler.finished();
-    const failed = lines.find((l) => /^locked: failed/.test(l));
-    expect(failed, lines.join('\n')).toMatch(/^locked: failed, 0 files, 0 B, [^:]+: another run holds .*\.wds-lock \(pid \d+ on .*wds-files run locked\.yaml \(the test\)/);
-    expect(failed!.split('locked:').length - 1).toBe(1);
+    const busy = lines.find((l) => /^locked: skipped \(busy\)/.test(l));
+    expect(busy, lines.join('\n')).toMatch(/^locked: skipped \(busy\): another run holds .*\.wds-lock \(pid \d+ on .*wds-files run locked\.yaml \(the test\)/);
+    expect(busy!.split('locked:').length - 1).toBe(1);
+    expect(lines.some((l) => /^locked: failed/.test(l))).toBe(false);
     // Nothing was written into the folder the other run holds.
     expect(readdirSync(join(folder, 'out'))).toEqual(['.wds-lock']);
   }, 20_000);
