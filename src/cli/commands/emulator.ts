@@ -123,7 +123,9 @@ function stopWhenNpmGoes(stop: () => void): void {
   if (!process.env.npm_lifecycle_event) return;
   const parent = PARENT_AT_START;
   const timer = setInterval(() => {
-    if (process.ppid === parent) return;
+    // npm runs the script in a shell, so a parent of 1 (init) at start means the shell had already
+    // gone: npm was signalled while this process was still loading, before it read its parent.
+    if (process.ppid === parent && parent !== 1) return;
     clearInterval(timer);
     stop();
   }, 500);
