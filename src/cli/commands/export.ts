@@ -131,7 +131,7 @@ async function exportWith(what: 'photos' | 'attachments', argv: ExportArgs, lock
 
 const EXPORT_EXITS: LeafHelp['exits'] = {
   0: 'every file downloaded (or already there) and listed in the manifest',
-  2: "a usage error, or --out holds another company's files (or an export, with no base URL and no --emulator); nothing written",
+  2: "a usage error; also an --out of another company, or one that exists with no base URL",
   3: 'finished, but some files failed (see --report); a rerun fetches only those',
   130: true,
   143: true,

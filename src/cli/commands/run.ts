@@ -108,6 +108,6 @@ export const runCommand = leafCommand<RunArgs>({
     ['wds-files run pipelines/nightly-attachments.yaml --allow-deletions', 'the service did lose most files: make this snapshot latest'],
     ['*/15 * * * * cd /srv/wds && wds-files run pipelines/photo-dropbox.yaml -q', 'a crontab line'],
   ],
-  exits: { 2: "a usage error, or the target holds another company's files (or exists, with no base URL and no --emulator); nothing written", 3: true, 130: true, 143: true },
+  exits: { 2: "a usage error; also a target of another company, or one that exists with no base URL", 3: true, 130: true, 143: true },
   env: CONNECTION_ENV,
 });
