@@ -13,6 +13,7 @@ export interface ConnectionArgs {
   'base-url'?: string;
   'consumer-key'?: string;
   'consumer-secret'?: string;
+  'consumer-secret-file'?: string;
   'dry-run'?: boolean;
   json?: boolean;
   quiet?: boolean;
@@ -22,7 +23,8 @@ export function withConnection<T>(yargs: Argv<T>): Argv<T & ConnectionArgs> {
   return yargs
     .option('base-url', { type: 'string', describe: 'Service base URL (env WDS_BASE_URL); default: the embedded emulator' })
     .option('consumer-key', { type: 'string', describe: 'Consumer key (env WDS_CONSUMER_KEY)' })
-    .option('consumer-secret', { type: 'string', describe: 'Consumer secret (env WDS_CONSUMER_SECRET; prefer the variable)' })
+    .option('consumer-secret', { type: 'string', describe: 'Consumer secret (env WDS_CONSUMER_SECRET); a flag shows in ps: prefer --consumer-secret-file or the variable' })
+    .option('consumer-secret-file', { type: 'string', describe: 'Read the consumer secret from FILE (its first line), e.g. /run/secrets/wds' })
     .option('json', { type: 'boolean', default: false, describe: 'One JSON summary on stdout; logs on stderr' }) as Argv<T & ConnectionArgs>;
 }
 
@@ -60,7 +62,8 @@ export async function resolveEndpoint(args: ConnectionArgs): Promise<Endpoint> {
     baseUrl: args['base-url'],
     consumerKey: args['consumer-key'],
     consumerSecret: args['consumer-secret'],
-    names: { baseUrl: '--base-url', consumerKey: '--consumer-key', consumerSecret: '--consumer-secret' },
+    consumerSecretFile: args['consumer-secret-file'],
+    names: { baseUrl: '--base-url', consumerKey: '--consumer-key', consumerSecret: '--consumer-secret', consumerSecretFile: '--consumer-secret-file' },
     seed: SAMPLE_COMPANY_DIR,
     onEmbedded: (url) => say(args, `No --base-url or WDS_BASE_URL: using the embedded emulator with the sample company at ${url}`),
     fail: (message) => new UsageError(message),

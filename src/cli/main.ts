@@ -23,7 +23,7 @@ import { attachmentsImportCommand } from './commands/attachment-import.js';
 import { UsageError } from './connection.js';
 import { configureLog, sayError } from './log.js';
 import { unknownWordMessage } from './did-you-mean.js';
-import { registerCommandLineSecrets, secretValueMissing } from './secret-args.js';
+import { hideSecretFlag, registerCommandLineSecrets, secretValueMissing } from './secret-args.js';
 import { leafCommand, withHelpText } from './help-text.js';
 import { isWdsError } from '../client/errors.js';
 import { EXIT } from './exit-codes.js';
@@ -55,6 +55,7 @@ export async function main(argv: string[]): Promise<void> {
     sayError(`wds-files: ${lineProblem}\nRun wds-files --help for usage.`);
     process.exit(EXIT.usage);
   }
+  hideSecretFlag(argv, argv.some((arg) => arg === '-q' || arg === '--quiet'));
   const cli: Argv = yargs(argv)
     .scriptName('wds-files')
     // yargs would read the package.json nearest the working directory: another project's, once installed.

@@ -50,6 +50,27 @@ export function shownCommandLine(argv: string[]): string {
 }
 
 /**
+ * A consumer secret given as a flag shows in the process list (`ps`, /proc/PID/cmdline) to every
+ * user of the machine for the whole run. Where Node's process title overwrites the command line the
+ * kernel shows (Linux: within the length of the original line), it is set to the line with the
+ * secret masked; before that, while Node starts, the secret is there to see, hence the warning
+ * (`quiet` keeps it off stderr). Answers whether a secret was given as a flag.
+ */
+export function hideSecretFlag(argv: string[], quiet: boolean): boolean {
+  if (!argv.some((arg) => SECRET_OPTION.test(arg) || SECRET_OPTION_WITH_VALUE.test(arg))) return false;
+  const shown = shownCommandLine(argv).replace(/^wds-files /, '');
+  try {
+    process.title = [process.argv0, process.argv[1], shown].filter(Boolean).join(' ');
+  } catch {
+    // A platform without a settable title (or one that refuses it) keeps its command line.
+  }
+  if (!quiet) {
+    process.stderr.write('wds-files: warning: --consumer-secret on the command line can be read by other users of this machine (ps) while the command starts, and stays in the shell\'s history; use --consumer-secret-file FILE or WDS_CONSUMER_SECRET instead\n');
+  }
+  return true;
+}
+
+/**
  * The refusal of `--consumer-secret` followed by nothing or by a word that starts with "-", or
  * undefined. yargs would take that word for an option and quote it in its error, and it may be
  * the secret itself; so the word is not named.
@@ -59,7 +80,7 @@ export function secretValueMissing(argv: string[]): string | undefined {
     if (!/^--consumer[-_]?secret$/i.test(argv[i]!)) continue;
     const next = argv[i + 1];
     if (next === undefined || next.startsWith('-')) {
-      return `${argv[i]} needs a value, and the word after it ${next === undefined ? 'is missing' : 'starts with "-"'}. A secret that starts with "-" is written ${argv[i]}=VALUE; better still, set WDS_CONSUMER_SECRET, which keeps it out of the process list.`;
+      return `${argv[i]} needs a value, and the word after it ${next === undefined ? 'is missing' : 'starts with "-"'}. A secret that starts with "-" is written ${argv[i]}=VALUE; better still, use --consumer-secret-file FILE or set WDS_CONSUMER_SECRET, which keep it out of the process list.`;
     }
   }
   return undefined;

@@ -5,6 +5,7 @@
  * The CLI's commands connect through the same two steps (endpointOf, clientFor), naming their flags
  * where a file names its keys.
  */
+import { readFile } from 'node:fs/promises';
 import { WdsClient } from '../client/client.js';
 import type { WaitEvent } from '../client/limiter.js';
 import { parseLimitsSetting } from '../client/limits-setting.js';
@@ -56,8 +57,10 @@ export interface EndpointSettings {
   baseUrl?: string;
   consumerKey?: string;
   consumerSecret?: string;
+  /** A file holding the consumer secret, instead of `consumerSecret`. */
+  consumerSecretFile?: string;
   /** The setting's name in a message, e.g. `--consumer-key` or `connection.consumer_key`. */
-  names: { baseUrl: string; consumerKey: string; consumerSecret: string };
+  names: { baseUrl: string; consumerKey: string; consumerSecret: string; consumerSecretFile: string };
   /** The sample company the embedded emulator starts with, when there is no base URL. */
   seed?: string;
   /** Told the embedded emulator's address when it is used, to say so in the caller's words. */
@@ -75,7 +78,8 @@ export async function endpointOf(settings: EndpointSettings, env: NodeJS.Process
   const { names } = settings;
   let baseUrl = settings.baseUrl ?? env.WDS_BASE_URL;
   let consumerKey = settings.consumerKey ?? env.WDS_CONSUMER_KEY;
-  let consumerSecret = settings.consumerSecret ?? env.WDS_CONSUMER_SECRET;
+  if (settings.consumerSecret !== undefined && settings.consumerSecretFile !== undefined) throw settings.fail(`give ${names.consumerSecret} or ${names.consumerSecretFile}, not both`);
+  let consumerSecret = settings.consumerSecretFile !== undefined ? await secretFromFile(settings) : settings.consumerSecret ?? env.WDS_CONSUMER_SECRET;
   registerSecret(consumerSecret);
   // Checked here, where the setting has its name, so that a bad address is the caller's usage error.
   const problem = baseUrl ? baseUrlProblem(baseUrl) : null;
@@ -96,6 +100,25 @@ export async function endpointOf(settings: EndpointSettings, env: NodeJS.Process
     throw settings.fail(`connecting to ${redactUrl(baseUrl)} needs ${missing.join(' and ')}`);
   }
   return { baseUrl, consumerKey: consumerKey!, consumerSecret: consumerSecret!, embedded };
+}
+
+/**
+ * The secret of `consumerSecretFile`: its first line, as systemd credentials, Docker and
+ * Kubernetes secrets hold it. Empty or unreadable: refused.
+ */
+async function secretFromFile(settings: EndpointSettings): Promise<string> {
+  const { names } = settings;
+  const file = settings.consumerSecretFile!;
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (error) {
+    throw settings.fail(`${names.consumerSecretFile} ${file} cannot be read (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`);
+  }
+  const secret = text.split(/\r?\n/, 1)[0]!;
+  registerSecret(secret);
+  if (!secret.trim()) throw settings.fail(`${names.consumerSecretFile} ${file}: its first line is empty; it should hold the consumer secret`);
+  return secret;
 }
 
 export interface ClientSettings {
@@ -154,12 +177,12 @@ export async function clientFor(endpoint: Endpoint, settings: ClientSettings): P
 export async function connectPipeline(pipeline: LoadedPipeline, options: ConnectOptions = {}): Promise<PipelineConnection> {
   const env = options.env ?? process.env;
   const fail = (message: string): Error => new PipelineConnectionError(`${pipeline.file}: ${message}`);
-  const { base_url: baseUrl, consumer_key: consumerKey, consumer_secret: consumerSecret } = pipeline.connection;
+  const { base_url: baseUrl, consumer_key: consumerKey, consumer_secret: consumerSecret, consumer_secret_file: consumerSecretFile } = pipeline.connection;
   if (!(baseUrl ?? env.WDS_BASE_URL) && !options.embedded) throw fail('no service to connect to: set connection.base_url in the file, or WDS_BASE_URL');
   const endpoint = await endpointOf({
-    baseUrl, consumerKey, consumerSecret, seed: options.seed, fail,
+    baseUrl, consumerKey, consumerSecret, consumerSecretFile, seed: options.seed, fail,
     onEmbedded: (url) => options.log?.(`no connection.base_url or WDS_BASE_URL: using the embedded emulator with the sample company at ${url}`),
-    names: { baseUrl: 'connection.base_url', consumerKey: 'connection.consumer_key', consumerSecret: 'connection.consumer_secret' },
+    names: { baseUrl: 'connection.base_url', consumerKey: 'connection.consumer_key', consumerSecret: 'connection.consumer_secret', consumerSecretFile: 'connection.consumer_secret_file' },
   }, env);
   return clientFor(endpoint, {
     env, dryRun: options.dryRun, logger: options.logger, onWait: (event) => options.log?.(event.message), fail: (message) => new PipelineConnectionError(message),

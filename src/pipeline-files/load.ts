@@ -46,7 +46,7 @@ export interface LoadedPipeline {
   schedule?: { cron: string; catch_up: 'once' | 'skip' };
   notify?: { url: string; on: ('success' | 'partial' | 'failure')[] };
   /** As the file gives it; the run takes what is missing from WDS_BASE_URL, WDS_CONSUMER_KEY, WDS_CONSUMER_SECRET. */
-  connection: { base_url?: string; consumer_key?: string; consumer_secret?: string };
+  connection: { base_url?: string; consumer_key?: string; consumer_secret?: string; consumer_secret_file?: string };
   from: PipelineFrom;
   to: PipelineTo;
   /** The options of every stage: as the file names them, else their defaults. */
@@ -250,7 +250,7 @@ function toLoaded(p: PipelineInput, file: string): LoadedPipeline {
     name: p.name,
     ...(schedule ? { schedule } : {}),
     ...(p.notify ? { notify: { url: p.notify.url, on: p.notify.on ?? ['failure', 'partial'] } } : {}),
-    connection: p.connection ?? {},
+    connection: p.connection?.consumer_secret_file ? { ...p.connection, consumer_secret_file: abs(p.connection.consumer_secret_file) } : p.connection ?? {},
     from,
     to,
     steps,

@@ -40,6 +40,7 @@ export const connectionSchema = z.strictObject({
   base_url: z.string().min(1).optional().describe('Default: WDS_BASE_URL'),
   consumer_key: z.string().min(1).optional().describe('Default: WDS_CONSUMER_KEY'),
   consumer_secret: z.string().min(1).optional().describe('Default: WDS_CONSUMER_SECRET; write ${WDS_CONSUMER_SECRET}, never the secret itself'),
+  consumer_secret_file: path.optional().describe('A file whose first line is the consumer secret (a systemd credential, a Docker secret), instead of consumer_secret; relative to the pipeline file'),
 }).describe('Where the service is; every key defaults to its WDS_* variable');
 
 const moveSchema = z.strictObject({

@@ -84,7 +84,7 @@ function missingConnection(pipeline: LoadedPipeline, env: NodeJS.ProcessEnv): st
   const missing = [
     !(pipeline.connection.base_url ?? env.WDS_BASE_URL) && 'connection.base_url (or WDS_BASE_URL)',
     !(pipeline.connection.consumer_key ?? env.WDS_CONSUMER_KEY) && 'connection.consumer_key (or WDS_CONSUMER_KEY)',
-    !(pipeline.connection.consumer_secret ?? env.WDS_CONSUMER_SECRET) && 'connection.consumer_secret (or WDS_CONSUMER_SECRET)',
+    !(pipeline.connection.consumer_secret ?? pipeline.connection.consumer_secret_file ?? env.WDS_CONSUMER_SECRET) && 'connection.consumer_secret or consumer_secret_file (or WDS_CONSUMER_SECRET)',
   ].filter(Boolean);
   return missing.length ? `a scheduled pipeline needs a service to connect to: set ${missing.join(', ')}` : null;
 }
