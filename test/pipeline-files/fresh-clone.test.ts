@@ -67,7 +67,7 @@ describe('the shipped pipelines on a fresh clone', () => {
     expect(plan.requests.update).toBe(1);
     expect(summary.moved).toMatchObject({ done: 2, refused: 5 });
     expect(await names(join(drop, 'done'))).toEqual(['A0002.jpg', 'A0003.jpg']);
-  });
+  }, 180_000);
 
   it('nightly-attachments and photos-to-zip: a first run on a fresh clone exits 0', async () => {
     const root = await freshClone();
@@ -77,5 +77,5 @@ describe('the shipped pipelines on a fresh clone', () => {
     }
     expect(await names(join(root, 'out'))).toEqual(['archive', 'backups']);
     expect(await names(join(root, 'out', 'backups'))).toEqual(['photos.zip']);
-  });
+  }, 120_000);
 });
