@@ -7,7 +7,7 @@
  * comes with its check here.
  */
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -18,6 +18,7 @@ import { CLI_MAIN, ROOT, finished, type CliRun } from './helpers/cli-process.js'
 import { pdf } from './import/attachment-files.js';
 import { SAMPLE_COMPANY_DIR } from '../src/cli/paths.js';
 import { parseCsv } from '../src/sources/csv.js';
+import { WINDOW_SLACK_MS } from '../src/archive/writes.js';
 
 const README = readFileSync(join(ROOT, 'README.md'), 'utf8');
 const WDS = 'npm run --silent wds -- ';
@@ -321,6 +322,22 @@ const HANDLERS: Record<string, Handler> = {
   },
   'npm run --silent wds -- archive check out/archive/attachments --read-data 10': async (l) => {
     expectOk(await finished(inWork(l.command)), l.raw);
+  },
+  'npm run --silent wds -- archive repair out/archive/attachments --emulator': async (l) => {
+    // A byte of the newest snapshot's first file overwritten, as a careless editor would: repair puts the service's bytes back.
+    const snapshot = join(work, 'out/archive/attachments/snapshots', readFileSync(join(work, 'out/archive/attachments/latest'), 'utf8').trim());
+    const file = join(snapshot, manifest(snapshot)[0]!.path);
+    const bytes = readFileSync(file);
+    const damaged = Buffer.from(bytes);
+    damaged[0] = damaged[0]! ^ 0xff;
+    chmodSync(file, 0o644);
+    writeFileSync(file, damaged);
+    // A change within the 2 s of slack before a command's own write window is taken for its own.
+    await new Promise((r) => setTimeout(r, WINDOW_SLACK_MS + 500));
+    const run = await finished(inWork(l.command));
+    expectOk(run, l.raw);
+    expect(run.stdout + run.stderr).toContain('1 repaired');
+    expect(readFileSync(file)).toEqual(bytes);
   },
   'npm run --silent wds -- archive forget out/archive/attachments --keep-daily 7 --keep-weekly 4 --dry-run': async (l) => {
     const before = readFileSync(join(work, 'out/archive/attachments/latest'), 'utf8');
