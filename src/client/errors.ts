@@ -212,11 +212,12 @@ export class TimeoutError extends WdsError {
  * the service: the task may exist, so it is never sent again automatically.
  */
 export class UpdateOutcomeUnknownError extends WdsError {
-  constructor(details: ErrorDetails) {
+  /** `check`: how to find out whether it was applied, where the caller knows better than the default. */
+  constructor(details: ErrorDetails, check = 'Check the data (and recent tasks) before sending it again') {
     super(
       'UPDATE_OUTCOME_UNKNOWN',
       describe(details, 'the answer to this update request was lost after the request may have reached the service; ' +
-        'it was not sent again, because the task may already exist. Check the data (and recent tasks) before sending it again'),
+        `it was not sent again, because the task may already exist. ${check}`),
       details,
     );
     this.name = 'UpdateOutcomeUnknownError';

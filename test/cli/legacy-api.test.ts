@@ -1,8 +1,12 @@
 /**
  * `legacy api` as a user runs it, the real CLI against the emulator: a read printed as JSON with
  * passwords masked, a dry-run update that changes nothing, an update followed with --wait to its
- * end (the department is then there through v2), and a verdict of NG exiting 3.
+ * end (the department is then there through v2), a verdict of NG exiting 3, and an update whose
+ * answer was lost reported unknown, never sent again.
  */
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { beforeEach, expect, it } from 'vitest';
 import { SECRET, useEmulator } from '../helpers/emulator.js';
 import { connectionArgs, runCli, type CliRun } from '../helpers/cli-process.js';
@@ -80,4 +84,35 @@ it('--wait follows the update to its end; the department is then there through v
   expect(task.status).toBe('OK');
   expect(['number', 'string']).toContain(typeof task.progress_id);
   expect(await departmentCodes()).toContain('1900');
+});
+
+it('an update whose answer is cut after it arrived: outcome unknown in the report, UPDATE_OUTCOME_UNKNOWN in the JSON line, exit 1 as with api, sent once', { timeout: CHILD_TIMEOUT_MS }, async () => {
+  const folder = mkdtempSync(join(tmpdir(), 'wds-legacy-unknown-'));
+  const route = 'POST /v1/department/add';
+  const sent = async (): Promise<number> => ((await emu().control('GET', '/stats')).requests[route] ?? 0) as number;
+  const before = await sent();
+  const data = JSON.stringify({ departments: [{ department_code1: '1000', department_name1: '本社 / Head Office', department_code2: '1950', department_name2: '監査部 / Audit' }] });
+  // The service takes the update, then the connection is cut before its answer.
+  await emu().control('POST', '/faults', { api: { reset_rate: 1, path_contains: '/api/v1.2/department/add', method: 'POST', max_faults: 1 } });
+  try {
+    const run = await legacyApi('/department/add', '--data', data, '--json', '--report', join(folder, 'report.json'));
+    expect(run.code, run.stderr).toBe(1);
+    expect(await sent()).toBe(before + 1);
+    const line = JSON.parse(run.stdout.trim().split('\n').at(-1)!) as Record<string, unknown>;
+    expect(line).toMatchObject({ command: 'legacy api', exit_code: 1, error_code: 'UPDATE_OUTCOME_UNKNOWN' });
+    const report = JSON.parse(readFileSync(join(folder, 'report.json'), 'utf8')) as Record<string, any>;
+    expect(report).toMatchObject({ command: 'legacy api', outcome: 'unknown', exit_code: 1, error: { code: 'UPDATE_OUTCOME_UNKNOWN' }, request: { path: '/department/add' } });
+    expect(report.requests.sent).toBe(2); // the token and the update, not sent again
+    expect(String(line.error)).toMatch(/may or may not have been applied/);
+    // How to check before sending again: the data read back, or the task if its progress_id is known.
+    expect(run.stderr).toMatch(/not be sent again blindly/);
+    expect(run.stderr).toContain('wds-files legacy api /department');
+    expect(run.stderr).toContain('/task/');
+    expect(`${run.stdout}${run.stderr}${JSON.stringify(report)}`).not.toContain(SECRET);
+  } finally {
+    await emu().control('DELETE', '/faults');
+  }
+  // It was applied: the department is there once its task has run, and a blind resend would have added it twice.
+  await emu().control('GET', '/tasks/drain');
+  expect(await departmentCodes()).toContain('1950');
 });

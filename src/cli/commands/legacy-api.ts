@@ -5,6 +5,7 @@
  * progress_id to its final status. An answer or a final task that says NG or ERROR exits 3.
  */
 import { EXIT } from '../exit-codes.js';
+import { UpdateOutcomeUnknownError, isUpdateOutcomeUnknownError } from '../../client/errors.js';
 import { REDACTED, redact, registerSecretsIn } from '../../util/redact.js';
 import type { LegacyOperation, LegacyVersion } from '../../legacy/v1-operations.js';
 import { stopSignal, stoppedBy, exitCodeOf } from '../stop-signal.js';
@@ -74,6 +75,12 @@ export async function runLegacyApi(argv: LegacyApiArgs, call: { op: LegacyOperat
       print(answer.body);
     } catch (error) {
       const stopped = stoppedBy(signal);
+      if (!stopped && isUpdateOutcomeUnknownError(error)) {
+        // As `api` says it: not `failed`, which a wrapper would take as safe to send again.
+        report.outcome = 'unknown';
+        const details = { method: error.method, path: error.path, status: error.status, errors: error.errors, cause: error.cause };
+        throw new UpdateOutcomeUnknownError(details, lostUpdateCheck(call.path));
+      }
       if (!stopped) throw error;
       const note = stopNote(call, progressId);
       report.outcome = 'interrupted';
@@ -96,6 +103,16 @@ function taskEnding(task: { progressId: number | string; status: string; errors:
   if (task.status !== 'ERROR') return null;
   // The service's ERROR is a failure of its own, which it asks to be reported to its support.
   return `task ${task.progressId} ended ERROR, an unexpected failure at the service${said}; read the data before sending the update again, and report it to the service's support if it happens again`;
+}
+
+/**
+ * How to find out whether an update whose answer was lost was applied: its progress_id was in the
+ * lost answer, so the data read back, or the task when its progress_id is known some other way.
+ */
+function lostUpdateCheck(path: string): string {
+  const read = path.replace(/\/(?:data\/)?(?:add|overwrite|update|delete)\/?$/, '');
+  return `The update may or may not have been applied, and must not be sent again blindly: read the data back first ` +
+    `(wds-files legacy api ${read}), or follow its task with wds-files legacy api /task/PROGRESS_ID if its progress_id is known`;
 }
 
 /** What a stop leaves at the service: an update may have been taken, and goes on there. */
