@@ -16,7 +16,7 @@
  */
 import yauzl, { type Entry, type ZipFile } from 'yauzl';
 import { Transform, pipeline, type Readable, type TransformCallback } from 'node:stream';
-import { crc32 } from 'node:zlib';
+import { crc32, createInflateRaw } from 'node:zlib';
 
 /** The reasons a zip entry is refused, as reports show them. */
 export const BAD_CRC = 'bad CRC-32';
@@ -134,15 +134,32 @@ export class ZipReader {
     if (!this.zip.isOpen) throw new Error(`${this.path}: cannot read ${entry.name}: closed`, { cause: new Error('closed') });
     const declared = await this.declaredProblem(entry);
     if (declared) throw new ZipEntryError(declared);
+    // The bytes as stored: a deflated entry is inflated here, so that yauzl's stream is only ever read from the file.
+    const options = { decompress: entry.compressionMethod === 8 ? false : null, decrypt: null, start: null, end: null };
     const raw = await new Promise<Readable>((resolve, reject) => {
-      this.zip.openReadStream(entry.entry, (error, stream) => {
+      this.zip.openReadStream(entry.entry, options, (error, stream) => {
         if (error || !stream) reject(new Error(`${this.path}: cannot read ${entry.name}: ${error?.message}`, { cause: error }));
         else resolve(stream);
       });
     });
     const checked = new EntryCheck(entry.size, entry.crc32);
+    const first = entry.compressionMethod === 8 ? createInflateRaw() : checked;
+    raw.on('error', (error) => first.destroy(error));
+    raw.pipe(first);
+    // yauzl's stream must not be destroyed before its end: its file reads are queued one at a time
+    // across the zip, and a destroyed stream's queued read then fails outside any callback
+    // (TypeError reading 'fd'), ending the process. So when the check fails or the reader stops,
+    // the rest of the stored bytes are read and dropped; the zip stays open until then.
+    const drain = (): void => {
+      raw.unpipe(first);
+      raw.resume();
+    };
+    if (first === checked) {
+      checked.once('close', drain);
+      return checked;
+    }
     // Errors of either (a zlib error, a failed check) end both and reach the reader through `checked`.
-    return pipeline(raw, checked, () => undefined);
+    return pipeline(first, checked, drain);
   }
 
   /** Why the headers of an entry disagree on its CRC-32 or sizes, or null. */

@@ -23,7 +23,7 @@ import { runExport } from '../../src/pipelines/export.js';
 import { runPhotoImport } from '../../src/pipelines/photo-import.js';
 import { verifyExport } from '../../src/pipelines/verify.js';
 import { buildZip, collect, stored } from './helpers.js';
-import { plain, sha256, startCapturingProxy, type CapturingProxy } from '../import/photo-helpers.js';
+import { noisyJpeg, plain, sha256, startCapturingProxy, type CapturingProxy } from '../import/photo-helpers.js';
 import { QUALIFICATIONS, pdf, recordsOf, sentNames, startAttachmentProxy, type AttachmentProxy } from '../import/attachment-helpers.js';
 
 const emu = useEmulator({ seed: 'samples/company', limits: { updatesPerMinute: 10000 } });
@@ -181,6 +181,35 @@ describe('photos import of a zip with a bad CRC-32 and a lying size', () => {
     expect(after.get('A0002')).toBe(sha256(photos['A0002.jpg']));
     expect(after.get('A0003')).toBe(before.get('A0003'));
     expect(after.get('A0004')).toBe(before.get('A0004'));
+  }, 60_000);
+});
+
+describe('photos import of a zip whose deflated entry holds far more than it declares', () => {
+  it('refuses that entry naming the rule and imports the others (yauzl once crashed on it)', async () => {
+    const dir = tempDir('wds-zipcheck-');
+    // Photos of over 100,000 bytes each take many reads of the zip, and two are checked at once,
+    // so reads of the lying entry are queued behind reads of the others: 1,000 bytes are declared for it.
+    const photos: Record<string, Buffer> = {};
+    for (const n of [5, 6, 7, 8, 9]) photos[`A000${n}.jpg`] = await noisyJpeg(400, 320, n * 10);
+    for (const data of Object.values(photos)) expect(data.length).toBeGreaterThan(100_000);
+    const path = join(dir, 'photos.zip');
+    const zip = await zipOf(path, Object.entries(photos).map(([name, data]) => ({ name, data, store: false })));
+    declareSize(zip, 'A0008.jpg', 1000);
+    await writeFile(path, zip);
+    const before = new Map((await state(emu())).members.map((m) => [m.code, m.photo?.sha256 ?? null]));
+
+    const report = join(dir, 'report.json');
+    const run = await runCli(['photos', 'import', path, '--no-trim', '--json', '--report', report, ...args(emu().url)]);
+    expect(run.stderr).not.toContain('TypeError');
+    expect(run.code, run.stderr).toBe(3);
+    const items = await reportOf(run, report);
+    expect(items.get('A0008.jpg')).toMatchObject({ outcome: 'invalid', reason: expect.stringContaining('A0008.jpg: size differs from the size the zip declares') });
+    const after = new Map((await state(emu())).members.map((m) => [m.code, m.photo?.sha256 ?? null]));
+    for (const code of ['A0005', 'A0006', 'A0007', 'A0009']) {
+      expect(items.get(`${code}.jpg`)!.outcome, code).toBe('ok');
+      expect(after.get(code), code).toBe(sha256(photos[`${code}.jpg`]!));
+    }
+    expect(after.get('A0008')).toBe(before.get('A0008'));
   }, 60_000);
 });
 
