@@ -21,10 +21,13 @@ export interface EndingArgs {
 
 /** What the report says of the run as a whole: `ok`, `problems`, `failed` or `interrupted` (api: `unknown`). */
 export type Outcome = 'ok' | 'problems' | 'failed' | 'interrupted' | 'unknown';
-/** The JSON line's word for it, as `run`, the scheduler and notifications say it. */
-export type Status = 'ok' | 'partial' | 'failed' | 'interrupted';
+/**
+ * The JSON line's word for it, as `run`, the scheduler and notifications say it. An update whose
+ * answer was lost is `unknown`, not `failed`: a wrapper that resends a failed update would apply it twice.
+ */
+export type Status = 'ok' | 'partial' | 'failed' | 'interrupted' | 'unknown';
 
-const STATUS: Record<Outcome, Status> = { ok: 'ok', problems: 'partial', failed: 'failed', interrupted: 'interrupted', unknown: 'failed' };
+const STATUS: Record<Outcome, Status> = { ok: 'ok', problems: 'partial', failed: 'failed', interrupted: 'interrupted', unknown: 'unknown' };
 
 /** What a command puts in its report as it goes; `outcome` is `ok` unless it says otherwise. */
 export type ReportBody = Record<string, unknown> & { outcome?: string };

@@ -99,7 +99,7 @@ it('an update whose answer is cut after it arrived: outcome unknown in the repor
     expect(run.code, run.stderr).toBe(1);
     expect(await sent()).toBe(before + 1);
     const line = JSON.parse(run.stdout.trim().split('\n').at(-1)!) as Record<string, unknown>;
-    expect(line).toMatchObject({ command: 'legacy api', exit_code: 1, error_code: 'UPDATE_OUTCOME_UNKNOWN' });
+    expect(line).toMatchObject({ command: 'legacy api', status: 'unknown', exit_code: 1, error_code: 'UPDATE_OUTCOME_UNKNOWN' });
     const report = JSON.parse(readFileSync(join(folder, 'report.json'), 'utf8')) as Record<string, any>;
     expect(report).toMatchObject({ command: 'legacy api', outcome: 'unknown', exit_code: 1, error: { code: 'UPDATE_OUTCOME_UNKNOWN' }, request: { path: '/department/add' } });
     expect(report.requests.sent).toBe(2); // the token and the update, not sent again
