@@ -55,7 +55,7 @@ export { runExport, defaultConcurrency } from './pipelines/export.js';
 export { LockLostError, TargetLockedError } from './util/target-lock.js';
 export type { LockHolder } from './util/target-lock.js';
 export type { ExportOptions, ExportProgress, ExportResult } from './pipelines/export.js';
-export type { SnapshotInfo } from './sinks/archive.js';
+export type { MaxDelete, SnapshotInfo } from './sinks/archive.js';
 export type { SnapshotCounts } from './archive/store.js';
 export { runPhotoImport } from './pipelines/photo-import.js';
 export type { PhotoImportMode, PhotoImportOptions, PhotoImportResult } from './pipelines/photo-import.js';

@@ -93,7 +93,13 @@ export const memberSchema = memberInputSchema.extend({
   /** The service's own integer id of the member. No request takes it: `code` is the key. */
   id: z.number().int().optional(),
   /** When the member has a face photo, the time it was last changed (`YYYY-MM-DD HH:MM:SS`); null without one. */
-  face_image: z.looseObject({ updated_at: z.string() }).nullable().optional(),
+  face_image: z
+    .looseObject({
+      /** When the photo was last changed, `YYYY-MM-DD HH:MM:SS` in service time. */
+      updated_at: z.string(),
+    })
+    .nullable()
+    .optional(),
   /** Computed by the service. */
   age: z.number().nullable().optional(),
   /** Computed by the service: a string such as `15年5ヵ月` (years, then months). */
