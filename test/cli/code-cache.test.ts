@@ -10,7 +10,7 @@ import { createHash } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, readdirSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect, it } from 'vitest';
-import { useEmulator } from '../helpers/emulator.js';
+import { KEY, SECRET, useEmulator } from '../helpers/emulator.js';
 import { expectMatchesState, state, tempDir } from '../helpers/export.js';
 import { connectionArgs, runCli } from '../helpers/cli-process.js';
 import { isRoot, useTmpfs } from '../helpers/tmpfs.js';
@@ -34,7 +34,9 @@ function theCache(cache: string): { path: string; ino: number; mtimeMs: number; 
 
 async function exportWith(cache: string, env: NodeJS.ProcessEnv = {}): Promise<void> {
   const out = join(tempDir(), 'out');
-  const run = await runCli(['attachments', 'export', '--out', out, ...connectionArgs(emu())], { XDG_CACHE_HOME: cache, WDS_CODE_CACHE: undefined, ...env });
+  // The secret from the environment: given as a flag, it is warned about, and this run must print no warning.
+  const connection = { WDS_BASE_URL: emu().url, WDS_CONSUMER_KEY: KEY, WDS_CONSUMER_SECRET: SECRET };
+  const run = await runCli(['attachments', 'export', '--out', out], { XDG_CACHE_HOME: cache, WDS_CODE_CACHE: undefined, ...connection, ...env });
   expect(run.stderr).not.toMatch(/warning|error/i);
   expect(run.code).toBe(0);
   await expectMatchesState(out, await state(emu()), 'attachments');
