@@ -74,7 +74,8 @@ it('--consumer-secret as a flag: warned about, and masked in ps once the CLI has
   expect(run.seen.length).toBeGreaterThan(5);
   for (const line of run.seen) {
     expect(line).not.toContain(SECRET);
-    expect(line).toContain('--consumer-secret [REDACTED]');
+    // Node 20 and 22 show the masked command line; Node 24 shows the title alone, which holds no secret either.
+    if (Number(process.versions.node.split('.')[0]) < 24) expect(line).toContain('--consumer-secret [REDACTED]');
   }
 });
 
