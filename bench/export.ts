@@ -38,7 +38,7 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { request } from 'undici';
 import { WdsClient } from '../src/client/client.js';
-import { UrlLister, attachmentTargets, type ListTarget } from '../src/stages/list-urls.js';
+import { UrlLister, attachmentTargets, type ListTarget } from '../src/stages/export/list-urls.js';
 import { DEFAULT_EXPORT_CONCURRENCY, PHOTO_EXPORT_CONCURRENCY, defaultConcurrency } from '../src/pipelines/export.js';
 import { measure, type Measured } from './max-rss.js';
 import { CLI, ensureBuilt } from './shipped-cli.js';

@@ -166,10 +166,10 @@ await build({
   plugins,
 });
 
-// The photo checker's child process (src/stages/photo-check-child.ts), a module of its own.
+// The photo checker's child process (src/stages/import/check/photo-check-child.ts), a module of its own.
 await build({
   ...common,
-  entryPoints: [join(out, 'stages', 'photo-check-child.js')],
+  entryPoints: [join(out, 'stages', 'import', 'check', 'photo-check-child.js')],
   outfile: join(cli, 'photo-check-child.js'),
   format: 'esm',
   // The CommonJS packages bundled require Node's modules, which an ES module can do only through a require of its own.

@@ -31,7 +31,7 @@ export type { OperationId, AdvancedType } from './spec/operations.js';
 export type { TaskStatus, WebhookEvent } from './spec/events.js';
 
 // The legacy interface's client (v1.x).
-export { LegacyClient, isLegacyTimeout, LegacyAsyncReadError, LEGACY_REQUESTS_PER_HOUR, LEGACY_TOKENS_PER_HOUR } from './client/legacy/index.js';
+export { LegacyClient, isLegacyTimeout, LegacyAsyncReadError, LEGACY_REQUESTS_PER_HOUR, LEGACY_TOKENS_PER_HOUR } from './client/v1/index.js';
 export type {
   LegacyClientOptions, LegacyClientLimits, LegacyPollOptions, LegacyWaitEvent, LegacyWaitReason, LegacyVersion,
   LegacyUsers, LegacyDepartments, LegacySheets, LegacyTasks, LegacyDepartment, LegacyDepartmentList, LegacySheetData,
@@ -39,7 +39,7 @@ export type {
   LegacyPreset, LegacyAsyncResult, LegacyAsyncSheet, LegacyRawAnswer,
   LegacyReadAsyncOptions, LegacyReadOptions, LegacyRequestOptions, LegacyTask, LegacyTaskWaitOptions, LegacyUpdate,
   LegacyUpdateOptions, LegacyUserInput,
-} from './client/legacy/index.js';
+} from './client/v1/index.js';
 
 // Errors.
 export {
@@ -55,7 +55,7 @@ export { runExport, defaultConcurrency } from './pipelines/export.js';
 export { LockLostError, TargetLockedError } from './util/target-lock.js';
 export type { LockHolder } from './util/target-lock.js';
 export type { ExportOptions, ExportProgress, ExportResult } from './pipelines/export.js';
-export type { MaxDelete, SnapshotInfo } from './sinks/archive.js';
+export type { MaxDelete, SnapshotInfo } from './archive/build.js';
 export type { SnapshotCounts } from './archive/store.js';
 export { runPhotoImport } from './pipelines/photo-import.js';
 export type { PhotoImportMode, PhotoImportOptions, PhotoImportResult } from './pipelines/photo-import.js';
@@ -67,6 +67,6 @@ export type { VerifyItem, VerifyProblem, VerifyResult } from './pipelines/verify
 export { openSource } from './sources/open-source.js';
 export type { OpenSourceOptions } from './sources/open-source.js';
 export type { ImportSource, RefusedFile, SourceEntry, SourceFile, SourceWant } from './sources/source.js';
-export { ImportJournal } from './stages/journal.js';
+export { ImportJournal } from './stages/import/journal/journal.js';
 export { RunReport, OUTCOMES } from './stages/report.js';
 export type { ItemReport, Outcome } from './stages/report.js';

@@ -10,7 +10,7 @@ import type { WindowOption } from '../client/options.js';
 import type { ImportProgress } from '../pipelines/import-progress.js';
 import { openSource } from '../sources/open-source.js';
 import type { ImportSource } from '../sources/source.js';
-import { ImportJournal } from '../stages/journal.js';
+import { ImportJournal } from '../stages/import/journal/journal.js';
 import type { RunReport } from '../stages/report.js';
 import { UsageError, connect, type ConnectionArgs } from './connection.js';
 import { createImportProgress } from './import-progress.js';

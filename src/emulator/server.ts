@@ -26,7 +26,7 @@ import type { RouteContext } from './routes/context.js';
 import { API_PREFIX, OPERATIONS, type OperationId, type OperationSpec } from '../spec/operations.js';
 import { MAX_REQUEST_BYTES, MAINTENANCE_WINDOW } from '../spec/limits.js';
 import { StateSaver } from './state-dir.js';
-import { LegacyApi, LEGACY_PATH } from './legacy/server.js';
+import { LegacyApi, LEGACY_PATH } from './routes/v1/server.js';
 import { closeLingering, readBody, DEFAULT_BODY_TIMEOUTS, type BodyTimeouts } from './request-body.js';
 
 export interface EmulatorConfig {

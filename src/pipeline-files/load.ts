@@ -8,7 +8,7 @@ import { dirname, relative, resolve, isAbsolute } from 'node:path';
 import { LineCounter, isMap, parse as parseYaml, parseDocument, visit, type Document } from 'yaml';
 import { fieldPath, flattenIssues, issueMessage, openYaml, placeOf, syntaxProblem, type FileProblem, type Issue, type YamlPath } from '../util/yaml-places.js';
 import { pipelineSchema, type PipelineInput } from './schema.js';
-import { EXPORT_STAGE_NAMES, IMPORT_STAGE_NAMES, STAGE_NAMES, stageOptions, type StageName, type StageOptions } from '../stages/options.js';
+import { EXPORT_STAGE_NAMES, IMPORT_STAGE_NAMES, STAGE_NAMES, stageOptions, type StageName, type StageOptions } from '../stages/registry.js';
 
 /** One problem of a pipeline file, at its place. */
 export type PipelineProblem = FileProblem;

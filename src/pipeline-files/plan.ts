@@ -7,11 +7,11 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { WdsClient } from '../client/client.js';
 import { REQUESTS_PER_HOUR, UPDATE_REQUESTS_PER_MINUTE } from '../spec/limits.js';
-import { UrlLister, attachmentTargets, type ListTarget } from '../stages/list-urls.js';
-import { realign } from '../stages/export-plan.js';
+import { UrlLister, attachmentTargets, type ListTarget } from '../stages/export/list-urls.js';
+import { realign } from '../stages/export/plan.js';
 import { MANIFEST_NAME, manifestKey, parseManifest, type ManifestLine } from '../sinks/manifest.js';
 import { listSnapshots, partialDir, readLatest, readSnapshotManifest, snapshotDir } from '../archive/store.js';
-import type { ImportJournal } from '../stages/journal.js';
+import type { ImportJournal } from '../stages/import/journal/journal.js';
 import type { LoadedPipeline } from './load.js';
 
 export interface PipelinePlan {

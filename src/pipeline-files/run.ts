@@ -6,11 +6,11 @@
 import { mkdir } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type { ExportOptions } from '../pipelines/export.js';
-import { ImportJournal } from '../stages/journal.js';
+import { ImportJournal } from '../stages/import/journal/journal.js';
 import { stateFolder } from '../util/xdg.js';
 import type { RunReport } from '../stages/report.js';
 import type { WdsClient } from '../client/client.js';
-import type { SnapshotBuild } from '../sinks/archive.js';
+import type { SnapshotBuild } from '../archive/build.js';
 import { TargetLockedError, acquireTargetLock, lockFileOf, type TargetLock } from '../util/target-lock.js';
 import { recordWrites } from '../archive/writes.js';
 import { redact } from '../util/redact.js';
@@ -240,7 +240,7 @@ async function takeLock(pipeline: LoadedPipeline, options: RunPipelineOptions, l
 function openSnapshot(pipeline: LoadedPipeline): Promise<SnapshotBuild> | undefined {
   const { from, to } = pipeline;
   if (!('archive' in to) || !('service' in from)) return undefined;
-  const opening = import('../sinks/archive.js').then(({ SnapshotBuild }) => SnapshotBuild.open(to.archive, pipeline.name));
+  const opening = import('../archive/build.js').then(({ SnapshotBuild }) => SnapshotBuild.open(to.archive, pipeline.name));
   opening.catch(() => undefined); // awaited by the export, or discarded; not an unhandled rejection meanwhile
   return opening;
 }

@@ -5,7 +5,7 @@
  */
 import { Cron } from 'croner';
 import { z } from 'zod';
-import { STAGES, STAGE_NAMES, type StageName } from '../stages/options.js';
+import { STAGES, STAGE_NAMES, type StageName } from '../stages/registry.js';
 import { hasRules, retentionPolicySchema } from '../archive/retention.js';
 
 const path = z.string().min(1, 'must name a path');
@@ -79,7 +79,7 @@ export const toSchema = z.union([
 ]).describe('Where the files go: an archive, a folder, a zip, or the service');
 
 /**
- * A step names one stage of the registry (src/stages/options.ts) with its options: the stages,
+ * A step names one stage of the registry (src/stages/registry.ts) with its options: the stages,
  * their docs and their defaults come from there, so the file format and the pipelines agree.
  */
 const stepSchema = z.strictObject(

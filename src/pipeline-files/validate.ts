@@ -51,7 +51,7 @@ export async function validatePipelineFiles(files: string[], options: ValidateOp
 
 async function onlineProblems(pipeline: LoadedPipeline, shown: string, options: ValidateOptions): Promise<PipelineProblem[]> {
   // The client and the listing load here: checking files offline makes no request and needs neither.
-  const [{ connectPipeline }, { UnknownTargetError, attachmentTargets }] = await Promise.all([import('./connection.js'), import('../stages/list-urls.js')]);
+  const [{ connectPipeline }, { UnknownTargetError, attachmentTargets }] = await Promise.all([import('./connection.js'), import('../stages/export/list-urls.js')]);
   const problems: PipelineProblem[] = [];
   let connection;
   try {

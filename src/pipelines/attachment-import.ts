@@ -15,21 +15,21 @@
  */
 import type { WdsClient } from '../client/client.js';
 import type { ImportSource, SourceFile } from '../sources/source.js';
-import { stageOptions } from '../stages/options.js';
-import { closingOnError, readNames, refuse, reportGone, reportUnreached } from '../stages/read.js';
-import { AttachmentRouting, memberOfFile, type AttachmentImportMode, type AttachmentLane, type PlacedFile, type RoutedFile } from '../stages/attachment-route.js';
-import { checkAttachmentFile, type AttachmentVerdict } from '../stages/attachment-check.js';
-import { batchInLanes, fewestRequests, planGroupedBatches, type Batch } from '../stages/batch.js';
+import { stageOptions } from '../stages/registry.js';
+import { closingOnError, readNames, refuse, reportGone, reportUnreached } from '../stages/import/read.js';
+import { AttachmentRouting, memberOfFile, type AttachmentImportMode, type AttachmentLane, type PlacedFile, type RoutedFile } from '../stages/import/attachment-route.js';
+import { checkAttachmentFile, type AttachmentVerdict } from '../stages/import/check/attachment-check.js';
+import { batchInLanes, fewestRequests, planGroupedBatches, type Batch } from '../stages/import/batch.js';
 import { BATCHES_AHEAD, mapInOrder, prefetch, drain } from '../stages/flow.js';
-import { countBatches, mentionsCode, submitBatches, type SubmitOptions, type SubmitStats } from '../stages/submit.js';
-import { ATTACHMENT_BODY_OVERHEAD, attachmentBody, attachmentItemBytes } from '../stages/request-bodies.js';
-import { targetOf, type ImportJournal, type JournalFile } from '../stages/journal.js';
-import { appliedSince, noteApplied, settleEarlierRequests } from '../stages/journal-settle.js';
+import { countBatches, mentionsCode, submitBatches, type SubmitOptions, type SubmitStats } from '../stages/import/submit.js';
+import { ATTACHMENT_BODY_OVERHEAD, attachmentBody, attachmentItemBytes } from '../stages/import/request-bodies.js';
+import { targetOf, type ImportJournal, type JournalFile } from '../stages/import/journal/journal.js';
+import { appliedSince, noteApplied, settleEarlierRequests } from '../stages/import/journal/settle.js';
 import { RunReport, interruptedBy } from '../stages/report.js';
 import { MAX_ATTACHMENTS_PER_REQUEST, MAX_FILE_BYTES } from '../spec/limits.js';
 import { ImportTracker, type ImportProgress } from './import-progress.js';
 
-export type { AttachmentImportMode } from '../stages/attachment-route.js';
+export type { AttachmentImportMode } from '../stages/import/attachment-route.js';
 
 /** Options of {@link runAttachmentImport}. */
 export interface AttachmentImportOptions {

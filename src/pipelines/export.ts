@@ -8,17 +8,17 @@ import { setMaxListeners } from 'node:events';
 import { mkdir } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import type { WdsClient } from '../client/client.js';
-import type { DownloadJob, JobFeed } from '../stages/download.js';
-import type { UrlLister } from '../stages/list-urls.js';
-import { EarlyDownloads } from '../stages/export-early.js';
+import type { DownloadJob, JobFeed } from '../stages/export/download.js';
+import type { UrlLister } from '../stages/export/list-urls.js';
+import { EarlyDownloads } from '../stages/export/early.js';
 import { RunReport, interruptedBy } from '../stages/report.js';
-import { stageOptions } from '../stages/options.js';
-import { openLister, type Listed } from '../stages/export-list.js';
-import { planExport, realign } from '../stages/export-plan.js';
-import { DownloadStage } from '../stages/export-download.js';
-import { ExportRecorder, asTargetError, onDisk, openSink, type ExportProgress } from '../stages/export-sink.js';
+import { stageOptions } from '../stages/registry.js';
+import { openLister, type Listed } from '../stages/export/list.js';
+import { planExport, realign } from '../stages/export/plan.js';
+import { DownloadStage } from '../stages/export/transfer.js';
+import { ExportRecorder, asTargetError, onDisk, openSink, type ExportProgress } from '../stages/export/record.js';
 import { removeEmptyDirs, type ExportSink } from '../sinks/sink.js';
-import { SnapshotBuild, type SnapshotInfo } from '../sinks/archive.js';
+import { SnapshotBuild, type SnapshotInfo } from '../archive/build.js';
 import { insideArchiveProblem } from '../archive/store.js';
 import { recordWrites } from '../archive/writes.js';
 import { exportTargetProblem } from '../sinks/target-check.js';
@@ -31,7 +31,7 @@ import { acquireTargetLock, lockFileOf, type TargetLock } from '../util/target-l
 import { DEFAULT_EXPORT_CONCURRENCY, PHOTO_EXPORT_CONCURRENCY, followZipLink, isZipTarget } from './export-defaults.js';
 
 export { DEFAULT_EXPORT_CONCURRENCY, PHOTO_EXPORT_CONCURRENCY, isZipTarget };
-export { LARGE_BODY_CONCURRENCY, LARGE_FILE_CONNECTIONS, START_CONNECTIONS } from '../stages/export-download.js';
+export { LARGE_BODY_CONCURRENCY, LARGE_FILE_CONNECTIONS, START_CONNECTIONS } from '../stages/export/transfer.js';
 export type { ExportProgress };
 
 /** Options of {@link runExport}. */
@@ -82,7 +82,7 @@ export interface ExportOptions {
      * `50%`, the default): a run that finds more holds its snapshot back, `latest` unmoved, and
      * its `snapshot.held` says why. `100%` allows any.
      */
-    maxDelete?: import('../sinks/archive.js').MaxDelete;
+    maxDelete?: import('../archive/build.js').MaxDelete;
     /**
      * @internal The snapshot, opened already (`SnapshotBuild.open` of `out`, under the lock the
      * caller holds, with `lock: false`), so that it started before this run's modules loaded. The

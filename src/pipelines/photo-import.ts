@@ -20,23 +20,23 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { WdsClient } from '../client/client.js';
 import type { ImportSource, SourceFile } from '../sources/source.js';
-import { stageOptions } from '../stages/options.js';
-import { closingOnError, readNames, refuse, reportGone, reportUnreached } from '../stages/read.js';
-import { PhotoRouting, codeFromName, dedupePhotos, listPhotos, photoNamesAccepted, type PhotoImportMode, type PhotoRoute, type RoutedPhoto } from '../stages/photo-route.js';
-import { PhotoCheckStage, normalizePhoto, type CheckedPhoto, type PhotoVerdict } from '../stages/photo-check-stage.js';
-import { batchInLanes, type Batch } from '../stages/batch.js';
-import { shortEnds } from '../stages/batch-order.js';
+import { stageOptions } from '../stages/registry.js';
+import { closingOnError, readNames, refuse, reportGone, reportUnreached } from '../stages/import/read.js';
+import { PhotoRouting, codeFromName, dedupePhotos, listPhotos, photoNamesAccepted, type PhotoImportMode, type PhotoRoute, type RoutedPhoto } from '../stages/import/photo-route.js';
+import { PhotoCheckStage, normalizePhoto, type CheckedPhoto, type PhotoVerdict } from '../stages/import/check/photo-check-stage.js';
+import { batchInLanes, type Batch } from '../stages/import/batch.js';
+import { shortEnds } from '../stages/import/batch-order.js';
 import { BATCHES_AHEAD, prefetch, drain } from '../stages/flow.js';
-import { countBatches, mentionsCode, submitBatches, type BatchOutcome, type SubmitOptions, type SubmitStats } from '../stages/submit.js';
-import { PHOTO_BODY_OVERHEAD, photoBody, photoItemBytes } from '../stages/request-bodies.js';
+import { countBatches, mentionsCode, submitBatches, type BatchOutcome, type SubmitOptions, type SubmitStats } from '../stages/import/submit.js';
+import { PHOTO_BODY_OVERHEAD, photoBody, photoItemBytes } from '../stages/import/request-bodies.js';
 import { RunReport, type ItemReport, interruptedBy } from '../stages/report.js';
-import type { ImportJournal } from '../stages/journal.js';
-import { appliedReason, appliedSince, noteApplied, settleEarlierRequests } from '../stages/journal-settle.js';
+import type { ImportJournal } from '../stages/import/journal/journal.js';
+import { appliedReason, appliedSince, noteApplied, settleEarlierRequests } from '../stages/import/journal/settle.js';
 import { MAX_FILE_BYTES, MAX_PHOTOS_PER_REQUEST, UPDATE_REQUESTS_PER_MINUTE } from '../spec/limits.js';
 import { ImportTracker, type ImportProgress } from './import-progress.js';
 
-export type { PhotoImportMode } from '../stages/photo-route.js';
-export { codeFromName } from '../stages/photo-route.js';
+export type { PhotoImportMode } from '../stages/import/photo-route.js';
+export { codeFromName } from '../stages/import/photo-route.js';
 
 /** Options of {@link runPhotoImport}. */
 export interface PhotoImportOptions {

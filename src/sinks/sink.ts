@@ -6,7 +6,7 @@ import { rmdir } from 'node:fs/promises';
 import { dirname, isAbsolute, relative, resolve } from 'node:path';
 import type { ManifestLine } from './manifest.js';
 import type { FileDigest } from '../util/hash-file.js';
-import type { StartGate } from '../stages/download.js';
+import type { StartGate } from '../stages/export/download.js';
 import { noSpaceCause } from '../util/no-space.js';
 
 /** One file being written. The sink stores it, and hashes what it stored. */

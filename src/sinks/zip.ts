@@ -32,7 +32,7 @@ import { once } from 'node:events';
 import { ZipArchive } from 'archiver';
 import { Readable } from 'node:stream';
 import type { EntryWriter, ExportSink } from './sink.js';
-import { LargeFilePace, type StartGate } from '../stages/download.js';
+import { LargeFilePace, type StartGate } from '../stages/export/download.js';
 import { removeEmptyDirs, shouldDeflate } from './sink.js';
 import { ZipOutput } from './zip-output.js';
 import { digestOf, hashFile, type FileDigest } from '../util/hash-file.js';

@@ -8,9 +8,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { parseCsv } from '../../src/sources/csv.js';
-import { formatOf, sheetText, type SheetRecord } from '../../src/legacy/sheet-formats.js';
-import { partialFileOf, writeFileAtomically } from '../../src/legacy/atomic-file.js';
-import { looksLikeSheetDownload } from '../../src/legacy/earlier-download.js';
+import { formatOf, sheetText, type SheetRecord } from '../../src/sinks/sheet-formats.js';
+import { partialFileOf, writeFileAtomically } from '../../src/sinks/atomic-file.js';
+import { looksLikeSheetDownload } from '../../src/sinks/earlier-sheet.js';
 
 const text = (pieces: Iterable<string>): string => [...pieces].join('');
 

@@ -11,7 +11,7 @@ import {
   rolesAnswerSchema, sheetAnswerSchema, sheetLayoutsAnswerSchema, usersAnswerSchema,
 } from '../../src/spec/schemas.js';
 import { TokenManager } from '../../src/client/auth.js';
-import { deadlineOf } from '../../src/stages/list-urls.js';
+import { deadlineOf } from '../../src/stages/export/list-urls.js';
 
 const fixture = (name: string): unknown => JSON.parse(readFileSync(join(import.meta.dirname, '..', 'fixtures', 'real-shapes', name), 'utf8'));
 

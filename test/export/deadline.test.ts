@@ -4,7 +4,7 @@
  * of 5 % of the lifetime, at least 2 s and at most 60 s. Only the query's own `Expires` counts.
  */
 import { describe, expect, it } from 'vitest';
-import { deadlineOf } from '../../src/stages/list-urls.js';
+import { deadlineOf } from '../../src/stages/export/list-urls.js';
 
 const listedAt = Date.UTC(2026, 3, 1, 10, 0, 0);
 const base = 'https://files.example/storage/acme/b1/report.pdf';

@@ -5,7 +5,7 @@
  * many are under way, and every item runs once.
  */
 import { describe, expect, it } from 'vitest';
-import { pool } from '../../src/stages/download.js';
+import { pool } from '../../src/stages/export/download.js';
 
 const pause = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 

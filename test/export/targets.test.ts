@@ -12,7 +12,7 @@ import { useClient } from '../helpers/client.js';
 import { readExport, state, tempDir } from '../helpers/export.js';
 import { connectionArgs, runCli } from '../helpers/cli-process.js';
 import { runExport } from '../../src/pipelines/export.js';
-import { UnknownTargetError } from '../../src/stages/list-urls.js';
+import { UnknownTargetError } from '../../src/stages/export/list-urls.js';
 
 const emu = useEmulator({
   generate: { members: 20, photo_bytes: [10_000, 12_000], attachments_per_member: [2, 3], attachment_bytes: [3_000, 6_000] },

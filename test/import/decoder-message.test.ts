@@ -4,7 +4,7 @@
  * how much of the file libpng had read varied between runs).
  */
 import { expect, it } from 'vitest';
-import { decoderMessage } from '../../src/stages/photo-check.js';
+import { decoderMessage } from '../../src/stages/import/check/photo-check.js';
 
 it('drops libvips seek retries and joins the other lines of its log', () => {
   const log = ['source: bad seek to 1024', 'source: bad seek to 512', 'source: bad seek to 289', 'vipspng: libpng read error', ''].join('\n');

@@ -8,7 +8,7 @@ import { appendFileSync, readFileSync, statSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ImportJournal, targetOf } from '../../src/stages/journal.js';
+import { ImportJournal, targetOf } from '../../src/stages/import/journal/journal.js';
 import { stateFolder } from '../../src/util/xdg.js';
 import { tempDir } from '../helpers/export.js';
 

@@ -1,5 +1,5 @@
 /**
- * Photos are checked in a process of their own (src/stages/photo-checker.ts). What a user relies
+ * Photos are checked in a process of their own (src/stages/import/check/photo-checker.ts). What a user relies
  * on: an image that takes that process down costs the import one checker, not the run (the file
  * is checked again in a new one, and refused with the reason when it takes that one down too);
  * a file on disk is read there with the folder source's rules; and the process is gone when the
@@ -9,7 +9,7 @@ import { readFile, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import sharp from 'sharp';
 import { afterEach, beforeAll, expect, it } from 'vitest';
-import { PhotoChecker } from '../../src/stages/photo-checker.js';
+import { PhotoChecker } from '../../src/stages/import/check/photo-checker.js';
 import { tempDir } from '../helpers/export.js';
 import { noisyJpeg, sha256 } from './photo-helpers.js';
 

@@ -1,12 +1,12 @@
 /**
- * BMP photos are converted to JPEG (DESIGN.md section 5), read by src/stages/bmp.ts because
+ * BMP photos are converted to JPEG (DESIGN.md section 5), read by src/stages/import/check/bmp.ts because
  * sharp's prebuilt build has no BMP loader. The BMPs are written here byte by byte in the forms
  * Windows tools write: 24-bit bottom-up, 8-bit with a palette, 32-bit top-down with bit-field
  * masks, 16-bit 5-6-5; run-length encoded ones are refused with the reason.
  */
 import sharp from 'sharp';
 import { describe, expect, it } from 'vitest';
-import { checkPhoto } from '../../src/stages/photo-check.js';
+import { checkPhoto } from '../../src/stages/import/check/photo-check.js';
 import { bmp } from './photo-helpers.js';
 
 interface BmpSpec {

@@ -16,7 +16,7 @@ import { clientFor } from '../helpers/client.js';
 import { tempDir } from '../helpers/export.js';
 import type { WdsClient } from '../../src/index.js';
 import type { PhotoImportResult } from '../../src/pipelines/photo-import.js';
-import { checkPhoto } from '../../src/stages/photo-check.js';
+import { checkPhoto } from '../../src/stages/import/check/photo-check.js';
 import {
   MB5, bmp, damagedPng, hasGps, importPhotos, itemFor, noisyJpeg, noisyPng, padJpeg, photoHashes, plain, sha256, startCapturingProxy, writeFiles,
   type CapturingProxy,

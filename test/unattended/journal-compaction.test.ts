@@ -8,8 +8,8 @@ import { spawnSync } from 'node:child_process';
 import { appendFileSync, existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { describe, expect, it } from 'vitest';
-import { ImportJournal, targetOf } from '../../src/stages/journal.js';
-import { journalLockOf } from '../../src/stages/journal-file.js';
+import { ImportJournal, targetOf } from '../../src/stages/import/journal/journal.js';
+import { journalLockOf } from '../../src/stages/import/journal/file.js';
 import { tempDir } from '../helpers/export.js';
 import { CODES, history } from '../helpers/journal-history.js';
 

@@ -7,7 +7,7 @@ import { readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { journalLockOf } from '../../src/stages/journal-file.js';
+import { journalLockOf } from '../../src/stages/import/journal/file.js';
 import { useEmulator } from '../helpers/emulator.js';
 import { connectionArgs, finished, runCli, spawnCli } from '../helpers/cli-process.js';
 import { tempDir } from '../helpers/export.js';

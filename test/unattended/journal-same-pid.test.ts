@@ -7,8 +7,8 @@ import { readdirSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'no
 import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
-import { ImportJournal } from '../../src/stages/journal.js';
-import { journalLockOf } from '../../src/stages/journal-file.js';
+import { ImportJournal } from '../../src/stages/import/journal/journal.js';
+import { journalLockOf } from '../../src/stages/import/journal/file.js';
 import { tempDir } from '../helpers/export.js';
 import { CODES, history } from '../helpers/journal-history.js';
 
@@ -28,7 +28,7 @@ Object.defineProperty(process, 'pid', { value: 1 });
 const os = createRequire(import.meta.url)('node:os');
 os.hostname = () => host;
 syncBuiltinESMExports();
-const { ImportJournal } = await import(${JSON.stringify(join(ROOT, 'src/stages/journal.ts'))});
+const { ImportJournal } = await import(${JSON.stringify(join(ROOT, 'src/stages/import/journal/journal.ts'))});
 const journal = ImportJournal.open('nightly-key', folder);
 appendFileSync(journal.path, JSON.stringify({ t: 'seen', target, sha256: 'sha-' + target.slice(6) + '-19', updated_at: 'seen by ' + label }) + '\\n');
 process.stdout.write('ready\\n');
@@ -56,9 +56,9 @@ describe('runs with the same pid compacting one journal', () => {
   it('name their temporary files by their process token, not only by the pid', async () => {
     const path = join(tempDir('wds-journal-'), 'journal-x.jsonl');
     vi.resetModules();
-    const one = await import('../../src/stages/journal-file.js');
+    const one = await import('../../src/stages/import/journal/file.js');
     vi.resetModules();
-    const two = await import('../../src/stages/journal-file.js');
+    const two = await import('../../src/stages/import/journal/file.js');
     expect(one.PROCESS_TOKEN).not.toBe(two.PROCESS_TOKEN);
     expect(one.compactionTempOf(path)).not.toBe(two.compactionTempOf(path));
   });

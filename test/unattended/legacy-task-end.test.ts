@@ -8,7 +8,7 @@ import { beforeEach, expect, it } from 'vitest';
 import { SECRET, useEmulator } from '../helpers/emulator.js';
 import { connectionArgs, finished, runCli, spawnCli } from '../helpers/cli-process.js';
 import { SAMPLE_COMPANY_DIR } from '../../src/cli/paths.js';
-import { LegacyClient } from '../../src/client/legacy/index.js';
+import { LegacyClient } from '../../src/client/v1/index.js';
 import { KEY } from '../helpers/emulator.js';
 
 // CLI children on a machine shared by other test files: their start-up alone can take seconds.

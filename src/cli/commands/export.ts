@@ -86,7 +86,7 @@ async function refuseEmbeddedInto(argv: ExportArgs): Promise<void> {
 async function exportWith(what: 'photos' | 'attachments', argv: ExportArgs, lock: TargetLock): Promise<void> {
   // The export's stages, sinks and progress view are loaded when an export runs, not for --help.
   const [{ runExport }, { UnknownTargetError }, { createProgress }, { SourceMismatchError }] = await Promise.all([
-    import('../../pipelines/export.js'), import('../../stages/list-urls.js'), import('../progress.js'), import('../../sinks/source.js'),
+    import('../../pipelines/export.js'), import('../../stages/export/list-urls.js'), import('../progress.js'), import('../../sinks/source.js'),
   ]);
   const connection = await connect(argv);
   const progress = createProgress(`${what} export`, argv);

@@ -7,7 +7,7 @@
 import { EXIT } from '../exit-codes.js';
 import { UpdateOutcomeUnknownError, isUpdateOutcomeUnknownError } from '../../client/errors.js';
 import { REDACTED, redact, registerSecretsIn } from '../../util/redact.js';
-import type { LegacyOperation, LegacyVersion } from '../../legacy/v1-operations.js';
+import type { LegacyOperation, LegacyVersion } from '../../client/v1/operation-kinds.js';
 import { stopSignal, stoppedBy, exitCodeOf } from '../stop-signal.js';
 import { connectLegacy } from './legacy-connection.js';
 import { requestCounts, withEnding } from '../ending.js';

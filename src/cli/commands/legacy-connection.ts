@@ -3,7 +3,7 @@
  * (`--base-url` or WDS_BASE_URL, the consumer key and secret); without a base URL, the embedded
  * emulator with the sample company, which serves the legacy interface too.
  */
-import { LegacyClient, type LegacyClientLimits, type LegacyVersion } from '../../client/legacy/index.js';
+import { LegacyClient, type LegacyClientLimits, type LegacyVersion } from '../../client/v1/index.js';
 import { parseLimitsSetting } from '../../client/limits-setting.js';
 import { UsageError, resolveEndpoint, say, type ConnectionArgs } from '../connection.js';
 import { clientLogger } from '../log.js';

@@ -1,6 +1,6 @@
 /**
  * `wds-files legacy sheet <SHEET_ID> --out FILE.csv|FILE.jsonl`: a whole sheet through the legacy
- * interface (src/legacy/sheet-download.ts), written atomically. The target and its lock are
+ * interface (src/pipelines/v1-sheet.ts), written atomically. The target and its lock are
  * checked before the first request; a stop leaves the file that was there, and no partial one.
  */
 import { resolve } from 'node:path';
@@ -9,11 +9,11 @@ import { currentEnding, requestCounts, withEnding, type ReportBody } from '../en
 import { say } from '../connection.js';
 import { formatBytes } from '../progress.js';
 import { stopSignal, stoppedBy, exitCodeOf } from '../stop-signal.js';
-import { downloadSheet } from '../../legacy/sheet-download.js';
-import { sheetText, type SheetFormat } from '../../legacy/sheet-formats.js';
-import { writeFileAtomically } from '../../legacy/atomic-file.js';
-import { looksLikeSheetDownload } from '../../legacy/earlier-download.js';
-import { versionAtLeast, type LegacyVersion } from '../../legacy/v1-operations.js';
+import { downloadSheet } from '../../pipelines/v1-sheet.js';
+import { sheetText, type SheetFormat } from '../../sinks/sheet-formats.js';
+import { writeFileAtomically } from '../../sinks/atomic-file.js';
+import { looksLikeSheetDownload } from '../../sinks/earlier-sheet.js';
+import { versionAtLeast, type LegacyVersion } from '../../client/v1/operation-kinds.js';
 import { LockLostError, type TargetLock } from '../../util/target-lock.js';
 import type { LegacySheetArgs } from './legacy.js';
 

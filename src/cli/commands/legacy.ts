@@ -6,8 +6,8 @@
 import type { Argv, CommandModule } from 'yargs';
 import { UsageError, withConnection, type ConnectionArgs } from '../connection.js';
 import { withTargetOptions, type TargetArgs } from '../target-options.js';
-import { formatOf } from '../../legacy/sheet-formats.js';
-import { LEGACY_VERSIONS, LATEST_LEGACY_VERSION, findLegacyOperation, isLegacyVersion, versionAtLeast, type LegacyOperation, type LegacyVersion } from '../../legacy/v1-operations.js';
+import { formatOf } from '../../sinks/sheet-formats.js';
+import { LEGACY_VERSIONS, LATEST_LEGACY_VERSION, findLegacyOperation, isLegacyVersion, versionAtLeast, type LegacyOperation, type LegacyVersion } from '../../client/v1/operation-kinds.js';
 import { jsonKind, jsonProblem } from '../../util/json-problem.js';
 import { LEGACY_ENV, leafCommand } from '../help-text.js';
 

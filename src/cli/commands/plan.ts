@@ -40,7 +40,7 @@ export const planCommand = leafCommand<PlanArgs>({
       });
     try {
       // The run skips what the company's journal says was applied, so the plan reads it too.
-      const { ImportJournal } = await import('../../stages/journal.js');
+      const { ImportJournal } = await import('../../stages/import/journal/journal.js');
       const journal = connection.embedded || 'service' in pipeline.from ? undefined : ImportJournal.open(connection.client.options.consumerKey);
       const plan = await planPipeline(pipeline, connection.client, { journal });
       report.plan = plan;

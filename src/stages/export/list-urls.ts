@@ -1,0 +1,232 @@
+/**
+ * Lists download URLs of photos or attachments, and lists them again when they expire (issue 4).
+ * Every URL carries its deadline: `Expires=` when present, else listing time plus 15 minutes,
+ * placed on our clock through the answer's `Date` header (the service's clock may differ), minus a
+ * safety margin. `refresh` re-lists one target with one API call, shared by every download that
+ * asks at the same time.
+ */
+import type { WdsClient } from '../../client/client.js';
+import { DOWNLOAD_URL_LIFETIME_SECONDS } from '../../spec/limits.js';
+
+export type FileKind = 'photo' | 'attachment';
+
+/** One file of the service, as the listing shows it. */
+export interface RemoteFile {
+  /** Identity of the file across listings and runs. */
+  key: string;
+  kind: FileKind;
+  code: string;
+  sheet_id: number | null;
+  custom_field_id: number | null;
+  /** Attachments: the position among the member's records that hold a file in that field. */
+  record_index: number | null;
+  file_name: string;
+  updated_at: string;
+  url: string;
+  /** Our clock (epoch ms) after which the URL is not to be used. */
+  deadline: number;
+  /** Which listing it came from, for refresh, and when (our clock). */
+  target: string;
+  listedAt: number;
+}
+
+export interface ListTarget {
+  id: string;
+  kind: FileKind;
+  sheetId?: number;
+  fieldId?: number;
+}
+
+/**
+ * The `Expires=` query parameter, read without a URL parser: a listing has a URL per file, and
+ * `new URL()` with its searchParams took a fresh process about 5 ms for 2,000 of them.
+ */
+const EXPIRES = /(?:^|&)Expires=(\d+)(?:&|$)/;
+/** Targets listed at once by `listAll`. */
+const LISTINGS_AT_ONCE = 4;
+
+/** The query of `url`: after the first `?`, before any `#`. */
+function queryOf(url: string): string {
+  const hash = url.indexOf('#');
+  const base = hash < 0 ? url : url.slice(0, hash);
+  const question = base.indexOf('?');
+  return question < 0 ? '' : base.slice(question + 1);
+}
+
+/** Safety margin before a URL's deadline: 5 % of its lifetime, at least 2 s, at most 60 s. */
+export function deadlineOf(url: string, listedAt: number, serviceNowAtListing: number | undefined): number {
+  const lifetime = DOWNLOAD_URL_LIFETIME_SECONDS * 1000;
+  let expiresOurClock = listedAt + lifetime;
+  const expires = Number(EXPIRES.exec(queryOf(url))?.[1]);
+  if (Number.isFinite(expires) && expires > 0) {
+    const serviceNow = serviceNowAtListing ?? listedAt;
+    expiresOurClock = listedAt + (expires * 1000 - serviceNow);
+  }
+  const remaining = expiresOurClock - listedAt;
+  const margin = Math.min(60_000, Math.max(2_000, remaining * 0.05));
+  return expiresOurClock - margin;
+}
+
+export const photoKey = (code: string): string => `photo:${code}`;
+export const attachmentKey = (sheetId: number, fieldId: number, code: string, recordIndex: number, fileName: string): string =>
+  `attachment:${sheetId}:${fieldId}:${code}:${recordIndex}:${fileName}`;
+
+export class UrlLister {
+  /** How many times a target was listed again after the first time. */
+  relists = 0;
+  private readonly inFlight = new Map<string, Promise<Map<string, RemoteFile>>>();
+  private readonly latest = new Map<string, { listedAt: number; files: Map<string, RemoteFile> }>();
+
+  constructor(
+    private readonly client: WdsClient,
+    readonly targets: ListTarget[],
+    private readonly since?: string,
+    /**
+     * Stops every listing under way and each wait for the limits or a retry: a run stopped while
+     * the service lists (or while it waits out a 429 of up to 40 minutes) ends at once.
+     */
+    private readonly signal?: AbortSignal,
+  ) {}
+
+  /** The first listing of every target; `onListed` is given each target's files as they come. */
+  async listAll(onListed?: (files: Map<string, RemoteFile>) => void): Promise<RemoteFile[]> {
+    // A few targets at a time: each listing is one request whose answer the service takes a while
+    // to make, and the files keep the targets' order.
+    const listed: Map<string, RemoteFile>[] = [];
+    let next = 0;
+    let failed = false;
+    const lane = async (): Promise<void> => {
+      while (next < this.targets.length && !failed) {
+        const at = next++;
+        try {
+          listed[at] = await this.listTarget(this.targets[at]!);
+          onListed?.(listed[at]!);
+        } catch (error) {
+          // The run fails with the first error: no further listing is asked for.
+          failed = true;
+          throw error;
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(LISTINGS_AT_ONCE, this.targets.length) }, lane));
+    const out: RemoteFile[] = [];
+    for (const files of listed) out.push(...files.values());
+    // Not kept as the latest: `refresh` answers a kept listing only to URLs older than it, and no
+    // URL is older than the first listing. Kept, it held every file and URL to the end of a run.
+    this.latest.clear();
+    return out;
+  }
+
+  /**
+   * A fresh listing of `target`; concurrent callers share one API call. Answers the files by key;
+   * a file missing from it no longer exists on the service.
+   */
+  refresh(targetId: string, listedBefore: number): Promise<Map<string, RemoteFile>> {
+    const pending = this.inFlight.get(targetId);
+    if (pending) return pending;
+    // A listing newer than the URL that failed is fresh enough: another download refreshed it.
+    const known = this.latest.get(targetId);
+    if (known && known.listedAt > listedBefore) return Promise.resolve(known.files);
+    const target = this.targets.find((t) => t.id === targetId);
+    if (!target) throw new Error(`unknown listing target ${targetId}`);
+    const run = this.listTarget(target)
+      .then((files) => {
+        this.relists += 1;
+        return files;
+      })
+      .finally(() => this.inFlight.delete(targetId));
+    this.inFlight.set(targetId, run);
+    return run;
+  }
+
+  private async listTarget(target: ListTarget): Promise<Map<string, RemoteFile>> {
+    const listedAt = Date.now();
+    let serviceNow: number | undefined;
+    const onHeaders = (headers: Record<string, string | string[] | undefined>): void => {
+      const date = Date.parse(String(headers.date ?? ''));
+      // The Date header has whole seconds: half a second is the expected error.
+      if (!Number.isNaN(date)) serviceNow = date + 500;
+    };
+    const files = new Map<string, RemoteFile>();
+    if (target.kind === 'photo') {
+      const entries = await this.client.faceImages.list({ updatedSince: this.since, onHeaders, signal: this.signal });
+      for (const e of entries) {
+        const file: RemoteFile = {
+          key: photoKey(e.code), kind: 'photo', code: e.code, sheet_id: null, custom_field_id: null, record_index: null,
+          file_name: e.file_name, updated_at: e.updated_at, url: e.download_url, deadline: 0, target: target.id, listedAt,
+        };
+        file.deadline = deadlineOf(file.url, listedAt, serviceNow);
+        files.set(file.key, file);
+      }
+    } else {
+      const sheetId = target.sheetId!;
+      const fieldId = target.fieldId!;
+      const entries = await this.client.attachments.list(sheetId, fieldId, { updatedSince: this.since, onHeaders, signal: this.signal });
+      for (const member of entries) {
+        member.records.forEach((r, index) => {
+          const file: RemoteFile = {
+            key: attachmentKey(sheetId, fieldId, member.code, index, r.file_name), kind: 'attachment', code: member.code,
+            sheet_id: sheetId, custom_field_id: fieldId, record_index: index, file_name: r.file_name,
+            updated_at: r.updated_at, url: r.download_url, deadline: 0, target: target.id, listedAt,
+          };
+          file.deadline = deadlineOf(file.url, listedAt, serviceNow);
+          files.set(file.key, file);
+        });
+      }
+    }
+    this.latest.set(target.id, { listedAt, files });
+    return files;
+  }
+}
+
+/** A sheet or file part named with --sheet/--field that the layouts do not have. */
+export class UnknownTargetError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'UnknownTargetError';
+  }
+}
+
+/** Which sheets and file parts an attachment export takes. */
+export interface AttachmentScope {
+  /** Only these sheets. Default: every sheet with a file part. */
+  sheets?: number[];
+  /** One sheet (the CLI's --sheet); `sheets` when both are given. */
+  sheet?: number;
+  /** Only this file part (of the one sheet named, when one is). */
+  field?: number;
+  /** Stops the request for the sheets' layouts. */
+  signal?: AbortSignal;
+}
+
+/**
+ * The attachment targets: every file part of every sheet, or of the sheets named. A sheet named
+ * that does not exist or has no file part, or a field named that is not a file part of its sheet,
+ * is an error naming what there is: an export of nothing is never what was asked for.
+ */
+export async function attachmentTargets(client: WdsClient, only: AttachmentScope = {}): Promise<ListTarget[]> {
+  const sheets = only.sheets ?? (only.sheet !== undefined ? [only.sheet] : undefined);
+  if (only.field !== undefined && sheets !== undefined && sheets.length > 1) {
+    throw new UnknownTargetError(`field ${only.field} is a file part of one sheet, and ${sheets.length} sheets are named (${sheets.join(', ')}): name its sheet alone`);
+  }
+  const layouts = await client.sheets.layouts({ signal: only.signal });
+  const targets: ListTarget[] = [];
+  const fileParts = (layout: (typeof layouts)[number]) => layout.custom_fields.filter((field) => field.type_detail === 'attach_file');
+  const list = (items: { id: number; name: string }[]): string => items.map((i) => `${i.id} (${i.name})`).join(', ') || 'none';
+  for (const layout of layouts) {
+    if (sheets !== undefined && !sheets.includes(layout.id)) continue;
+    for (const field of fileParts(layout)) {
+      if (only.field !== undefined && field.id !== only.field) continue;
+      targets.push({ id: `attachments:${layout.id}:${field.id}`, kind: 'attachment', sheetId: layout.id, fieldId: field.id });
+    }
+  }
+  for (const sheet of sheets ?? []) {
+    if (targets.some((target) => target.sheetId === sheet)) continue;
+    const layout = layouts.find((l) => l.id === sheet);
+    const withFiles = layouts.filter((l) => fileParts(l).length > 0);
+    if (!layout) throw new UnknownTargetError(`there is no sheet ${sheet}; sheets with file parts: ${list(withFiles)}`);
+    if (only.field === undefined) throw new UnknownTargetError(`sheet ${layout.id} (${layout.name}) has no file part; sheets with file parts: ${list(withFiles)}`);
+    throw new UnknownTargetError(`field ${only.field} is not a file part of sheet ${layout.id} (${layout.name}); its file parts: ${list(fileParts(layout))}`);
+  }
+  return targets;
+}

@@ -1,0 +1,156 @@
+/**
+ * The export's plan stage: each listed file's path in the export, and what to do with it: keep a
+ * file an earlier run left intact, link one unchanged since the previous snapshot, or download it.
+ */
+import type { RemoteFile } from './list-urls.js';
+import type { DownloadJob } from './download.js';
+import { exportDir, manifestKey, type ManifestLine } from '../../sinks/manifest.js';
+import { PathAllocator, safeName } from '../../util/safe-name.js';
+import { extensionOf } from '../../spec/extensions.js';
+
+/** What the plan decided for the files of a listing. */
+export interface ExportPlan {
+  /** Files to download, with their paths. */
+  jobs: DownloadJob[];
+  /** Manifest lines of files an earlier run left intact, with nothing to download. */
+  kept: ManifestLine[];
+  /** Files unchanged since the previous snapshot, with its line: linked from there. */
+  link: { file: RemoteFile; line: ManifestLine }[];
+  /** How many lines of the previous snapshot the listing names (the others were deleted since). */
+  previousListed: number;
+}
+
+/** The manifest line of a file downloaded to `path`. */
+export function lineOf(file: RemoteFile, path: string, size: number, sha256: string): ManifestLine {
+  return {
+    kind: file.kind, code: file.code, sheet_id: file.sheet_id, custom_field_id: file.custom_field_id,
+    record_index: file.record_index, file_name: file.file_name, path, size, sha256, updated_at: file.updated_at,
+  };
+}
+
+/** An earlier run's lines as this listing names their files (`realign`). */
+export interface Realigned {
+  lines: ReadonlyMap<string, ManifestLine>;
+  /** Lines given another record_index: as the earlier run wrote them, and as they are now. */
+  changed: { before: ManifestLine; after: ManifestLine }[];
+  /** The key the earlier run gave each moved file, by its key now. */
+  movedFrom: ReadonlyMap<string, string>;
+}
+
+const NOTHING_MOVED: ReadonlyMap<string, string> = new Map();
+
+/** What names an attachment apart from its record: a moved record keeps its file and updated_at. */
+const identityOf = (f: Pick<ManifestLine, 'sheet_id' | 'custom_field_id' | 'code' | 'updated_at' | 'file_name'>): string =>
+  JSON.stringify([f.sheet_id, f.custom_field_id, f.code, f.updated_at, f.file_name]);
+
+/**
+ * The lines of an earlier run (`earlier`, by key) with the files whose record moved under their
+ * key now. An attachment's key holds its record_index, which shifts when a record before it is
+ * deleted: an unchanged file (same member, name and updated_at) that the listing shows at another
+ * index is taken as the earlier line, given its new index, rather than downloaded again next to
+ * itself. A line left at a key a moved file now has (the deleted record's file, of the same name)
+ * is given the next free index after its own, so that neither line hides the other. Most runs move
+ * nothing, and cost one lookup per listed file; only the members of files not found are looked into.
+ */
+export function realign(listing: readonly RemoteFile[], earlier: ReadonlyMap<string, ManifestLine>): Realigned {
+  const same = { lines: earlier, changed: [], movedFrom: NOTHING_MOVED };
+  if (earlier.size === 0) return same;
+  const missed: RemoteFile[] = [];
+  const codes = new Set<string>();
+  for (const file of listing) {
+    if (file.kind !== 'attachment' || earlier.get(file.key)?.updated_at === file.updated_at) continue;
+    missed.push(file);
+    codes.add(file.code);
+  }
+  if (missed.length === 0) return same;
+  // The listed files of those members, and their earlier lines by what names a file apart from its record.
+  const current = new Map<string, RemoteFile>();
+  for (const file of listing) if (file.kind === 'attachment' && codes.has(file.code)) current.set(file.key, file);
+  const byIdentity = new Map<string, ManifestLine[]>();
+  for (const [key, line] of earlier) {
+    if (line.kind !== 'attachment' || !codes.has(line.code)) continue;
+    // A line the listed file of its own key still names as it is stays with that file.
+    if (current.get(key)?.updated_at === line.updated_at) continue;
+    const identity = identityOf(line);
+    const found = byIdentity.get(identity);
+    if (found) found.push(line);
+    else byIdentity.set(identity, [line]);
+  }
+  const moves: { file: RemoteFile; line: ManifestLine }[] = [];
+  for (const file of missed) {
+    const line = byIdentity.get(identityOf(file))?.shift();
+    if (line) moves.push({ file, line });
+  }
+  if (moves.length === 0) return same;
+  const lines = new Map(earlier);
+  const movedFrom = new Map<string, string>();
+  const changed: Realigned['changed'] = [];
+  for (const { line } of moves) lines.delete(manifestKey(line));
+  const displaced: ManifestLine[] = [];
+  for (const { file, line } of moves) {
+    const there = lines.get(file.key);
+    if (there) displaced.push(there);
+    const after = { ...line, record_index: file.record_index };
+    lines.set(file.key, after);
+    movedFrom.set(file.key, manifestKey(line));
+    changed.push({ before: line, after });
+  }
+  for (const line of displaced) {
+    const after = { ...line };
+    do after.record_index! += 1;
+    while (lines.has(manifestKey(after)) || current.has(manifestKey(after)));
+    lines.set(manifestKey(after), after);
+    changed.push({ before: line, after });
+  }
+  return { lines, changed, movedFrom };
+}
+
+/**
+ * Decides each file's path, and which files an earlier run left intact (nothing to download). For
+ * an archive, `previous` holds the previous snapshot's lines: a file unchanged since is linked from
+ * there (`link`), a changed one keeps its path.
+ */
+export function planExport(listing: RemoteFile[], intact: ReadonlyMap<string, ManifestLine>, previous?: ReadonlyMap<string, ManifestLine>): ExportPlan {
+  const intactPaths = previous ? new Set([...intact.values()].map((line) => line.path)) : undefined;
+  const taken = intactPaths ? new Set(intactPaths) : undefined;
+  const jobs: DownloadJob[] = [];
+  // Files new to the target, whose paths are given out once every path in use is known.
+  const fresh: DownloadJob[] = [];
+  const kept: ManifestLine[] = [];
+  const link: { file: RemoteFile; line: ManifestLine }[] = [];
+  let previousListed = 0;
+  for (const file of listing) {
+    const before = previous?.get(file.key);
+    if (before) previousListed += 1;
+    const earlier = intact.get(file.key);
+    if (earlier && earlier.updated_at === file.updated_at) {
+      kept.push(earlier);
+      continue;
+    }
+    if (earlier) {
+      jobs.push({ file, path: earlier.path });
+      continue;
+    }
+    if (before && !taken!.has(before.path)) {
+      taken!.add(before.path);
+      if (before.updated_at === file.updated_at) link.push({ file, line: before });
+      else jobs.push({ file, path: before.path });
+      continue;
+    }
+    const job = { file, path: '' };
+    jobs.push(job);
+    fresh.push(job);
+  }
+  // An archive run with no new file (most nightly runs) skips reserving its 20,000 paths.
+  if (fresh.length > 0) {
+    const paths = new PathAllocator();
+    for (const line of intact.values()) paths.reserve(line.path);
+    for (const line of previous?.values() ?? []) if (!intactPaths!.has(line.path)) paths.reserve(line.path);
+    for (const job of fresh) {
+      const { file } = job;
+      const name = file.kind === 'photo' ? `${file.code}.${extensionOf(file.file_name) || 'jpg'}` : file.file_name;
+      job.path = paths.allocate(exportDir(file, safeName), name);
+    }
+  }
+  return { jobs, kept, link, previousListed };
+}

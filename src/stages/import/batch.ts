@@ -1,0 +1,161 @@
+/**
+ * Batching for update requests: as few requests as the limits allow (api-v2.md 8: 100 photos or
+ * 1,000 files per request, 250 MB of body), items kept in source order (records are stored in
+ * array order, 4.4 Sheets 7).
+ */
+import { MAX_REQUEST_BYTES } from '../../spec/limits.js';
+
+export interface BatchLimits {
+  maxItems: number;
+  /** Bytes of JSON body a request may have. */
+  maxBodyBytes?: number;
+  /** Body bytes outside the items (the opening and closing of the JSON). */
+  overheadBytes: number;
+}
+
+/**
+ * Greedy in order: each batch takes items until the next would pass a limit. For a fixed order this
+ * is the fewest batches (a batch can only end earlier, never hold more).
+ */
+export function planBatches<T>(items: T[], itemBytes: (item: T) => number, limits: BatchLimits): T[][] {
+  const maxBody = limits.maxBodyBytes ?? MAX_REQUEST_BYTES;
+  const batches: T[][] = [];
+  let current: T[] = [];
+  let bytes = limits.overheadBytes;
+  for (const item of items) {
+    const size = itemBytes(item) + 1; // the comma between items
+    if (limits.overheadBytes + size > maxBody) throw new Error(`one item needs ${size} bytes of body, over the ${maxBody} bytes a request may have`);
+    if (current.length && (current.length >= limits.maxItems || bytes + size > maxBody)) {
+      batches.push(current);
+      current = [];
+      bytes = limits.overheadBytes;
+    }
+    current.push(item);
+    bytes += size;
+  }
+  if (current.length) batches.push(current);
+  return batches;
+}
+
+/** Bytes of a JSON string literal of `text` (quotes included). */
+export function jsonStringBytes(text: string): number {
+  return Buffer.byteLength(JSON.stringify(text));
+}
+
+/**
+ * Batches where only the order inside a group matters (a member's records are stored in array
+ * order, 4.4 Sheets 7; members may go in any order): the fewer of two plans. Greedy in source order
+ * is the fewest when the count limit binds, but when large files bunch together it sends requests
+ * full of bytes and short of files, then more requests for the rest. So whole groups are also dealt
+ * out, largest first, each to the batch with the fewest bytes that has room (worst fit decreasing),
+ * starting from as many batches as the limits demand at least; a group alone over a limit leaves
+ * only the greedy plan. Each batch keeps its items in source order, and batches go in the order of
+ * their first item.
+ */
+export function planGroupedBatches<T>(items: T[], itemBytes: (item: T) => number, groupOf: (item: T) => string, limits: BatchLimits): T[][] {
+  const greedy = planBatches(items, itemBytes, limits);
+  const spread = dealGroups(items, itemBytes, groupOf, limits);
+  return spread && spread.length < greedy.length ? spread : greedy;
+}
+
+/** The fewest requests any plan can have: by count and by bytes (a lower bound, not always reachable). */
+export function minimumBatches<T>(items: T[], itemBytes: (item: T) => number, limits: BatchLimits): number {
+  return fewestRequests(items.length, items.reduce((n, item) => n + itemBytes(item) + 1, 0), limits);
+}
+
+/** {@link minimumBatches} from the count of items and their body bytes (each with its comma). */
+export function fewestRequests(count: number, bodyBytes: number, limits: BatchLimits): number {
+  if (!count) return 0;
+  const maxBody = limits.maxBodyBytes ?? MAX_REQUEST_BYTES;
+  return Math.max(Math.ceil(count / limits.maxItems), Math.ceil(bodyBytes / (maxBody - limits.overheadBytes)));
+}
+
+interface Group<T> {
+  items: { item: T; index: number }[];
+  bytes: number;
+}
+
+function dealGroups<T>(items: T[], itemBytes: (item: T) => number, groupOf: (item: T) => string, limits: BatchLimits): T[][] | null {
+  const maxBody = limits.maxBodyBytes ?? MAX_REQUEST_BYTES;
+  const room = maxBody - limits.overheadBytes;
+  const groups = new Map<string, Group<T>>();
+  items.forEach((item, index) => {
+    const key = groupOf(item);
+    let group = groups.get(key);
+    if (!group) groups.set(key, (group = { items: [], bytes: 0 }));
+    group.items.push({ item, index });
+    group.bytes += itemBytes(item) + 1;
+  });
+  const sorted = [...groups.values()].sort((a, b) => b.bytes - a.bytes || a.items[0]!.index - b.items[0]!.index);
+  if (sorted.some((g) => g.items.length > limits.maxItems || g.bytes > room)) return null;
+  const bins: Group<T>[] = Array.from({ length: minimumBatches(items, itemBytes, limits) }, () => ({ items: [], bytes: 0 }));
+  for (const group of sorted) {
+    let best: Group<T> | undefined;
+    for (const bin of bins) {
+      const fits = bin.items.length + group.items.length <= limits.maxItems && bin.bytes + group.bytes <= room;
+      if (fits && (!best || bin.bytes < best.bytes)) best = bin;
+    }
+    if (!best) bins.push((best = { items: [], bytes: 0 }));
+    best.items.push(...group.items);
+    best.bytes += group.bytes;
+  }
+  return bins
+    .filter((bin) => bin.items.length)
+    .map((bin) => bin.items.sort((a, b) => a.index - b.index))
+    .sort((a, b) => a[0]!.index - b[0]!.index)
+    .map((bin) => bin.map((entry) => entry.item));
+}
+
+/** Items of one lane (a route, and for attachments a file part) go in requests of their own. */
+export interface Batch<T, L> {
+  lane: L;
+  items: T[];
+}
+
+/**
+ * The batch stage: {@link planBatches} over a stream. Each batch takes the checked items of its
+ * lane until the next would pass a limit, and leaves as soon as it is full, or when its lane ends
+ * (items come lane after lane); `first` cuts the first lane's first batch short (see
+ * batch-order.ts). A file refused by the check never reaches it, so the requests
+ * are the fewest for the order the items come in.
+ */
+export async function* batchInLanes<T, L>(
+  items: AsyncIterable<T>,
+  laneOf: (item: T) => L,
+  itemBytes: (item: T) => number,
+  limits: BatchLimits,
+  first?: { lane: L; items: number },
+): AsyncGenerator<Batch<T, L>> {
+  const maxBody = limits.maxBodyBytes ?? MAX_REQUEST_BYTES;
+  let current: Batch<T, L> | null = null;
+  let bytes = limits.overheadBytes;
+  // The first batch of `first.lane` ends after `first.items` items (the one cut short on purpose).
+  let pending = first;
+  let short: { batch: Batch<T, L>; items: number } | undefined;
+  for await (const item of items) {
+    const lane = laneOf(item);
+    const size = itemBytes(item) + 1;
+    if (limits.overheadBytes + size > maxBody) throw new Error(`one item needs ${size} bytes of body, over the ${maxBody} bytes a request may have`);
+    if (current && (current.lane !== lane || current.items.length >= limits.maxItems || bytes + size > maxBody)) {
+      yield current;
+      current = null;
+    }
+    if (!current) {
+      current = { lane, items: [] };
+      bytes = limits.overheadBytes;
+    }
+    current.items.push(item);
+    bytes += size;
+    if (pending && pending.lane === lane) {
+      short = { batch: current, items: pending.items };
+      pending = undefined;
+    }
+    const cutShort = short?.batch === current && current.items.length >= short.items;
+    // Full by count (or as short as planned): it need not wait for the next item to know.
+    if (cutShort || current.items.length >= limits.maxItems) {
+      yield current;
+      current = null;
+    }
+  }
+  if (current) yield current;
+}

@@ -1,0 +1,256 @@
+/**
+ * The import journal (DESIGN.md section 8): one file per company under the user's state folder,
+ * `$XDG_STATE_HOME/wds-files/journal-<hash of the consumer key>.jsonl`. Every update request is
+ * written there before it is sent (each file's member, sha256, route and what the listing showed
+ * for it before), then its task id and, once known, which of its files the service applied. Lines
+ * are appended and flushed to disk one by one, so a run killed at any moment leaves a journal that
+ * the next run reads: requests left open are resolved first, and bytes already applied to a
+ * member are not sent again.
+ *
+ * A journal used night after night is compacted, so that it grows with the files it knows and not
+ * with the runs: before a run adds its first line, a journal of which at least half the lines are
+ * no longer needed is rewritten to what a rerun still needs (the requests still open, and the last
+ * file applied at each target), atomically (see journal-file.ts).
+ */
+import { mkdirSync } from 'node:fs';
+import { createHash, randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
+import { stateFolder } from '../../../util/xdg.js';
+import { dirname, join } from 'node:path';
+import { alive, appendLines, PROCESS_TOKEN, readJournal, replaceJournal, type JournalMark } from './file.js';
+
+export type JournalKind = 'photo' | 'attachment';
+export type JournalRoute = 'register' | 'update';
+
+/** One file of a request, as the journal keeps it. */
+export interface JournalFile {
+  code: string;
+  sha256: string;
+  /** Attachments: where the file goes and its name. */
+  sheet_id?: number;
+  custom_field_id?: number;
+  file_name?: string;
+  /** `updated_at` of the member's photo (or of the file of that name) in the listing before the send; null for none. */
+  before: string | null;
+}
+
+export interface JournalRequest {
+  id: string;
+  kind: JournalKind;
+  route: JournalRoute;
+  /** Local time of the send (ISO 8601), for messages. */
+  at: string;
+  pid: number;
+  host: string;
+  /** The sending process's PROCESS_TOKEN (lines of older versions have none). */
+  proc?: string;
+  files: JournalFile[];
+  task_id?: number;
+}
+
+/** What the journal knows of a file applied by some run. */
+export interface AppliedFile {
+  sha256: string;
+  at: string;
+  /** `updated_at` the listing showed once it was applied, when a run saw it. */
+  updated_at?: string;
+}
+
+type Line =
+  | ({ t: 'send' } & Omit<JournalRequest, 'task_id'>)
+  | { t: 'task'; id: string; task_id: number }
+  | { t: 'end'; id: string; applied: boolean[]; how: string }
+  | { t: 'seen'; target: string; sha256: string; updated_at: string }
+  | ({ t: 'applied'; target: string } & AppliedFile);
+
+/** A journal with fewer lines than this is left as it is, however many of them are no longer needed. */
+const COMPACT_FROM_LINES = 64;
+
+/** The journal's key for where a file lands: the member's photo, or a file name in a file part. */
+export function targetOf(kind: JournalKind, file: Pick<JournalFile, 'code' | 'sheet_id' | 'custom_field_id' | 'file_name'>): string {
+  return kind === 'photo' ? `photo:${file.code}` : `attachment:${file.sheet_id}:${file.custom_field_id}:${file.code}:${file.file_name}`;
+}
+
+/**
+ * A company's import journal: pass one to {@link runPhotoImport} or {@link runAttachmentImport}
+ * so that a rerun settles what a run cut short left open, and skips files already applied.
+ * Get it with {@link ImportJournal.open}.
+ */
+export class ImportJournal {
+  readonly #run = randomUUID().slice(0, 8);
+  #next = 0;
+  readonly #requests = new Map<string, JournalRequest>();
+  readonly #open = new Set<string>();
+  readonly #applied = new Map<string, AppliedFile>();
+  /** The file as this run read it, and how many lines it held; undefined when there was none. */
+  #mark: JournalMark | undefined;
+  #lines = 0;
+  /** Compaction is considered once, before this run's first line. */
+  #considered = false;
+  /** Lines are taken in memory and never written (a dry run's): see {@link inMemoryOnly}. */
+  #memoryOnly = false;
+
+  /** @param path The journal file. */
+  private constructor(readonly path: string) {
+    try {
+      mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+    } catch (error) {
+      throw new Error(`cannot make the folder of the import journal ${dirname(path)}: ${(error as Error).message}`);
+    }
+    this.#load();
+  }
+
+  /**
+   * The journal of the company that this consumer key names (the key is hashed; no secret is
+   * involved), in `folder`. Default folder: `$XDG_STATE_HOME/wds-files` (`~/.local/state/wds-files`).
+   */
+  static open(consumerKey: string, folder = stateFolder()): ImportJournal {
+    const id = createHash('sha256').update(consumerKey).digest('hex').slice(0, 16);
+    return new ImportJournal(join(folder, `journal-${id}.jsonl`));
+  }
+
+  #load(): void {
+    let read: ReturnType<typeof readJournal>;
+    try {
+      read = readJournal(this.path);
+    } catch (error) {
+      throw new Error(`cannot read the import journal ${this.path}: ${(error as Error).message}`);
+    }
+    if (!read) return;
+    this.#mark = read.mark;
+    for (const raw of read.text.split('\n')) {
+      if (!raw.trim()) continue;
+      this.#lines += 1;
+      let line: Line;
+      try {
+        line = JSON.parse(raw) as Line;
+      } catch {
+        // A line cut by a crash or a full disk: what it would have said is resolved from the service.
+        continue;
+      }
+      this.#take(line);
+    }
+  }
+
+  #take(line: Line): void {
+    if (line.t === 'send') {
+      const { t: _t, ...request } = line;
+      this.#requests.set(line.id, request);
+      this.#open.add(line.id);
+    } else if (line.t === 'task') {
+      const request = this.#requests.get(line.id);
+      if (request) request.task_id = line.task_id;
+    } else if (line.t === 'end') {
+      const request = this.#requests.get(line.id);
+      if (!request) return;
+      this.#open.delete(line.id);
+      request.files.forEach((file, i) => {
+        if (line.applied[i]) this.#applied.set(targetOf(request.kind, file), { sha256: file.sha256, at: request.at });
+      });
+      // Settled requests are not needed again: only what they applied is kept.
+      this.#requests.delete(line.id);
+    } else if (line.t === 'seen') {
+      const applied = this.#applied.get(line.target);
+      if (applied && applied.sha256 === line.sha256) applied.updated_at = line.updated_at;
+    } else if (line.t === 'applied') {
+      const { t: _t, target, ...applied } = line;
+      this.#applied.set(target, applied);
+    }
+  }
+
+  /** What a rerun needs of the journal read: the last file applied at each target, and the requests still open. */
+  #needed(): Line[] {
+    const lines: Line[] = [...this.#applied].map(([target, applied]) => ({ t: 'applied', target, ...applied }));
+    for (const { task_id: taskId, ...request } of this.#requests.values()) {
+      lines.push({ t: 'send', ...request });
+      if (taskId !== undefined) lines.push({ t: 'task', id: request.id, task_id: taskId });
+    }
+    return lines;
+  }
+
+  /**
+   * Rewrites the journal as read to what is still needed, when at least half of it is not. Done
+   * before this run's first line, so that its own requests are not yet in it; lines other runs
+   * appended since are kept as they are. A journal that cannot be rewritten stays as it was.
+   */
+  #compact(): void {
+    if (!this.#mark || this.#lines < COMPACT_FROM_LINES) return;
+    const needed = this.#needed();
+    if (this.#lines - needed.length < needed.length) return;
+    replaceJournal(this.path, needed.map((line) => JSON.stringify(line)), this.#mark);
+  }
+
+  /**
+   * Opened for each line (a run writes a few per request), so no handle outlives a run. A line
+   * that cannot be written stops the run: no request is sent that the journal does not hold.
+   * An array, not rest arguments: a large run's `seen` lines spread as arguments overflow V8's limit.
+   */
+  #write(lines: Line[]): void {
+    if (!lines.length) return;
+    if (this.#memoryOnly) {
+      for (const line of lines) this.#take(line);
+      return;
+    }
+    if (!this.#considered) {
+      this.#considered = true;
+      this.#compact();
+    }
+    appendLines(this.path, lines.map((line) => JSON.stringify(line)));
+    for (const line of lines) this.#take(line);
+  }
+
+  /**
+   * @internal From now on, what the run learns is kept in memory and nothing is written to the
+   * file: a dry run reads the journal as the real run would, and leaves it as it was.
+   */
+  inMemoryOnly(): this {
+    this.#memoryOnly = true;
+    return this;
+  }
+
+  /** @internal Written before the request is sent; answers the request's id in the journal. */
+  sending(kind: JournalKind, route: JournalRoute, files: JournalFile[]): string {
+    const id = `${this.#run}-${this.#next++}`;
+    this.#write([{ t: 'send', id, kind, route, at: new Date().toISOString(), pid: process.pid, host: hostname(), proc: PROCESS_TOKEN, files }]);
+    return id;
+  }
+
+  /** @internal The task the service answered for a request. */
+  task(id: string, taskId: number): void {
+    this.#write([{ t: 'task', id, task_id: taskId }]);
+  }
+
+  /** @internal Which of the request's files the service applied (in the order they were sent); `how` says how it is known. */
+  settled(id: string, applied: boolean[], how: string): void {
+    this.#write([{ t: 'end', id, applied, how }]);
+  }
+
+  /** @internal The `updated_at` a listing showed for a file this journal knows as applied. */
+  seen(target: string, sha256: string, updatedAt: string): void {
+    this.seenAll([{ target, sha256, updatedAt }]);
+  }
+
+  /** @internal {@link seen} for many files, written at once. */
+  seenAll(files: { target: string; sha256: string; updatedAt: string }[]): void {
+    this.#write(files.filter(({ target, sha256, updatedAt }) => {
+      const known = this.#applied.get(target);
+      return known && known.sha256 === sha256 && known.updated_at !== updatedAt;
+    }).map(({ target, sha256, updatedAt }): Line => ({ t: 'seen', target, sha256, updated_at: updatedAt })));
+  }
+
+  /**
+   * @internal Requests of this kind that an earlier run sent without learning what became of them,
+   * leaving out those of a run still going on this host.
+   */
+  unsettled(kind: JournalKind): JournalRequest[] {
+    const host = hostname();
+    return [...this.#open]
+      .map((id) => this.#requests.get(id)!)
+      .filter((r) => r.kind === kind && !(r.host === host && alive(r.pid, r.proc)));
+  }
+
+  /** @internal The last file applied at this target by any run, if the journal knows one. */
+  applied(target: string): AppliedFile | undefined {
+    return this.#applied.get(target);
+  }
+}
