@@ -9,7 +9,7 @@ import { randomBytes } from 'node:crypto';
 import { link, open, readFile, rename, stat, unlink } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { PROCESS_TOKEN, alive } from '../stages/journal-file.js';
+import { PROCESS_TOKEN, alive } from '../stages/import/journal/file.js';
 
 const FOREIGN_STALE_MS = 30_000;
 
