@@ -14,7 +14,7 @@ export type { CallOptions } from './client/transport.js';
 export type { WaitEvent, WaitReason } from './client/limiter.js';
 export type { RetryPolicy } from './client/retry.js';
 export type { Tasks, WaitOptions } from './client/tasks.js';
-export type { TaskRef, UpdateOptions } from './client/resources/common.js';
+export type { StreamedBody, TaskRef, UpdateOptions } from './client/resources/common.js';
 export type { MemberList, Members } from './client/resources/members.js';
 export type { FaceImages, FaceImageItem, FaceImageWriteOptions, ListOptions } from './client/resources/face-images.js';
 export type { Sheets, SheetMemberInput, SheetValue } from './client/resources/sheets.js';

@@ -2,7 +2,7 @@
 import { attachmentListSchema, type AttachmentListEntry } from '../../spec/schemas.js';
 import type { Transport } from '../transport.js';
 import type { ListOptions } from './face-images.js';
-import { submitTask, type TaskRef, type UpdateOptions } from './common.js';
+import { bodyOf, submitTask, type StreamedBody, type TaskRef, type UpdateOptions } from './common.js';
 
 /** One member's files for a file part, as sent. */
 export interface AttachmentMemberInput {
@@ -44,12 +44,12 @@ export class Attachments {
    * Adds files: at most 1,000 files of 5 MB each and 250 MB in all per request; a name must not be
    * one the member already holds in that file part.
    */
-  register(sheetId: number, fieldId: number, members: AttachmentMemberInput[], options: UpdateOptions = {}): Promise<TaskRef> {
-    return submitTask(this.t, 'attachments.register', { params: { sheet_id: sheetId, custom_field_id: fieldId }, body: { member_data: members }, ...options });
+  register(sheetId: number, fieldId: number, members: AttachmentMemberInput[] | StreamedBody, options: UpdateOptions = {}): Promise<TaskRef> {
+    return submitTask(this.t, 'attachments.register', { params: { sheet_id: sheetId, custom_field_id: fieldId }, ...bodyOf(members, (list) => ({ member_data: list })), ...options });
   }
 
   /** Replaces each member's file of the same name, with the same limits as `register`. */
-  update(sheetId: number, fieldId: number, members: AttachmentMemberInput[], options: UpdateOptions = {}): Promise<TaskRef> {
-    return submitTask(this.t, 'attachments.update', { params: { sheet_id: sheetId, custom_field_id: fieldId }, body: { member_data: members }, ...options });
+  update(sheetId: number, fieldId: number, members: AttachmentMemberInput[] | StreamedBody, options: UpdateOptions = {}): Promise<TaskRef> {
+    return submitTask(this.t, 'attachments.update', { params: { sheet_id: sheetId, custom_field_id: fieldId }, ...bodyOf(members, (list) => ({ member_data: list })), ...options });
   }
 }

@@ -1,7 +1,7 @@
 /** Face images (api-v2.md 4.4 Members 6-7; wire-format.md, Face images). */
 import { faceImageListSchema, type FaceImageListEntry } from '../../spec/schemas.js';
 import type { CallOptions, Transport } from '../transport.js';
-import { submitTask, type TaskRef, type UpdateOptions } from './common.js';
+import { bodyOf, submitTask, type StreamedBody, type TaskRef, type UpdateOptions } from './common.js';
 
 /** One member's photo, as sent. */
 export interface FaceImageItem {
@@ -42,13 +42,16 @@ export class FaceImages {
     return answer.member_data;
   }
 
-  /** Adds photos of members without one: at most 100 photos of 5 MB (jpg, gif or png) per request. */
-  register(items: FaceImageItem[], options: FaceImageWriteOptions = {}): Promise<TaskRef> {
-    return submitTask(this.t, 'faceImages.register', { body: { enable_trimming: options.trimming ?? true, member_data: items }, ...options });
+  /**
+   * Adds photos of members without one: at most 100 photos of 5 MB (jpg, gif or png) per request.
+   * A streamed body carries `enable_trimming` itself, so `trimming` is not read then.
+   */
+  register(items: FaceImageItem[] | StreamedBody, options: FaceImageWriteOptions = {}): Promise<TaskRef> {
+    return submitTask(this.t, 'faceImages.register', { ...bodyOf(items, (list) => ({ enable_trimming: options.trimming ?? true, member_data: list })), ...options });
   }
 
   /** Replaces photos of members with one: at most 100 photos of 5 MB (jpg, gif or png) per request. */
-  update(items: FaceImageItem[], options: FaceImageWriteOptions = {}): Promise<TaskRef> {
-    return submitTask(this.t, 'faceImages.update', { body: { enable_trimming: options.trimming ?? true, member_data: items }, ...options });
+  update(items: FaceImageItem[] | StreamedBody, options: FaceImageWriteOptions = {}): Promise<TaskRef> {
+    return submitTask(this.t, 'faceImages.update', { ...bodyOf(items, (list) => ({ enable_trimming: options.trimming ?? true, member_data: list })), ...options });
   }
 }
