@@ -75,6 +75,23 @@ describe('client.faceImages', () => {
     expect(untouched.data.equals(sent)).toBe(true);
   });
 
+  it('register takes a streamed body in pieces, and the photo stored is the one streamed', async () => {
+    addMember(emu(), 'S001');
+    const sent = await jpeg(64, 48, 7);
+    const json = JSON.stringify({ enable_trimming: false, member_data: [{ code: 'S001', base64_face_image: b64(sent) }] });
+    let streamed = 0;
+    const body = {
+      async *stream() {
+        streamed++;
+        for (let at = 0; at < json.length; at += 100) yield Buffer.from(json.slice(at, at + 100));
+      },
+    };
+    await done(client.faceImages.register(body));
+    expect(streamed).toBe(1);
+    const listed = await client.faceImages.list();
+    expect((await download(listed[0]!.download_url)).data.equals(sent)).toBe(true);
+  });
+
   it('update replaces an existing photo (a PNG is served as JPEG), with and without trimming', async () => {
     addMember(emu(), 'U001');
     addMember(emu(), 'U002');
@@ -193,6 +210,14 @@ describe('client.attachments', () => {
     await done(client.attachments.update(5, 501, [{ code: 'A002', records: [file('plan.txt', 'version 2')] }]));
     const listed = await client.attachments.list(5, 501);
     expect(listed.map((m) => m.records.map((r) => r.file_name))).toEqual([['plan.txt']]);
+    expect((await download(listed[0]!.records[0]!.download_url)).data.toString()).toBe('version 2');
+  });
+
+  it('update takes a streamed body, and the file stored is the one streamed', async () => {
+    await done(client.attachments.register(5, 501, [{ code: 'A002', records: [file('plan.txt', 'version 1')] }]));
+    const json = JSON.stringify({ member_data: [{ code: 'A002', records: [file('plan.txt', 'version 2')] }] });
+    await done(client.attachments.update(5, 501, { stream: async function* () { yield Buffer.from(json); } }));
+    const listed = await client.attachments.list(5, 501);
     expect((await download(listed[0]!.records[0]!.download_url)).data.toString()).toBe('version 2');
   });
 
