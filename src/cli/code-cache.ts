@@ -2,8 +2,8 @@
  * Starts the bundled CLI (`dist/cli/wds-files.cjs`, scripts/bundle-cli.mjs) with V8's code cache:
  * the bytecode of the functions an earlier run of the same command compiled, kept under
  * `$XDG_CACHE_HOME/wds-files/code/`. Compiling the bundle's modules and then each function at its
- * first call took a tenth of a second or more of every run, on the one thread a run's start waits
- * for (bench/notes.md). Node 20 has no compile cache for ES modules, hence one CommonJS bundle run
+ * first call is a large part of every run's start, on the one thread that start waits for
+ * (bench/notes.md). Node 20 has no compile cache for ES modules, hence one CommonJS bundle run
  * through `vm.Script`, which takes cached data.
  *
  * V8 checks a cache against its own version, its flags and the source's length, and refuses one
@@ -28,8 +28,8 @@ const DIGEST = 32;
 /**
  * Writes of one command's cache. A cache holds the code its run compiled: a nightly archive's first
  * run (every file downloaded) takes another path than the next (unchanged files linked), and the
- * second write adds what the first did not meet. Measuring what a run compiled (`getHeapCodeStatistics`)
- * walks the heap: some 13 ms at the end of an archive run.
+ * second write adds what the first did not meet. A fixed count, because measuring what a run
+ * compiled (`getHeapCodeStatistics`) walks the whole heap (bench/notes.md, "Code cache").
  */
 const WRITES = 2;
 /** Age after which a temporary file in the cache folder is taken for one a killed run left. */
@@ -84,9 +84,8 @@ function readCache(folder: string, path: string): { data: Buffer; generation: nu
 }
 
 /**
- * Writes what `make` gives as the cache at `path`. The folder is made and checked first: serialising
- * the cache takes some 20 ms, which a run whose folder cannot be written (a read-only home) would
- * otherwise spend at every exit.
+ * Writes what `make` gives as the cache at `path`. The folder is made and checked first, so that a
+ * run whose folder cannot be written (a read-only home) does not serialise a cache at every exit.
  */
 function writeCache(folder: string, path: string, generation: number, make: () => Buffer): void {
   mkdirSync(folder, { recursive: true, mode: 0o700 });

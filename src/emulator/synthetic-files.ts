@@ -7,9 +7,8 @@
  *
  * A file is made as parts (`...Parts`): its few bytes of its own, and slices of padding prepared
  * once and shared by every file. Storage writes the parts to the socket as they are, so serving a
- * file allocates next to nothing: making each 5 MB file whole cost the emulator a fresh buffer per
- * download, and most of its CPU went to the garbage collections those buffers set off
- * (bench/export, 200 files of 5 MB). The whole-file functions join the parts.
+ * file allocates next to nothing, where a whole buffer per download spent the emulator's CPU on
+ * garbage collection (bench/notes.md, "Emulator storage"). The whole-file functions join the parts.
  */
 import { SeededRandom } from './seeded-random.js';
 import { encodeBlockJpeg, type Rgb } from './tiny-jpeg.js';

@@ -28,7 +28,7 @@ export const photosImportCommand = leafCommand<PhotoImportArgs>({
       .option('emulator', { type: 'boolean', default: false, describe: 'With no --base-url, import into the embedded emulator all the same (it forgets everything when the command ends)' })
       .option('report', { type: 'string', describe: 'Write the per-file report (JSON) to FILE' }) as unknown as Argv<PhotoImportArgs>,
   handler: async (argv) => {
-    // Loaded here, not at start: sharp and heic-decode weigh some 50 MB that other commands never need.
+    // Loaded here, not at start: sharp and heic-decode are heavy, and other commands never need them.
     const [{ runPhotoImport }, { runImportCommand }] = await Promise.all([import('../../pipelines/photo-import.js'), import('../import-command.js')]);
     await runImportCommand('photos import', argv, (common) => runPhotoImport({
       ...common,

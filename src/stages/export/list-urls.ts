@@ -38,8 +38,8 @@ export interface ListTarget {
 }
 
 /**
- * The `Expires=` query parameter, read without a URL parser: a listing has a URL per file, and
- * `new URL()` with its searchParams took a fresh process about 5 ms for 2,000 of them.
+ * The `Expires=` query parameter, read without a URL parser: a listing has a URL per file, and a
+ * parser per URL is a cost every run's start pays (bench/notes.md, "Reading Expires").
  */
 const EXPIRES = /(?:^|&)Expires=(\d+)(?:&|$)/;
 /** Targets listed at once by `listAll`. */

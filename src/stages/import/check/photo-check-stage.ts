@@ -33,8 +33,8 @@ export interface PhotoVerdict {
 
 /**
  * Photos not on disk (zip entries) are read into buffers of this size kept for the run (larger
- * ones into their own): a buffer per file left to the garbage collector held some 25 MB of dead
- * buffers at the peak (bench/import; V8 frees them only at a full collection).
+ * ones into their own): V8 frees a buffer per file only at a full collection, so dead ones piled
+ * up at the peak (bench/notes.md, "Photo read buffers").
  */
 const READ_BUFFER_BYTES = 8 * 1024 * 1024;
 

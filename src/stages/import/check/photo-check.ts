@@ -10,8 +10,8 @@
  * Memory (issue 5): libvips allocates whole decoded frames (a WebP: 4 bytes a pixel, several times)
  * and region buffers on its worker threads, and glibc keeps what each thread freed in that thread's
  * malloc arena, up to twice the largest block freed so far. So conversions run one at a time,
- * libvips keeps no cache of operations (it held decoded frames of photos never opened again: 36 MB
- * after a few WebPs), and a converted JPEG is written by libvips straight to the caller's file
+ * libvips keeps no cache of operations (it held decoded frames of photos never opened again;
+ * bench/notes.md, "Photo checks"), and a converted JPEG is written by libvips straight to the caller's file
  * instead of a growing output buffer. The import runs all of this in a process of its own with
  * allocator settings that only a new process can have (photo-checker.ts).
  */
@@ -80,9 +80,8 @@ const OPTIMISE_CODING_MAX_PIXELS = 8_000_000;
  * try (a JPEG's size follows its pixel count), aiming 10 % under the limit; each encode of a large
  * photo costs a full decode, so no ladder of tries. `open` gives a fresh pipeline on the source
  * each time (sharp pipelines run once). Transparent parts go on white, as a photo print would.
- * Optimised Huffman tables make libjpeg hold every DCT coefficient of the picture (measured: a
- * 21-megapixel photo peaks at 240 MB with them, 116 MB without, for a file 6 % larger), so large
- * pictures go without. Written to `output` when given (each try overwrites it).
+ * Optimised Huffman tables make libjpeg hold every DCT coefficient of the picture, about doubling
+ * the peak of a large one (bench/notes.md, "Photo checks"), so large pictures go without. Written to `output` when given (each try overwrites it).
  */
 async function toJpegUnderLimit(open: () => Sharp, output?: string): Promise<{ size: number; data?: Buffer }> {
   const meta = await open().metadata();

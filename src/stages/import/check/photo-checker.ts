@@ -4,8 +4,8 @@
  *
  * Why (issue 5, bench/import): libvips decodes whole frames on its worker threads, and glibc keeps
  * what each thread freed in that thread's arena; after the first large frame it also raises its
- * mmap threshold, so later frames come from the arenas too. In the importing process that held
- * 400-540 MB from the checks through the sending of every request. The checker's process starts
+ * mmap threshold, so later frames come from the arenas too. In the importing process that memory
+ * stayed held through the sending of every request (bench/notes.md, "Photo checks"). The checker's process starts
  * with the allocator settings that stop it (one arena, large blocks always mapped; glibc reads them
  * only at start, so they cannot be set from inside a running process), and whatever it still holds
  * is returned when it ends. The importing process never loads sharp or the HEIC decoder, and a
@@ -46,8 +46,8 @@ const ATTEMPTS = 2;
 
 /**
  * The allocator settings of the checker: glibc's own unless the user chose some. One arena and a
- * fixed 128 KB mmap threshold (bench/import, 1,000 photos: 431 MB with glibc's defaults, 194 MB
- * with these, at the same speed). Other C libraries ignore them.
+ * fixed 128 KB mmap threshold halve the checker's peak at the same speed (bench/notes.md, "Photo
+ * checks"). Other C libraries ignore them.
  */
 function checkerEnv(): NodeJS.ProcessEnv {
   const env = { ...process.env };
