@@ -12,7 +12,8 @@ import { shownCommandLine } from './secret-args.js';
 import { exitCodeOf, stopSignal, stoppedBy } from './stop-signal.js';
 import { removeEmptyDirs } from '../sinks/sink.js';
 import { formatDuration, parseDuration } from '../util/duration.js';
-import { TargetLockedError, acquireTargetLock, lockFileOf, type TargetLock } from '../util/target-lock.js';
+import { TargetLockedError, type TargetLock } from '../util/target-lock.js';
+import { lockFileOfPlace, lockTarget, type LockedPlace } from '../pipelines/target-lock.js';
 
 export { withTargetOptions, type TargetArgs } from './target-options.js';
 
@@ -85,9 +86,7 @@ export class Preflight {
     if (problem) throw new UsageError(problem);
     await this.ensureDir(options.zip ? dirname(abs) : abs, label);
     // An archive is locked by `archive forget`, which must run on a full disk to free space.
-    const lock = await this.takeLock(out, lockFileOf(abs, options.zip ? 'file' : 'folder'), options.waitLock, false, options.archive === true);
-    if (options.archive) await (await import('../archive/writes.js')).recordWrites(abs, lock);
-    return lock;
+    return this.takeLock(out, { kind: options.archive ? 'archive' : options.zip ? 'zip' : 'folder', path: abs }, options.waitLock, false, options.archive === true);
   }
 
   /**
@@ -103,15 +102,15 @@ export class Preflight {
     if (info?.isDirectory()) throw new UsageError(`${label}: is a folder; name a file`);
     if (info && !options.force && !(await options.replaceable(abs))) throw new UsageError(`${label}: ${options.refusal}`);
     await this.ensureDir(dirname(abs), label);
-    return this.takeLock(out, lockFileOf(abs, 'file'), options.waitLock);
+    return this.takeLock(out, { kind: 'file', path: abs }, options.waitLock);
   }
 
-  private async takeLock(out: string, lockFile: string, waitLock: string | undefined, retried = false, evenWhenFull = false): Promise<TargetLock> {
+  private async takeLock(out: string, place: LockedPlace, waitLock: string | undefined, retried = false, evenWhenFull = false): Promise<TargetLock> {
     const waitMs = waitLock === undefined ? 0 : parseDuration(waitLock) ?? 0;
     const signal = waitMs > 0 ? stopSignal() : undefined;
     let lock: TargetLock;
     try {
-      lock = await acquireTargetLock(lockFile, {
+      lock = await lockTarget(place, {
         command: commandLine(),
         evenWhenFull,
         waitMs,
@@ -127,11 +126,12 @@ export class Preflight {
       }
       if (error instanceof TargetLockedError) throw new Error(busyMessage(out, error, waitMs));
       // Another run that had made the folder removed it again as it ended (left empty): make it anew.
+      const dir = dirname(lockFileOfPlace(place));
       if ((error as NodeJS.ErrnoException).code === 'ENOENT' && !retried) {
-        await this.ensureDir(dirname(lockFile), `--out ${out}`);
-        return this.takeLock(out, lockFile, waitLock, true, evenWhenFull);
+        await this.ensureDir(dir, `--out ${out}`);
+        return this.takeLock(out, place, waitLock, true, evenWhenFull);
       }
-      throw new UsageError(`--out ${out}: cannot write in ${dirname(lockFile)} (${why(error)})`);
+      throw new UsageError(`--out ${out}: cannot write in ${dir} (${why(error)})`);
     }
     this.locks.push(lock);
     if (lock.tookOver) say(this.args, `${out}: took over the lock of an earlier run (${lock.tookOver})`);

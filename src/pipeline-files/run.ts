@@ -11,8 +11,8 @@ import { stateFolder } from '../util/xdg.js';
 import type { RunReport } from '../stages/report.js';
 import type { WdsClient } from '../client/client.js';
 import type { SnapshotBuild } from '../archive/build.js';
-import { TargetLockedError, acquireTargetLock, lockFileOf, type TargetLock } from '../util/target-lock.js';
-import { recordWrites } from '../archive/writes.js';
+import { TargetLockedError, type TargetLock } from '../util/target-lock.js';
+import { lockFileOfPlace, lockTarget, type LockedPlace } from '../pipelines/target-lock.js';
 import { redact } from '../util/redact.js';
 import { isWdsError } from '../client/errors.js';
 import { GONE_REASON } from '../sources/file-rules.js';
@@ -102,13 +102,18 @@ export async function runPipelineFile(pipeline: LoadedPipeline, options: RunPipe
 
 /** The file the run locks: its target folder, zip or archive; for an import, the drop folder or the pipeline's name. */
 export function lockFileFor(pipeline: LoadedPipeline): string {
+  return lockFileOfPlace(lockedPlace(pipeline));
+}
+
+/** What the run locks: its target; for an import, the drop folder, or a file named for the pipeline. */
+function lockedPlace(pipeline: LoadedPipeline): LockedPlace {
   const { to, from } = pipeline;
-  if ('archive' in to) return lockFileOf(to.archive, 'folder');
-  if ('folder' in to) return lockFileOf(to.folder, 'folder');
-  if ('zip' in to) return lockFileOf(to.zip, 'file');
+  if ('archive' in to) return { kind: 'archive', path: to.archive };
+  if ('folder' in to) return { kind: 'folder', path: to.folder };
+  if ('zip' in to) return { kind: 'zip', path: to.zip };
   // Beside the drop folder, not in it: a lock file inside would be read as a photo.
-  if ('folder' in from) return lockFileOf(from.folder, 'file');
-  return join(stateFolder(), 'pipelines', `${pipeline.name}.lock`);
+  if ('folder' in from) return { kind: 'file', path: from.folder };
+  return { kind: 'file', path: join(stateFolder(), 'pipelines', pipeline.name) };
 }
 
 export async function runPipelineOnce(pipeline: LoadedPipeline, options: RunPipelineOptions = {}): Promise<PipelineRunResult> {
@@ -217,14 +222,12 @@ async function takeLock(pipeline: LoadedPipeline, options: RunPipelineOptions, l
   const lockFile = lockFileFor(pipeline);
   await mkdir(dirname(lockFile), { recursive: true });
   try {
-    const lock = await acquireTargetLock(lockFile, {
+    return await lockTarget(lockedPlace(pipeline), {
       command: options.command ?? `wds-files run ${pipeline.file}`,
       waitMs: options.waitLockMs ?? 0,
       signal: options.signal,
       onWait: (holder) => log(`${lockFile} is held by ${holder ? `pid ${holder.pid} on ${holder.host}` : 'another run'}; waiting for it`),
     });
-    if ('archive' in pipeline.to) await recordWrites(pipeline.to.archive, lock);
-    return lock;
   } catch (lockError) {
     if (!(lockError instanceof TargetLockedError)) throw lockError;
     const h = lockError.holder;

@@ -20,14 +20,14 @@ import { ExportRecorder, asTargetError, onDisk, openSink, type ExportProgress } 
 import { removeEmptyDirs, type ExportSink } from '../sinks/sink.js';
 import { SnapshotBuild, type SnapshotInfo } from '../archive/build.js';
 import { insideArchiveProblem } from '../archive/store.js';
-import { recordWrites } from '../archive/writes.js';
 import { exportTargetProblem } from '../sinks/target-check.js';
 import { manifestKey, type ManifestLine } from '../sinks/manifest.js';
 import { sourceOf, type ExportSource } from '../sinks/source.js';
 import { checkTargetSource } from '../sinks/target-source.js';
 import { DEFAULT_RETRY, type RetryPolicy } from '../client/retry.js';
 import { exportEnded, exportStarted } from '../util/runtime.js';
-import { acquireTargetLock, lockFileOf, type TargetLock } from '../util/target-lock.js';
+import type { TargetLock } from '../util/target-lock.js';
+import { lockTarget } from './target-lock.js';
 import { DEFAULT_EXPORT_CONCURRENCY, PHOTO_EXPORT_CONCURRENCY, followZipLink, isZipTarget } from './export-defaults.js';
 
 export { DEFAULT_EXPORT_CONCURRENCY, PHOTO_EXPORT_CONCURRENCY, isZipTarget };
@@ -253,8 +253,7 @@ async function holdTarget(options: ExportOptions): Promise<HeldTarget> {
     throw new Error(`${options.out}: the folder ${dir} cannot be made (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`, { cause: error });
   }
   try {
-    const lock = await acquireTargetLock(lockFileOf(target, zip ? 'file' : 'folder'), { command: `runExport (${options.what}) in ${process.argv[1] ?? 'node'}` });
-    if (options.archive) await recordWrites(target, lock);
+    const lock = await lockTarget({ kind: options.archive ? 'archive' : zip ? 'zip' : 'folder', path: target }, { command: `runExport (${options.what}) in ${process.argv[1] ?? 'node'}` });
     return { lock, dir, made };
   } catch (error) {
     await removeEmptyDirs(dir, made);
