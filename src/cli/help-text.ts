@@ -14,6 +14,7 @@ export const ENVIRONMENT = {
   WDS_CLIENT_LIMITS: "the client's own limit windows: off, or e.g. update=5/1m,request=3000/1h",
   WDS_LEGACY_LIMITS: "the legacy client's own limit windows: off, or e.g. request=60/1h,token=5/1h",
   WDS_TOKEN_CACHE: 'off: issue a token every run rather than reuse the last one still valid',
+  WDS_WEBHOOK_TOKEN: 'the webhook secret token, for webhook register and serve (never printed)',
   WDS_TIMEZONE: "the service's time zone for schedule's cron times (default Asia/Tokyo)",
   NO_COLOR: 'any value: no colour on stderr (none either when stderr is not a terminal)',
   XDG_STATE_HOME: 'import journals, schedule state, kept tokens (default ~/.local/state)',

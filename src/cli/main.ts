@@ -28,6 +28,7 @@ import { leafCommand, withHelpText } from './help-text.js';
 import { isWdsError } from '../client/errors.js';
 import { EXIT } from './exit-codes.js';
 import { scheduleCommand } from './commands/schedule.js';
+import { webhookCommand } from './commands/webhook.js';
 import { tuneMemory } from '../util/runtime.js';
 import { PACKAGE_ROOT } from './paths.js';
 
@@ -100,6 +101,7 @@ export async function main(argv: string[]): Promise<void> {
     .command(runCommand)
     .command(archiveCommand)
     .command(legacyCommand)
+    .command(webhookCommand)
     // A command of our own rather than yargs' .completion(), which prints the script even for --help.
     .command(leafCommand({
       command: 'completion',
