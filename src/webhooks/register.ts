@@ -76,7 +76,7 @@ export interface WebhookToken {
 export function defaultTokenFile(url: string): string {
   const host = new URL(url).hostname.replace(/[^A-Za-z0-9.-]/g, '_');
   const hash = createHash('sha256').update(url).digest('hex').slice(0, 8);
-  return join(stateFolder(), 'webhooks', `${host}-${hash}.token`);
+  return join(stateFolder(), 'webhook-tokens', `${host}-${hash}.token`);
 }
 
 /** The first line of a token file, as `webhook serve --token-file` reads it. */

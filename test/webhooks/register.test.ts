@@ -69,7 +69,7 @@ describe('webhook register', () => {
     expect(refused.stderr).toContain('https://');
     expect(refused.stderr).toContain('--allow-http');
     expect(await registerRequests()).toBe(before);
-    expect(existsSync(join(state, 'wds-files', 'webhooks'))).toBe(false);
+    expect(existsSync(join(state, 'wds-files', 'webhook-tokens'))).toBe(false);
 
     const allowed = await register(['--url', 'http://127.0.0.1:9/hook', '--allow-http'], { XDG_STATE_HOME: state });
     expect(allowed.code, allowed.stderr).toBe(0);
@@ -90,7 +90,7 @@ describe('webhook register', () => {
     expect(eleventh.stderr).toContain('nothing was sent');
     expect(await registerRequests()).toBe(before);
     expect(data().webhooks).toHaveLength(MAX_WEBHOOK_SETTINGS);
-    const folder = join(state, 'wds-files', 'webhooks');
+    const folder = join(state, 'wds-files', 'webhook-tokens');
     expect(existsSync(folder) ? readdirSync(folder) : []).toEqual([]);
   });
 });
