@@ -3,7 +3,8 @@
  * subcommand is its own leaf command below; the group only names them.
  */
 import type { Argv, CommandModule } from 'yargs';
-import { connect, withConnection, UsageError, type ConnectionArgs } from '../connection.js';
+import { resolve } from 'node:path';
+import { connect, say, withConnection, UsageError, type ConnectionArgs } from '../connection.js';
 import { requestCounts, withEnding, type Ending } from '../ending.js';
 import { CONNECTION_ENV, leafCommand } from '../help-text.js';
 
@@ -12,6 +13,7 @@ export const webhookCommand: CommandModule = {
   describe: 'Webhooks: register a setting, find the events never delivered',
   builder: (y: Argv) => y
     .command(webhookRegisterCommand)
+    .command(webhookReconcileCommand)
     .demandCommand(1, 'name a webhook command'),
   handler: () => undefined,
 };
@@ -94,5 +96,66 @@ async function register(argv: RegisterArgs, ending: Ending): Promise<void> {
     await connection.close();
     const requests = requestCounts(connection.client.transport.counters);
     ending.counts = { sent: requests.sent, retries: requests.retries, rate_limited: requests.rate_limited };
+  }
+}
+
+// ---- webhook reconcile ----
+
+interface ReconcileArgs extends ConnectionArgs {
+  inbox?: string;
+  report?: string;
+}
+
+export const webhookReconcileCommand = leafCommand<ReconcileArgs>({
+  command: 'reconcile',
+  describe: 'Compare the members the service lists with the last list seen, and store each change no delivery announced',
+  builder: (y: Argv) =>
+    withConnection(y)
+      .option('inbox', { type: 'string', describe: 'The inbox folder (default $XDG_STATE_HOME/wds-files/webhooks)' })
+      .option('report', { type: 'string', describe: 'Write the changes found and the events stored (JSON) to FILE' }) as unknown as Argv<ReconcileArgs>,
+  handler: (argv) => withEnding(argv, 'webhook reconcile', (ending) => reconcileCommand(argv, ending)),
+}, {
+  examples: [
+    ['wds-files webhook reconcile', 'store the member events the service never delivered, marked reconciled'],
+    ['wds-files webhook reconcile --inbox /var/lib/wds/webhooks --json', 'the inbox serve writes to, with a JSON summary'],
+  ],
+  exits: { 0: 'the list was compared (or, the first time, recorded as the baseline)', 1: 'the service or the inbox could not be reached' },
+  env: [...CONNECTION_ENV, 'WDS_TIMEZONE'],
+});
+
+async function reconcileCommand(argv: ReconcileArgs, ending: Ending): Promise<void> {
+  const [{ WebhookInbox, defaultInboxFolder }, { reconcile }] = await Promise.all([import('../../webhooks/inbox.js'), import('../../webhooks/reconcile.js')]);
+  // The embedded emulator is a new company each run: a list compared with it says nothing.
+  if (!(argv['base-url'] ?? process.env.WDS_BASE_URL)) throw new UsageError('no --base-url or WDS_BASE_URL: name the service whose members to reconcile');
+  const folder = argv.inbox === undefined ? defaultInboxFolder() : resolve(argv.inbox);
+  await ending.checkReport([{ path: folder, folder: true, what: 'the inbox' }]);
+  const connection = await connect(argv);
+  const inbox = await WebhookInbox.open(folder);
+  try {
+    const result = await reconcile(connection.client, inbox, { onWait: (line) => say(argv, line), timeZone: process.env.WDS_TIMEZONE });
+    const summary = {
+      inbox: folder,
+      baseline: result.baseline,
+      members: result.members,
+      created: result.created.length,
+      updated: result.updated.length,
+      deleted: result.deleted.length,
+      announced: result.announced,
+      stored: result.stored.length,
+      listed_at: result.listed_at,
+      previous_listed_at: result.previous_listed_at,
+    };
+    Object.assign(ending.body, summary, { events: result.stored });
+    ending.counts = { created: summary.created, updated: summary.updated, deleted: summary.deleted, announced: summary.announced, stored: summary.stored };
+    ending.print(summary, () => result.baseline
+      ? [`reconcile ${folder}: first list recorded (${result.members} members); nothing stored, as there is no earlier list to compare with`]
+      : [
+        `reconcile ${folder}: ${result.members} members; since ${result.previous_listed_at}: ${summary.created} created, ${summary.updated} updated, ${summary.deleted} deleted`,
+        `${summary.announced} already announced by events in the inbox; ${summary.stored} stored now, marked reconciled`,
+        ...result.stored.map((event) => `  ${event.event} ${event.codes.join(', ')} (${event.event_time})`),
+      ]);
+  } finally {
+    await inbox.close();
+    await connection.close();
   }
 }
