@@ -47,7 +47,7 @@ async function failedDeliveries(): Promise<string[]> {
   return log.filter((d) => !d.ok).map((d) => `${d.event}:${d.codes}`);
 }
 
-describe('webhook reconcile', () => {
+describe('webhook reconcile', { timeout: 180_000 }, () => {
   beforeAll(async () => {
     const added = await emu().api('POST', '/webhook', { url: `http://127.0.0.1:${await closedPort()}/hook`, events: ['member_created', 'member_updated', 'member_deleted'], secret_token: 'down-receiver-token' });
     expect(added.status).toBe(200);

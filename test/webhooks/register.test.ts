@@ -17,7 +17,7 @@ const data = () => companyOf(emu()).data;
 const register = (args: string[], env: NodeJS.ProcessEnv = {}) => runCli(['webhook', 'register', ...args, ...connectionArgs(emu())], env);
 const registerRequests = async (): Promise<number> => (await emu().control('GET', '/stats')).requests['POST /webhook'] ?? 0;
 
-describe('webhook register', () => {
+describe('webhook register', { timeout: 180_000 }, () => {
   beforeEach(() => {
     data().webhooks = [];
   });

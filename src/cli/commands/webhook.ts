@@ -120,7 +120,7 @@ export const webhookReconcileCommand = leafCommand<ReconcileArgs>({
     ['wds-files webhook reconcile --inbox /var/lib/wds/webhooks --json', 'the inbox serve writes to, with a JSON summary'],
   ],
   exits: { 0: 'the list was compared (or, the first time, recorded as the baseline)', 1: 'the service or the inbox could not be reached' },
-  env: [...CONNECTION_ENV, 'WDS_TIMEZONE'],
+  env: CONNECTION_ENV,
 });
 
 async function reconcileCommand(argv: ReconcileArgs, ending: Ending): Promise<void> {
@@ -132,7 +132,7 @@ async function reconcileCommand(argv: ReconcileArgs, ending: Ending): Promise<vo
   const connection = await connect(argv);
   const inbox = await WebhookInbox.open(folder);
   try {
-    const result = await reconcile(connection.client, inbox, { onWait: (line) => say(argv, line), timeZone: process.env.WDS_TIMEZONE });
+    const result = await reconcile(connection.client, inbox, { onWait: (line) => say(argv, line) });
     const summary = {
       inbox: folder,
       baseline: result.baseline,
