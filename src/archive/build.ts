@@ -18,7 +18,7 @@ import {
 } from './store.js';
 import { MANIFEST_NAME, isSourceLine, manifestKey, type ManifestLine } from '../sinks/manifest.js';
 import type { ExportSource } from '../sinks/source.js';
-import { TargetRefusedError } from '../sinks/sink.js';
+import { TargetRefusedError } from '../sinks/target-error.js';
 
 /** What a run made of its snapshot (`ExportResult.snapshot`). */
 export interface SnapshotInfo {

@@ -79,9 +79,9 @@ export class Preflight {
   async exportTarget(out: string, options: { zip: boolean; force: boolean; waitLock?: string; archive?: boolean }): Promise<TargetLock> {
     const label = `--out ${out}`;
     const abs = resolve(out);
-    // Before anything is made there (src/sinks/target-check.ts, as the SDK checks). An archive
+    // Before anything is made there (src/archive/target-check.ts, as the SDK checks). An archive
     // itself (`archive forget`, which locks it) is the one place inside an archive that may be.
-    const { exportTargetProblem } = await import('../sinks/target-check.js');
+    const { exportTargetProblem } = await import('../archive/target-check.js');
     const problem = await exportTargetProblem(out, { kind: options.archive ? 'archive' : options.zip ? 'zip' : 'folder', shown: label, force: options.force, forceHow: 'add --force' });
     if (problem) throw new UsageError(problem);
     await this.ensureDir(options.zip ? dirname(abs) : abs, label);

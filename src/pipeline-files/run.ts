@@ -185,8 +185,8 @@ async function refuseTarget(pipeline: LoadedPipeline): Promise<void> {
   const { to } = pipeline;
   const [key, out] = 'archive' in to ? ['archive', to.archive] as const : 'folder' in to ? ['folder', to.folder] as const : 'zip' in to ? ['zip', to.zip] as const : [null, null];
   if (key === null) return;
-  // A pipeline file has no force: a folder or zip of the user's is never written (src/sinks/target-check.ts).
-  const { exportTargetProblem } = await import('../sinks/target-check.js');
+  // A pipeline file has no force: a folder or zip of the user's is never written (src/archive/target-check.ts).
+  const { exportTargetProblem } = await import('../archive/target-check.js');
   const problem = await exportTargetProblem(out, { kind: key, shown: `to.${key} ${out}` });
   if (problem) throw new Error(problem);
 }
@@ -214,7 +214,7 @@ async function checkSource(pipeline: LoadedPipeline, options: RunPipelineOptions
   const source = await settingsSource(pipeline, options);
   if (!source) return;
   const [kind, out] = 'archive' in to ? ['archive', to.archive] as const : 'folder' in to ? ['folder', to.folder] as const : ['zip', to.zip] as const;
-  const { checkTargetSource } = await import('../sinks/target-source.js');
+  const { checkTargetSource } = await import('../archive/target-source.js');
   await checkTargetSource(out, kind, source, `to.${kind} ${out}`);
 }
 

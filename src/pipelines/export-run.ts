@@ -20,6 +20,7 @@ import type { ExportSource } from '../sinks/source.js';
 import type { SnapshotInfo } from '../archive/build.js';
 import { DEFAULT_RETRY, type RetryPolicy } from '../client/retry.js';
 import { exportEnded, exportStarted } from '../util/runtime.js';
+import { DOWNLOAD_RETRY } from '../util/pacing.js';
 import type { TargetLock } from '../util/target-lock.js';
 import type { ExportOptions, ExportResult } from './export-options.js';
 
@@ -98,7 +99,7 @@ export class ExportRun {
     const { lock } = settings;
     if (lock?.signal.aborted) this.onLost();
     else lock?.signal.addEventListener('abort', this.onLost, { once: true });
-    this.retry = { ...DEFAULT_RETRY, maxAttempts: 8, baseDelayMs: 100, maxDelayMs: 4_000, ...options.retry };
+    this.retry = { ...DEFAULT_RETRY, ...DOWNLOAD_RETRY, ...options.retry };
     exportStarted();
   }
 

@@ -13,17 +13,18 @@ import { SinkTarget, type ExportTarget } from '../stages/export/target.js';
 import { removeEmptyDirs } from '../sinks/sink.js';
 import { SnapshotTarget } from '../archive/export-target.js';
 import { insideArchiveProblem } from '../archive/store.js';
-import { exportTargetProblem } from '../sinks/target-check.js';
+import { exportTargetProblem } from '../archive/target-check.js';
 import { sourceOf } from '../sinks/source.js';
-import { checkTargetSource } from '../sinks/target-source.js';
+import { checkTargetSource } from '../archive/target-source.js';
 import type { TargetLock } from '../util/target-lock.js';
 import { lockTarget } from './target-lock.js';
 import { ExportRun } from './export-run.js';
 import type { ExportOptions, ExportResult } from './export-options.js';
-import { DEFAULT_EXPORT_CONCURRENCY, PHOTO_EXPORT_CONCURRENCY, followZipLink, isZipTarget } from './export-defaults.js';
+import { followZipLink, isZipTarget } from './export-defaults.js';
+import { DEFAULT_EXPORT_CONCURRENCY, PHOTO_EXPORT_CONCURRENCY } from '../util/pacing.js';
 
 export { DEFAULT_EXPORT_CONCURRENCY, PHOTO_EXPORT_CONCURRENCY, isZipTarget };
-export { LARGE_BODY_CONCURRENCY, LARGE_FILE_CONNECTIONS, START_CONNECTIONS } from '../stages/export/transfer.js';
+export { LARGE_BODY_CONCURRENCY, LARGE_FILE_CONNECTIONS, START_CONNECTIONS } from '../util/pacing.js';
 export type { ExportProgress, ExportOptions, ExportResult };
 
 /** The concurrency an export runs with when none is given. */
@@ -97,7 +98,7 @@ interface HeldTarget {
 
 /**
  * The target of a run that takes its own lock: refused when it is not an export (unless `force`)
- * or is the wrong kind (src/sinks/target-check.ts, as the CLI and pipeline runs check), then locked.
+ * or is the wrong kind (src/archive/target-check.ts, as the CLI and pipeline runs check), then locked.
  */
 async function holdTarget(options: ExportOptions): Promise<HeldTarget> {
   const kind = kindOf(options);

@@ -6,8 +6,7 @@ import { rmdir } from 'node:fs/promises';
 import { dirname, isAbsolute, relative, resolve } from 'node:path';
 import type { ManifestLine } from './manifest.js';
 import type { FileDigest } from '../util/hash-file.js';
-import type { StartGate } from '../stages/export/download.js';
-import { noSpaceCause } from '../util/no-space.js';
+import type { StartGate } from '../util/pacing.js';
 
 /** One file being written. The sink stores it, and hashes what it stored. */
 export interface EntryWriter {
@@ -70,39 +69,6 @@ export interface ExportSink {
   letGo(): Promise<void>;
   /** When given, holds new downloads back while the sink cannot keep up with more (see ZipSink). */
   readonly starts?: StartGate;
-}
-
-/** What the system's error code means for a user, for the ones a full or unwritable target gives. */
-const CAUSES: Record<string, string> = {
-  ENOSPC: 'the disk is full',
-  EDQUOT: 'the disk quota is used up',
-  EFBIG: 'the file is too large for the file system',
-  EACCES: 'permission denied',
-  EPERM: 'permission denied',
-  EROFS: 'the file system is read-only',
-  EIO: 'an input/output error on the disk',
-};
-
-/** A target the run may not write for a reason of its own, not the disk's: passed on as it is, not as a TargetError. */
-export class TargetRefusedError extends Error {
-  override name = 'TargetRefusedError';
-}
-
-/**
- * A fatal error writing an export: names the target (the folder or zip the user gave) and the
- * cause, and says what a rerun does.
- */
-export class TargetError extends Error {
-  readonly code: string | undefined;
-
-  constructor(readonly target: string, cause: unknown, path?: string) {
-    const code = (cause as { code?: unknown }).code;
-    const known = code === 'ENOSPC' ? noSpaceCause(target) : typeof code === 'string' ? CAUSES[code] : undefined;
-    const what = known ? `${known} (${code}${path ? `, writing ${path}` : ''})` : `${path ? `${path}: ` : ''}${(cause as Error).message}`;
-    super(`cannot write the export ${target}: ${what}; run the export again once that is fixed, and it goes on from the files already there`, { cause });
-    this.name = 'TargetError';
-    this.code = typeof code === 'string' ? code : undefined;
-  }
 }
 
 /** Types already compressed are stored in a zip; text formats are deflated (DESIGN.md section 4). */

@@ -5,7 +5,7 @@
  * person can tell afterwards whose files a folder, zip or archive holds. Neither holds a secret.
  */
 import { createHash } from 'node:crypto';
-import { TargetRefusedError } from './sink.js';
+import { TargetRefusedError } from './target-error.js';
 
 /** The source of a target's files. */
 export interface ExportSource {

@@ -32,7 +32,7 @@ import { once } from 'node:events';
 import { ZipArchive } from 'archiver';
 import { Readable } from 'node:stream';
 import type { EntryWriter, ExportSink } from './sink.js';
-import { LargeFilePace, type StartGate } from '../stages/export/download.js';
+import { LargeFilePace, ZIP_LARGE_FILE_CONNECTIONS, ZIP_WAITING_ENTRIES, type StartGate } from '../util/pacing.js';
 import { removeEmptyDirs, shouldDeflate } from './sink.js';
 import { ZipOutput } from './zip-output.js';
 import { digestOf, hashFile, type FileDigest } from '../util/hash-file.js';
@@ -49,18 +49,6 @@ const SMALLEST_BLOCK = 16 * 1024;
 const SPOOL_BATCH = 256 * 1024;
 /** Stored entries up to this size are given to archiver whole (sizes in the local header). */
 const WHOLE_LIMIT = 16 * 1024 * 1024;
-/**
- * Downloads at once while files too large to wait in memory are on their way into the zip (the
- * export's concurrency otherwise). The zip takes one entry at a time, slower than 16 connections
- * bring large files in; the extra downloads only competed with it for the CPU and held more read
- * buffers.
- */
-const LARGE_FILE_CONNECTIONS = 8;
-/**
- * Entries waiting for the zip past which no new download starts (`starts`): with a near storage
- * the zip, one entry at a time, is slower than 64 connections, and waiting entries would pile up.
- */
-const WAITING_ENTRIES = 16;
 /** Stored entries of this size or more are read into a buffer kept for the run. */
 const WHOLE_REUSE = 64 * 1024;
 /** Buffers kept for whole entries (two, one written while the next is read, peaked higher). */
@@ -92,17 +80,17 @@ export class ZipSink implements ExportSink {
   private wholeCount = 0;
   private wholeWaiting: (() => void) | null = null;
   /** Paces the downloads while spool files are open or waiting for the zip. */
-  private readonly pace = new LargeFilePace(LARGE_FILE_CONNECTIONS);
+  private readonly pace = new LargeFilePace(ZIP_LARGE_FILE_CONNECTIONS);
   /** Entries waiting for their turn or being appended. */
   private queued = 0;
   private readonly startListeners: (() => void)[] = [];
   /**
-   * Holds new downloads back while WAITING_ENTRIES files wait for the zip, besides the pace of
+   * Holds new downloads back while ZIP_WAITING_ENTRIES files wait for the zip, besides the pace of
    * large files: the zip is then behind, and each download under way keeps objects that outlive
    * young-generation collections while it waits.
    */
   readonly starts: StartGate = {
-    open: (connections) => (this.queued < WAITING_ENTRIES || connections === 0) && this.pace.open(connections),
+    open: (connections) => (this.queued < ZIP_WAITING_ENTRIES || connections === 0) && this.pace.open(connections),
     onOpen: (listener) => {
       this.pace.onOpen(listener);
       this.startListeners.push(listener);
@@ -250,7 +238,7 @@ export class ZipSink implements ExportSink {
     });
     this.chain = run.catch(() => undefined).finally(() => {
       this.queued -= 1;
-      if (this.queued < WAITING_ENTRIES) for (const listener of this.startListeners) listener();
+      if (this.queued < ZIP_WAITING_ENTRIES) for (const listener of this.startListeners) listener();
     });
     return run;
   }

@@ -4,11 +4,12 @@
  * run on the files' names, before check reads any bytes: duplicates and unknown members are
  * never read, and each batch can be sent as soon as it is checked. The same schema validates a
  * pipeline file's `steps` (and gives `validate --schema` its docs and defaults) and the options a
- * pipeline takes, so an option is declared once. Only zod is imported here: the CLI loads this to
- * validate a file without loading any pipeline.
+ * pipeline takes, so an option is declared once. Only zod (and leaf modules of constants) is
+ * imported here: the CLI loads this to validate a file without loading any pipeline.
  */
 import { z } from 'zod';
 import { isValidDate } from '../spec/time.js';
+import { DEFAULT_EXPORT_CONCURRENCY, PHOTO_EXPORT_CONCURRENCY } from '../util/pacing.js';
 
 /** A stage that has no options of its own still declares that, so `steps` can name it. */
 const none = z.strictObject({});
@@ -29,7 +30,7 @@ export const EXPORT_STAGES = {
     describe: 'Export: download the files to fetch from their signed URLs, resuming cut transfers',
     options: z.strictObject({
       concurrency: z.int().min(1).max(256).optional()
-        .describe('Downloads at once; default 64 for photos, 16 for attachments'),
+        .describe(`Downloads at once; default ${PHOTO_EXPORT_CONCURRENCY} for photos, ${DEFAULT_EXPORT_CONCURRENCY} for attachments`),
     }),
   },
   sink: {

@@ -1,10 +1,10 @@
 /**
- * LatencyWindow (src/stages/export/download.ts): an export opens more than its first connections only
+ * LatencyWindow (src/util/pacing.ts): an export opens more than its first connections only
  * while the storage answers slowly, and goes back to them at a large file or when answers come
  * quickly; `allOf` opens only when every gate does.
  */
 import { describe, expect, it } from 'vitest';
-import { LatencyWindow, SLOW_ANSWER_MS, allOf, type StartGate } from '../../src/stages/export/download.js';
+import { LatencyWindow, SLOW_ANSWER_MS, allOf, type StartGate } from '../../src/util/pacing.js';
 
 /** The most connections the window lets be open. */
 const size = (gate: StartGate): number => {

@@ -11,7 +11,8 @@ import { finishRun, type OutputArgs } from '../output.js';
 import { stopSignal } from '../stop-signal.js';
 import { CONNECTION_ENV, leafCommand, type LeafHelp } from '../help-text.js';
 import { withTargetOptions, type TargetArgs } from '../target-options.js';
-import { DEFAULT_EXPORT_CONCURRENCY, PHOTO_EXPORT_CONCURRENCY, followZipLink, isZipTarget } from '../../pipelines/export-defaults.js';
+import { followZipLink, isZipTarget } from '../../pipelines/export-defaults.js';
+import { DEFAULT_EXPORT_CONCURRENCY, PHOTO_EXPORT_CONCURRENCY } from '../../util/pacing.js';
 import { isValidDate } from '../../spec/time.js';
 import type { TargetLock } from '../../util/target-lock.js';
 
@@ -73,7 +74,7 @@ async function handle(what: 'photos' | 'attachments', argv: ExportArgs, ending: 
  */
 async function refuseEmbeddedInto(argv: ExportArgs): Promise<void> {
   if (argv['base-url'] || process.env.WDS_BASE_URL || argv.emulator) return;
-  const { existingExport } = await import('../../sinks/target-source.js');
+  const { existingExport } = await import('../../archive/target-source.js');
   const there = await existingExport(argv.out, isZipTarget(argv.out) ? 'zip' : 'folder');
   if (!there) return;
   throw new UsageError([

@@ -13,6 +13,7 @@ import { backoffDelay, sleep, type RetryPolicy } from '../../client/retry.js';
 import { NetworkError } from '../../client/errors.js';
 import { CERTIFICATE_REFUSED, certificateRefusedMessage } from '../../client/tls-errors.js';
 import { largeBodyBytesRead } from '../../util/runtime.js';
+import { LARGE_BODY_BYTES, type LargeFilePace, type LatencyWindow, type StartGate } from '../../util/pacing.js';
 
 export interface DownloadJob {
   file: RemoteFile;
@@ -67,9 +68,6 @@ export interface DownloadOptions {
   /** Told of each answer's status and how long it took to come (for -v request lines). */
   onAnswer?: (url: string, status: number, ms: number) => void;
 }
-
-/** Bodies above this size take one of the `largeBodies` slots while they are read. */
-export const LARGE_BODY_BYTES = 1024 * 1024;
 
 /** A counting semaphore: `acquire` resolves with the function that gives the slot back. */
 export class Slots {
@@ -325,108 +323,6 @@ async function download(job: DownloadJob, options: DownloadOptions, state: { wri
     if (stored.size !== received) throw new SinkError(job.path, new Error(`${stored.size} of ${received} bytes were stored`));
     return { job, file: current, outcome: 'ok', size: received, sha256: stored.sha256, changed };
   }
-}
-
-/** A condition on starting more items besides the pool's own bounds (see `pool`). */
-export interface StartGate {
-  /** Whether another item may start now, with `connections` holding a connection. */
-  open(connections: number): boolean;
-  /** Calls `listener` whenever the gate may have opened. */
-  onOpen(listener: () => void): void;
-}
-
-/**
- * Holds downloads to `connections` while large files are on their way (between `enter` and
- * `leave`) and for a second after the last, so that a moment with none does not start a burst.
- * Small files need many connections to hide the storage latency; large ones fill the line with
- * fewer, and more only hold read buffers and compete for the CPU.
- */
-export class LargeFilePace implements StartGate {
-  private active = 0;
-  private last = 0;
-  private readonly listeners: (() => void)[] = [];
-
-  constructor(private readonly connections: number) {}
-
-  enter(): void {
-    this.active += 1;
-  }
-
-  leave(): void {
-    this.active -= 1;
-    this.last = Date.now();
-    for (const listener of this.listeners) listener();
-  }
-
-  open(connections: number): boolean {
-    return (this.active === 0 && Date.now() - this.last > 1000) || connections < this.connections;
-  }
-
-  onOpen(listener: () => void): void {
-    this.listeners.push(listener);
-  }
-}
-
-/**
- * An answer that took at least this long (ms, from the request to its headers) lets one more
- * download start (LatencyWindow). It is above the time a near storage's answers wait for this
- * busy process at 64 connections, so that such answers do not hold the window open by themselves.
- */
-export const SLOW_ANSWER_MS = 10;
-
-/**
- * How many downloads may be under way: `start` at first, one more (up to `max`) for each small
- * file answered in SLOW_ANSWER_MS or more, one fewer (down to `start`) for each answered sooner,
- * and `start` again at a large file.
- *
- * More connections pay only while the storage's latency bounds the run. With the storage near,
- * the bound is this process's CPU, and the objects of more downloads under way outlive young-
- * generation collections and raise the memory. Requests sent before the first answer cannot be
- * held back, and a first wave of 64 large files alone would be too much memory: hence the start,
- * and the start again at a large file.
- */
-export class LatencyWindow implements StartGate {
-  private size: number;
-  private readonly listeners: (() => void)[] = [];
-
-  constructor(
-    private readonly start: number,
-    private readonly max: number,
-  ) {
-    this.size = Math.min(start, max);
-  }
-
-  /** A small file was answered after `waitedMs`. */
-  small(waitedMs: number): void {
-    if (waitedMs >= SLOW_ANSWER_MS) {
-      if (this.size >= this.max) return;
-      this.size += 1;
-      for (const listener of this.listeners) listener();
-    } else if (this.size > this.start) this.size -= 1;
-  }
-
-  /** A large file was answered. */
-  large(): void {
-    this.size = Math.min(this.start, this.max);
-  }
-
-  open(connections: number): boolean {
-    return connections < this.size;
-  }
-
-  onOpen(listener: () => void): void {
-    this.listeners.push(listener);
-  }
-}
-
-/** A gate open when all of `gates` are. */
-export function allOf(...gates: StartGate[]): StartGate {
-  return {
-    open: (connections) => gates.every((gate) => gate.open(connections)),
-    onOpen: (listener) => {
-      for (const gate of gates) gate.onOpen(listener);
-    },
-  };
 }
 
 /**

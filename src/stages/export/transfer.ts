@@ -8,27 +8,10 @@ import type { RetryPolicy } from '../../client/retry.js';
 import type { ExportSink } from '../../sinks/sink.js';
 import type { UrlLister } from './list-urls.js';
 import { tuneForExport } from '../../util/runtime.js';
-import { ConnectionLanes, JobFeed, LargeFilePace, LatencyWindow, Slots, allOf, downloadFile, pool, type DownloadJob, type DownloadResult, type StartGate } from './download.js';
-
-/**
- * Bodies over 1 MB read at once, whatever the concurrency (`largeBodies` in stages/download.ts).
- * 16, so that at the default 16 connections every large answer is read as it comes instead of
- * waiting open.
- */
-export const LARGE_BODY_CONCURRENCY = 16;
-
-/**
- * Downloads at once to a folder while bodies over 1 MB are read (LargeFilePace; the concurrency
- * otherwise): fewer large bodies in memory at once, at no cost in time.
- */
-export const LARGE_FILE_CONNECTIONS = 10;
-
-/**
- * Downloads an export starts with, and keeps to while the storage answers quickly or the files are
- * large (LatencyWindow in stages/download.ts); each small file answered slowly lets one more start,
- * up to the concurrency.
- */
-export const START_CONNECTIONS = 16;
+import { ConnectionLanes, JobFeed, Slots, downloadFile, pool, type DownloadJob, type DownloadResult } from './download.js';
+import {
+  LANE_KEEP_ALIVE_MS, LARGE_BODY_CONCURRENCY, LARGE_FILE_CONNECTIONS, LargeFilePace, LatencyWindow, START_CONNECTIONS, allOf, type StartGate,
+} from '../../util/pacing.js';
 
 export interface DownloadStageOptions {
   concurrency: number;
@@ -51,7 +34,7 @@ export class DownloadStage {
 
   constructor(private readonly options: DownloadStageOptions) {
     const { concurrency, lister, sink, retry, signal, logger, onRetry } = options;
-    this.lanes = new ConnectionLanes(concurrency, { keepAliveTimeout: 30_000 });
+    this.lanes = new ConnectionLanes(concurrency, { keepAliveTimeout: LANE_KEEP_ALIVE_MS });
     // A stop cuts the requests under way all at once (see ConnectionLanes.destroy).
     signal?.addEventListener('abort', this.cutRequests, { once: true });
     const largeBodies = new Slots(Math.min(concurrency, LARGE_BODY_CONCURRENCY));

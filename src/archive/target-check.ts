@@ -25,7 +25,7 @@ export async function exportTargetProblem(out: string, rules: TargetRules): Prom
   const { kind, shown } = rules;
   // `x.zip/` is a folder to the checks and a zip once resolved: refused rather than guessed.
   if (/\.zip[\\/]+$/i.test(out)) return `${shown} ends in .zip and a slash: name the zip file without the slash, or a folder whose name does not end in .zip`;
-  const { archiveHolding, insideArchiveProblem } = await import('../archive/store.js');
+  const { archiveHolding, insideArchiveProblem } = await import('./store.js');
   if (kind === 'archive') {
     const outer = await archiveHolding(dirname(resolve(out)));
     if (outer) return `${shown} is inside the snapshot archive ${outer}, which holds only what its runs write. Name a folder outside it`;
@@ -43,11 +43,11 @@ export async function exportTargetProblem(out: string, rules: TargetRules): Prom
   if (rules.force || kind === 'archive') return null;
   const orForce = (what: string): string => (rules.forceHow ? `, or ${rules.forceHow} to ${what}` : '');
   if (kind === 'zip') {
-    const { foreignZipProblem } = await import('./zip-earlier-run.js');
+    const { foreignZipProblem } = await import('../sinks/zip-earlier-run.js');
     const problem = await foreignZipProblem(target);
     return problem ? `${shown} ${problem}, and the export would replace it; name another file${orForce('replace it')}` : null;
   }
-  const { foreignNames, foreignNamesProblem } = await import('./folder.js');
+  const { foreignNames, foreignNamesProblem } = await import('../sinks/folder.js');
   const names = await foreignNames(target);
   return names.length > 0 ? foreignNamesProblem(shown, names, orForce('write there all the same')) : null;
 }

@@ -4,8 +4,8 @@
  */
 import { open, stat } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { MANIFEST_NAME, parseManifest } from './manifest.js';
-import { SourceMismatchError, sameSource, type ExportSource } from './source.js';
+import { MANIFEST_NAME, parseManifest } from '../sinks/manifest.js';
+import { SourceMismatchError, sameSource, type ExportSource } from '../sinks/source.js';
 
 export type TargetKind = 'folder' | 'zip' | 'archive';
 
@@ -28,11 +28,11 @@ async function firstLine(path: string, limit = 64 * 1024): Promise<string> {
 export async function recordedSource(out: string, kind: TargetKind): Promise<ExportSource | null> {
   const target = resolve(out);
   if (kind === 'archive') {
-    const { archiveSource } = await import('../archive/store.js');
+    const { archiveSource } = await import('./store.js');
     return archiveSource(target);
   }
   if (kind === 'folder') return parseManifest(await firstLine(join(target, MANIFEST_NAME))).source ?? null;
-  const { EarlierZip } = await import('./zip-earlier-run.js');
+  const { EarlierZip } = await import('../sinks/zip-earlier-run.js');
   // A stopped run's `.partial` (or the zip it set aside) is continued by the next run: its source counts too.
   for (const path of [target, `${target}.partial`, `${target}.partial.prev`]) {
     const zip = await EarlierZip.open(path);
@@ -66,7 +66,7 @@ export async function checkTargetSource(out: string, kind: TargetKind, source: E
 export async function existingExport(out: string, kind: TargetKind): Promise<string | null> {
   const target = resolve(out);
   if (kind === 'archive') {
-    const { archiveHolding } = await import('../archive/store.js');
+    const { archiveHolding } = await import('./store.js');
     return (await archiveHolding(target)) === target ? 'a snapshot archive' : null;
   }
   if (kind === 'folder') return (await stat(join(target, MANIFEST_NAME)).catch(() => null)) ? `an export (its ${MANIFEST_NAME})` : null;
