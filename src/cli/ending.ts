@@ -47,6 +47,14 @@ export function currentEnding(): Ending {
   return current;
 }
 
+/**
+ * A file command's end: its report (`--report`, each file's outcome), its summary and closing
+ * `lines`, said by the command's ending with everything else it says.
+ */
+export function finishRun(report: RunReport, extra: Record<string, unknown>, lines: string[]): void {
+  currentEnding().fileRun(report, extra, lines);
+}
+
 export class Ending {
   readonly started = new Date();
   /** The report's own fields, beside the heading ones. */

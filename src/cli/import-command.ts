@@ -14,8 +14,8 @@ import { ImportJournal } from '../stages/import/journal/journal.js';
 import type { RunReport } from '../stages/report.js';
 import { UsageError, connect, type ConnectionArgs } from './connection.js';
 import { createImportProgress } from './import-progress.js';
-import { withEnding } from './ending.js';
-import { finishRun, type OutputArgs } from './output.js';
+import type { OutputArgs } from './output.js';
+import { finishRun, withEnding } from './ending.js';
 import type { Place } from './path-clash.js';
 import { stopSignal } from './stop-signal.js';
 

@@ -3,7 +3,6 @@ import { rename, rm, stat, writeFile } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { interruptedLine, type RunReport } from '../stages/report.js';
 import { formatBytes } from '../util/format.js';
-import { currentEnding } from './ending.js';
 
 export { interruptedLine };
 
@@ -30,14 +29,6 @@ export async function writeReport(path: string, data: Parameters<typeof writeFil
     const code = (error as NodeJS.ErrnoException).code;
     return code === 'ENOSPC' ? 'no space left on the device' : code ?? (error as Error).message;
   }
-}
-
-/**
- * A file command's end: its report (`--report`, each file's outcome), its summary and closing
- * `lines`, said by the command's ending (src/cli/ending.ts) with everything else it says.
- */
-export function finishRun(report: RunReport, extra: Record<string, unknown>, lines: string[]): void {
-  currentEnding().fileRun(report, extra, lines);
 }
 
 /** A file command's summary for a person: the counts, its `lines`, and the first files that did not go through. */

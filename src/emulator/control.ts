@@ -3,7 +3,7 @@
  * the webhook delivery log. `?company=NAME` picks a company; the first one by default.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Emulator } from './server.js';
+import type { ControlledEmulator } from './host.js';
 import type { Company } from './company.js';
 import { faultsBodySchema } from './faults.js';
 import { sendBody, json } from './send.js';
@@ -17,7 +17,7 @@ const clockBodySchema = z.strictObject({
   now: z.string().optional(),
 });
 
-export async function handleControl(emulator: Emulator, req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {
+export async function handleControl(emulator: ControlledEmulator, req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {
   const reply = (status: number, body: unknown): Promise<number> =>
     sendBody(res, status, { 'Content-Type': 'application/json' }, json(body));
   const method = req.method ?? 'GET';
@@ -100,7 +100,7 @@ export async function handleControl(emulator: Emulator, req: IncomingMessage, re
   }
 }
 
-function clockView(emulator: Emulator): { now: string; speed: number; epoch_ms: number; time_zone: string } {
+function clockView(emulator: ControlledEmulator): { now: string; speed: number; epoch_ms: number; time_zone: string } {
   return {
     now: emulator.clock.format(),
     speed: emulator.clock.speed,

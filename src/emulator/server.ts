@@ -21,6 +21,7 @@ import { matchRoute, badIntegerParam } from './router.js';
 import { sendBody, json, type SendOptions } from './send.js';
 import { header, safeEqual } from './request-checks.js';
 import { handleControl } from './control.js';
+import type { ControlledEmulator } from './host.js';
 import { ROUTES } from './routes/v2/index.js';
 import type { RouteContext } from './routes/context.js';
 import { API_PREFIX, OPERATIONS, type OperationId, type OperationSpec } from '../spec/operations.js';
@@ -40,7 +41,7 @@ export interface EmulatorConfig {
   bodyTimeouts?: Partial<BodyTimeouts>;
 }
 
-export class Emulator {
+export class Emulator implements ControlledEmulator {
   readonly clock: Clock;
   readonly apiFaults = new Faults();
   readonly storageFaults = new Faults();

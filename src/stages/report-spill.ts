@@ -8,7 +8,6 @@
 import { closeSync, mkdtempSync, openSync, readSync, rmSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { ItemReport } from './report.js';
 
 /** Bytes read at a time when the items are read back. */
 const READ_BYTES = 64 * 1024;
@@ -32,7 +31,8 @@ const collected = new FinalizationRegistry<number>((fd) => {
   }
 });
 
-export class ItemSpill {
+/** Items of type T (a report's ItemReport), one JSON line each. */
+export class ItemSpill<T> {
   /** Bytes of whole lines written: the next part goes there, over what a failed write left. */
   private size = 0;
   private closed = false;
@@ -43,7 +43,7 @@ export class ItemSpill {
    * A new, empty spill, whose handle is closed by `close()` or else once `owner` is collected;
    * throws when the temporary folder cannot be written.
    */
-  static create(owner: object): ItemSpill {
+  static create<T>(owner: object): ItemSpill<T> {
     const dir = mkdtempSync(join(tmpdir(), 'wds-files-report-'));
     let fd: number;
     try {
@@ -58,7 +58,7 @@ export class ItemSpill {
     } catch {
       removeAtExit(dir);
     }
-    const spill = new ItemSpill(fd);
+    const spill = new ItemSpill<T>(fd);
     collected.register(owner, fd, spill);
     return spill;
   }
@@ -72,7 +72,7 @@ export class ItemSpill {
   }
 
   /** Appends `items`, all or none: after a failed write (the disk full) they are not part of the file, and it throws. */
-  append(items: readonly ItemReport[]): void {
+  append(items: readonly T[]): void {
     this.checkOpen();
     const data = Buffer.from(items.map((item) => `${JSON.stringify(item)}\n`).join(''));
     for (let at = 0; at < data.length; ) {
@@ -84,7 +84,7 @@ export class ItemSpill {
   }
 
   /** The items appended, in order, read a part at a time. */
-  *read(): Generator<ItemReport> {
+  *read(): Generator<T> {
     this.checkOpen();
     let carry = Buffer.alloc(0);
     for (let at = 0; at < this.size; ) {
@@ -97,7 +97,7 @@ export class ItemSpill {
       const end = data.lastIndexOf(0x0a);
       carry = end < 0 ? data : data.subarray(end + 1);
       if (end < 0) continue;
-      for (const line of data.toString('utf8', 0, end).split('\n')) if (line) yield JSON.parse(line) as ItemReport;
+      for (const line of data.toString('utf8', 0, end).split('\n')) if (line) yield JSON.parse(line) as T;
     }
   }
 

@@ -46,7 +46,7 @@ export class RunReport {
   /** Items not in the spill: all of them, unless `keepItemsOnDisk` was called. */
   private held: ItemReport[] = [];
   /** Where items went once `keepItemsOnDisk` was called and a part of them had gathered. */
-  private spill: ItemSpill | null = null;
+  private spill: ItemSpill<ItemReport> | null = null;
   private spilling = false;
   /** False once `countOnly` was called: items are counted, not kept. */
   private keeping = true;
@@ -129,7 +129,7 @@ export class RunReport {
 
   private spillHeld(): void {
     try {
-      this.spill ??= ItemSpill.create(this);
+      this.spill ??= ItemSpill.create<ItemReport>(this);
       this.spill.append(this.held);
       this.held = [];
     } catch {

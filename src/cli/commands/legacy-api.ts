@@ -11,7 +11,7 @@ import type { LegacyOperation, LegacyVersion } from '../../client/v1/operation-k
 import { stopSignal, stoppedBy, exitCodeOf } from '../stop-signal.js';
 import { connectLegacy } from './legacy-connection.js';
 import { requestCounts, withEnding } from '../ending.js';
-import type { LegacyApiArgs } from './legacy.js';
+import type { LegacyApiArgs } from './legacy-args.js';
 
 /** Fields whose text is a secret; `password_locked` and `password_modified_at` are not. */
 const SECRET_FIELD = /^(?:password|secret_token|access_token|consumer_secret)$/i;

@@ -15,7 +15,7 @@ import { writeFileAtomically } from '../../sinks/atomic-file.js';
 import { looksLikeSheetDownload } from '../../sinks/earlier-sheet.js';
 import { versionAtLeast, type LegacyVersion } from '../../client/v1/operation-kinds.js';
 import { LockLostError, type TargetLock } from '../../util/target-lock.js';
-import type { LegacySheetArgs } from './legacy.js';
+import type { LegacySheetArgs } from './legacy-args.js';
 
 export async function runLegacySheet(argv: LegacySheetArgs, call: { sheetId: number; version: LegacyVersion; format: SheetFormat }): Promise<void> {
   // The report is checked first, and may not be the download it describes nor a file kept beside it.

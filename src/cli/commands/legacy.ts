@@ -4,32 +4,13 @@
  * legacy-sheet.ts, loaded only when the command runs.
  */
 import type { Argv, CommandModule } from 'yargs';
-import { UsageError, withConnection, type ConnectionArgs } from '../connection.js';
-import { withTargetOptions, type TargetArgs } from '../target-options.js';
+import { UsageError, withConnection } from '../connection.js';
+import { withTargetOptions } from '../target-options.js';
+import type { LegacyApiArgs, LegacyArgs, LegacySheetArgs } from './legacy-args.js';
 import { formatOf } from '../../sinks/sheet-formats.js';
 import { LEGACY_VERSIONS, LATEST_LEGACY_VERSION, findLegacyOperation, isLegacyVersion, versionAtLeast, type LegacyOperation, type LegacyVersion } from '../../client/v1/operation-kinds.js';
 import { jsonKind, jsonProblem } from '../../util/json-problem.js';
 import { LEGACY_ENV, leafCommand } from '../help-text.js';
-
-export interface LegacyArgs extends ConnectionArgs {
-  'api-version'?: string;
-}
-
-export interface LegacyApiArgs extends LegacyArgs {
-  path: string;
-  data?: string;
-  wait: boolean;
-  'dry-run': boolean;
-  'show-secrets': boolean;
-  report?: string;
-}
-
-export interface LegacySheetArgs extends LegacyArgs, TargetArgs {
-  'sheet-id': string;
-  out: string;
-  async: boolean;
-  report?: string;
-}
 
 const VERSION_WORDS = `${LEGACY_VERSIONS.slice(0, -1).join(', ')} or ${LEGACY_VERSIONS.at(-1)}`;
 

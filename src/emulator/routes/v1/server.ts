@@ -22,7 +22,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { z } from 'zod';
-import type { Emulator } from '../../server.js';
+import type { EmulatorHost } from '../../host.js';
 import { TokenRegistry, type Company } from '../../company.js';
 import { HttpError } from '../../http-error.js';
 import { sendBody, json, type SendOptions } from '../../send.js';
@@ -45,7 +45,7 @@ export class LegacyApi {
   /** Separate from v2's tokens, with the same one-hour lifetime on the service clock. */
   private readonly tokens: TokenRegistry;
 
-  constructor(private readonly emulator: Emulator) {
+  constructor(private readonly emulator: EmulatorHost) {
     this.tokens = new TokenRegistry(emulator.clock);
   }
 

@@ -1,0 +1,23 @@
+/** The arguments of `wds-files legacy api|sheet`, shared by the commands (legacy.ts) and their work (legacy-api.ts, legacy-sheet.ts). */
+import type { ConnectionArgs } from '../connection.js';
+import type { TargetArgs } from '../target-options.js';
+
+export interface LegacyArgs extends ConnectionArgs {
+  'api-version'?: string;
+}
+
+export interface LegacyApiArgs extends LegacyArgs {
+  path: string;
+  data?: string;
+  wait: boolean;
+  'dry-run': boolean;
+  'show-secrets': boolean;
+  report?: string;
+}
+
+export interface LegacySheetArgs extends LegacyArgs, TargetArgs {
+  'sheet-id': string;
+  out: string;
+  async: boolean;
+  report?: string;
+}
