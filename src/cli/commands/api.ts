@@ -14,14 +14,18 @@ import { redactValue, registerSecretsIn } from '../../util/redact.js';
 import { jsonProblem } from '../../util/json-problem.js';
 import { CONNECTION_ENV, leafCommand } from '../help-text.js';
 
-interface ApiArgs extends ConnectionArgs {
-  method: string;
+/** The arguments of one raw call, `api` and `legacy api` alike. */
+export interface RawCallArgs extends ConnectionArgs {
   path: string;
   data?: string;
   wait: boolean;
   'dry-run': boolean;
   'show-secrets': boolean;
   report?: string;
+}
+
+interface ApiArgs extends RawCallArgs {
+  method: string;
 }
 
 export const apiCommand = leafCommand<ApiArgs>({

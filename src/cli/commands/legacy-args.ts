@@ -1,18 +1,14 @@
 /** The arguments of `wds-files legacy api|sheet`, shared by the commands (legacy.ts) and their work (legacy-api.ts, legacy-sheet.ts). */
 import type { ConnectionArgs } from '../connection.js';
 import type { TargetArgs } from '../target-options.js';
+import type { RawCallArgs } from './api.js';
 
 export interface LegacyArgs extends ConnectionArgs {
   'api-version'?: string;
 }
 
-export interface LegacyApiArgs extends LegacyArgs {
-  path: string;
-  data?: string;
-  wait: boolean;
+export interface LegacyApiArgs extends LegacyArgs, RawCallArgs {
   'dry-run': boolean;
-  'show-secrets': boolean;
-  report?: string;
 }
 
 export interface LegacySheetArgs extends LegacyArgs, TargetArgs {
