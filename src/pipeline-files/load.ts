@@ -8,6 +8,8 @@ import { dirname, relative, resolve, isAbsolute } from 'node:path';
 import { LineCounter, isMap, parse as parseYaml, parseDocument, visit, type Document } from 'yaml';
 import { fieldPath, flattenIssues, issueMessage, openYaml, placeOf, syntaxProblem, type FileProblem, type Issue, type YamlPath } from '../util/yaml-places.js';
 import { pipelineSchema, type PipelineInput } from './schema.js';
+import type { WebhookEvent } from '../spec/events.js';
+import { parseDuration } from '../util/duration.js';
 import { EXPORT_STAGE_NAMES, IMPORT_STAGE_NAMES, STAGE_NAMES, stageOptions, type StageName, type StageOptions } from '../stages/registry.js';
 
 /** One problem of a pipeline file, at its place. */
@@ -44,6 +46,8 @@ export interface LoadedPipeline {
   file: string;
   name: string;
   schedule?: { cron: string; catch_up: 'once' | 'skip' };
+  /** The member events that start it under `webhook serve --pipelines`, and how long it waits for more. */
+  on?: { events: WebhookEvent[]; debounce_ms: number };
   notify?: { url: string; on: ('success' | 'partial' | 'failure')[] };
   /** As the file gives it; the run takes what is missing from WDS_BASE_URL, WDS_CONSUMER_KEY, WDS_CONSUMER_SECRET. */
   connection: { base_url?: string; consumer_key?: string; consumer_secret?: string; consumer_secret_file?: string };
@@ -58,6 +62,8 @@ type Path = YamlPath;
 
 /** A drop folder leaves files this recent for the next run: a copy into it may still be under way. */
 export const DROP_SETTLE_SECONDS = 10;
+/** A pipeline run by events starts this long after the first one, unless `debounce` says otherwise. */
+export const DEFAULT_DEBOUNCE_MS = 30_000;
 const VARIABLE = /\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g;
 
 /** A pipeline file checked, or its problems. */
@@ -180,6 +186,7 @@ function crossChecks(p: PipelineInput, raw: unknown): { path: Path; message: str
     const dir = (p.to as Record<string, unknown>)[kind];
     if (typeof dir === 'string' && /\.zip$/i.test(dir)) problems.push({ path: ['to', kind], message: `to.${kind}: ${dir} ends in .zip, which names a zip file; write to: { zip: ${dir} } for a zip, or name the folder otherwise` });
   }
+  if (p.debounce !== undefined && !p.on) problems.push({ path: ['debounce'], message: 'debounce: only a pipeline run by events has one; add `on: [member_created]` (or another member event), or remove debounce' });
   if (p.retention && !('archive' in p.to)) problems.push({ path: ['retention'], message: 'retention: only an archive (to: {archive: DIR}) keeps snapshots to retain' });
   if ('service' in p.from && p.from.service === 'attachments' && p.from.fields && !p.from.sheets) problems.push({ path: ['from', 'fields'], message: 'from.fields: name the sheet the file part belongs to in from.sheets' });
   if ('service' in p.from && p.from.service === 'attachments' && p.from.fields && (p.from.sheets?.length ?? 0) > 1) problems.push({ path: ['from', 'fields'], message: 'from.fields: a file part belongs to one sheet; name only its sheet in from.sheets' });
@@ -245,10 +252,12 @@ function toLoaded(p: PipelineInput, file: string): LoadedPipeline {
   const schedule = p.schedule === undefined ? undefined
     : typeof p.schedule === 'string' ? { cron: p.schedule, catch_up: 'once' as const }
     : { cron: p.schedule.cron, catch_up: p.schedule.catch_up ?? 'once' };
+  const debounceMs = p.debounce === undefined ? DEFAULT_DEBOUNCE_MS : typeof p.debounce === 'number' ? Math.round(p.debounce * 1000) : parseDuration(p.debounce)!;
   return {
     file,
     name: p.name,
     ...(schedule ? { schedule } : {}),
+    ...(p.on ? { on: { events: p.on, debounce_ms: debounceMs } } : {}),
     ...(p.notify ? { notify: { url: p.notify.url, on: p.notify.on ?? ['failure', 'partial'] } } : {}),
     connection: p.connection?.consumer_secret_file ? { ...p.connection, consumer_secret_file: abs(p.connection.consumer_secret_file) } : p.connection ?? {},
     from,

@@ -7,6 +7,8 @@ import { Cron } from 'croner';
 import { z } from 'zod';
 import { STAGES, STAGE_NAMES, type StageName } from '../stages/registry.js';
 import { hasRules, retentionPolicySchema } from '../archive/retention.js';
+import { WEBHOOK_EVENTS } from '../spec/events.js';
+import { parseDuration } from '../util/duration.js';
 
 const path = z.string().min(1, 'must name a path');
 const id = z.int().positive();
@@ -35,6 +37,22 @@ export const scheduleSchema = z.union([
     catch_up: z.enum(['once', 'skip']).optional().describe('A run missed while the scheduler was down: run it once (default), or skip it'),
   }),
 ]).describe('When `wds-files schedule` runs the pipeline');
+
+/** The longest debounce: an event's pipeline should run within the hour, or a schedule serves better. */
+export const MAX_DEBOUNCE_MS = 3_600_000;
+
+export const onSchema = z.array(z.enum(WEBHOOK_EVENTS, { error: `must be a member event: ${WEBHOOK_EVENTS.join(', ')}` }))
+  .min(1, `name at least one member event: ${WEBHOOK_EVENTS.join(', ')}`)
+  .refine((events) => new Set(events).size === events.length, 'names an event twice')
+  .describe('Member events after which `wds-files webhook serve --pipelines` runs the pipeline');
+
+export const debounceSchema = z.union([
+  z.number().min(0, 'must be 0 or more seconds'),
+  z.string().superRefine((text, ctx) => {
+    if (parseDuration(text) === null) ctx.addIssue({ code: 'custom', message: `must be a duration such as 30s, 2m or 1m30s, not "${text}"` });
+  }),
+]).refine((value) => (typeof value === 'number' ? value * 1000 : parseDuration(value) ?? 0) <= MAX_DEBOUNCE_MS, 'must be at most 1h')
+  .describe('With `on`: the run starts this long after the first event it answers (a duration such as 30s, or seconds), taking every event until then with it (default 30s)');
 
 export const connectionSchema = z.strictObject({
   base_url: z.string().min(1).optional().describe('Default: WDS_BASE_URL'),
@@ -102,6 +120,8 @@ export const pipelineSchema = z.strictObject({
   name: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, 'a name of letters, digits, dots, dashes and underscores').describe('Unique; names the lock, the report and the notifications'),
   connection: connectionSchema.optional(),
   schedule: scheduleSchema.optional(),
+  on: onSchema.optional(),
+  debounce: debounceSchema.optional(),
   from: fromSchema,
   steps: z.array(stepSchema).optional().describe('The stages whose options differ from their defaults; every stage of the direction runs, in its order, whether named or not'),
   to: toSchema,

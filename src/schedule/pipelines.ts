@@ -16,14 +16,25 @@ const PIPELINE_FILE = /\.ya?ml$/i;
 export interface ScheduledPipelines {
   pipelines: LoadedPipeline[];
   problems: PipelineProblem[];
-  /** Files of the folders named that have no schedule (left out, and said so). */
+  /** Files of the folders named that have no schedule (or, for events, no `on`): left out, and said so. */
   unscheduled: string[];
 }
 
 const problemAt = (file: string, message: string): PipelineProblem => ({ file, line: 1, column: 1, message });
 
-/** Loads the pipelines to schedule from files and folders; `env` fills `${VAR}` and the connection. */
-export async function loadScheduledPipelines(paths: string[], env: NodeJS.ProcessEnv = process.env): Promise<ScheduledPipelines> {
+/** What starts a pipeline: its `schedule` (`wds-files schedule`) or its `on` events (`webhook serve --pipelines`). */
+export type PipelineTrigger = 'schedule' | 'events';
+
+const NOT_STARTED: Record<PipelineTrigger, string> = {
+  schedule: 'has no schedule: add `schedule: "<cron>"` to run it with `wds-files schedule`, or run it once with `wds-files run`',
+  events: 'has no `on`: add `on: [member_created]` (or another member event) for `webhook serve --pipelines` to run it after such events, or run it once with `wds-files run`',
+};
+
+/**
+ * Loads the pipelines to schedule from files and folders; `env` fills `${VAR}` and the connection.
+ * With `trigger: 'events'`, the pipelines that name member events instead.
+ */
+export async function loadScheduledPipelines(paths: string[], env: NodeJS.ProcessEnv = process.env, trigger: PipelineTrigger = 'schedule'): Promise<ScheduledPipelines> {
   const found: { file: string; named: boolean }[] = [];
   const problems: PipelineProblem[] = [];
   for (const path of paths) {
@@ -55,8 +66,8 @@ export async function loadScheduledPipelines(paths: string[], env: NodeJS.Proces
       problems.push(...error.problems);
       continue;
     }
-    if (!pipeline.schedule) {
-      if (named) problems.push(problemAt(file, 'has no schedule: add `schedule: "<cron>"` to run it with `wds-files schedule`, or run it once with `wds-files run`'));
+    if (trigger === 'schedule' ? !pipeline.schedule : !pipeline.on) {
+      if (named) problems.push(problemAt(file, NOT_STARTED[trigger]));
       else unscheduled.push(file);
       continue;
     }
@@ -86,7 +97,7 @@ function missingConnection(pipeline: LoadedPipeline, env: NodeJS.ProcessEnv): st
     !(pipeline.connection.consumer_key ?? env.WDS_CONSUMER_KEY) && 'connection.consumer_key (or WDS_CONSUMER_KEY)',
     !(pipeline.connection.consumer_secret ?? pipeline.connection.consumer_secret_file ?? env.WDS_CONSUMER_SECRET) && 'connection.consumer_secret or consumer_secret_file (or WDS_CONSUMER_SECRET)',
   ].filter(Boolean);
-  return missing.length ? `a scheduled pipeline needs a service to connect to: set ${missing.join(', ')}` : null;
+  return missing.length ? `a pipeline run on its own needs a service to connect to: set ${missing.join(', ')}` : null;
 }
 
 /** The full summary a notification carries, also for a run whose function threw. */
@@ -95,24 +106,38 @@ function summaryOf(pipeline: LoadedPipeline, outcome: RunOutcome): PipelineRunSu
   return { pipeline: pipeline.name, exit_code: exitCode, counts: {}, ...outcome };
 }
 
-/** A loaded pipeline as the scheduler's job: run with runPipelineFile, then notified. */
-export function jobOf(
+/** How a pipeline is run and notified, whatever starts it (its schedule, or member events). */
+export type PipelineRunner = Omit<ScheduledJob, 'cron' | 'catchUp'>;
+
+/** A loaded pipeline run with runPipelineFile, then notified; `command` names the run in its lock. */
+export function runnerOf(
   pipeline: LoadedPipeline,
+  command: string,
   options: { env?: NodeJS.ProcessEnv; log?: (line: string) => void; onSummary?: (summary: PipelineRunSummary) => void } = {},
-): ScheduledJob {
+): PipelineRunner {
   const env = options.env ?? process.env;
   return {
     name: pipeline.name,
     file: pipeline.file,
-    cron: pipeline.schedule!.cron,
-    catchUp: pipeline.schedule!.catch_up,
     baseUrl: pipeline.connection.base_url ?? env.WDS_BASE_URL,
-    run: ({ signal, log }) => runPipelineFile(pipeline, { signal, log, env, embedded: false, command: `wds-files schedule (${pipeline.name})` }),
+    run: ({ signal, log }) => runPipelineFile(pipeline, { signal, log, env, embedded: false, command }),
     afterRun: async (outcome) => {
       const summary = summaryOf(pipeline, outcome);
       options.onSummary?.(summary);
       await notifyRun(pipeline, summary, options.log);
     },
+  };
+}
+
+/** A loaded pipeline as the scheduler's job: run with runPipelineFile, then notified. */
+export function jobOf(
+  pipeline: LoadedPipeline,
+  options: { env?: NodeJS.ProcessEnv; log?: (line: string) => void; onSummary?: (summary: PipelineRunSummary) => void } = {},
+): ScheduledJob {
+  return {
+    ...runnerOf(pipeline, `wds-files schedule (${pipeline.name})`, options),
+    cron: pipeline.schedule!.cron,
+    catchUp: pipeline.schedule!.catch_up,
   };
 }
 

@@ -57,6 +57,21 @@ describe('validate', () => {
     ]);
   });
 
+  it('on: and debounce: for pipelines run by member events: read as events and milliseconds, bad values refused at their place naming the file', async () => {
+    const good = await loadPipelineFile(await pipelineFile('name: x\non: [member_created, member_deleted]\ndebounce: 1m30s\nfrom: { folder: in }\nto: { service: photos }\n'), {});
+    expect(good.on).toEqual({ events: ['member_created', 'member_deleted'], debounce_ms: 90_000 });
+    const plain = await loadPipelineFile(await pipelineFile('name: x\non: [member_created]\nfrom: { folder: in }\nto: { service: photos }\n'), {});
+    expect(plain.on).toEqual({ events: ['member_created'], debounce_ms: 30_000 });
+    const file = await pipelineFile('name: x\non: [member_created, member_moved]\ndebounce: soon\nfrom: { folder: in }\nto: { service: photos }\n');
+    const run = await runCli(['validate', file]);
+    expect(run.code).toBe(2);
+    expect(run.stdout + run.stderr).toContain(`${file}:2:22: on[1]: must be a member event: member_created, member_updated, member_deleted`);
+    expect(run.stdout + run.stderr).toContain(`${file}:3:11: debounce: must be a duration such as 30s, 2m or 1m30s, not "soon"`);
+    expect((await problemsOf('name: x\non: [member_updated, member_updated]\nfrom: { folder: in }\nto: { service: photos }\n')).map((p) => p.message)).toEqual(['on: names an event twice']);
+    expect((await problemsOf('name: x\ndebounce: 2h\nfrom: { folder: in }\nto: { service: photos }\n')).map((p) => p.message)).toEqual(['debounce: must be at most 1h']);
+    expect((await problemsOf('name: x\ndebounce: 10s\nfrom: { folder: in }\nto: { service: photos }\n')).map((p) => [p.line, p.message])).toEqual([[2, expect.stringContaining('debounce: only a pipeline run by events has one')]]);
+  });
+
   it('a cron of 7 fields and a step no pipeline has are refused, each named', async () => {
     const problems = await problemsOf('name: x\nschedule: { cron: "0 0 4 * * * 2027" }\nfrom: { service: photos }\nsteps:\n  - upload: {}\nto: { zip: x.zip }\n');
     expect(problems.map((p) => [p.line, p.column, p.message])).toEqual([
