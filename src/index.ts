@@ -61,6 +61,7 @@ export { runPhotoImport } from './pipelines/photo-import.js';
 export type { PhotoImportMode, PhotoImportOptions, PhotoImportResult } from './pipelines/photo-import.js';
 export { runAttachmentImport } from './pipelines/attachment-import.js';
 export type { AttachmentImportMode, AttachmentImportOptions, AttachmentImportResult } from './pipelines/attachment-import.js';
+export type { ImportResult, ImportRunOptions } from './pipelines/import-run.js';
 export type { ImportProgress } from './pipelines/import-progress.js';
 export { verifyExport } from './pipelines/verify.js';
 export type { VerifyItem, VerifyProblem, VerifyResult } from './pipelines/verify.js';

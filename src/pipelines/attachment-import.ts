@@ -16,25 +16,24 @@
 import type { WdsClient } from '../client/client.js';
 import type { ImportSource, SourceFile } from '../sources/source.js';
 import { stageOptions } from '../stages/registry.js';
-import { closingOnError, readNames, refuse, reportGone, reportUnreached } from '../stages/import/read.js';
+import { closingOnError, readNames, refuse, reportGone } from '../stages/import/read.js';
 import { AttachmentRouting, memberOfFile, type AttachmentImportMode, type AttachmentLane, type PlacedFile, type RoutedFile } from '../stages/import/attachment-route.js';
 import { checkAttachmentFile, type AttachmentVerdict } from '../stages/import/check/attachment-check.js';
 import { batchInLanes, fewestRequests, planGroupedBatches, type Batch } from '../stages/import/batch.js';
 import { BATCHES_AHEAD, mapInOrder, prefetch, drain } from '../stages/flow.js';
-import { countBatches, mentionsCode, submitBatches, type SubmitOptions, type SubmitStats } from '../stages/import/submit.js';
+import { mentionsCode, type BatchOutcome, type SubmitOptions } from '../stages/import/submit.js';
 import { ATTACHMENT_BODY_OVERHEAD, attachmentBody, attachmentItemBytes } from '../stages/import/request-bodies.js';
-import { targetOf, type ImportJournal, type JournalFile } from '../stages/import/journal/journal.js';
-import { appliedSince, noteApplied, settleEarlierRequests } from '../stages/import/journal/settle.js';
-import { RunReport, interruptedBy } from '../stages/report.js';
+import { targetOf, type JournalFile } from '../stages/import/journal/journal.js';
+import { appliedSince, settleEarlierRequests } from '../stages/import/journal/settle.js';
+import type { ItemReport, RunReport } from '../stages/report.js';
 import { MAX_ATTACHMENTS_PER_REQUEST, MAX_FILE_BYTES } from '../spec/limits.js';
-import { ImportTracker, type ImportProgress } from './import-progress.js';
+import type { ImportTracker } from './import-progress.js';
+import { ImportRun, type ImportResult, type ImportRoute, type ImportRunOptions } from './import-run.js';
 
 export type { AttachmentImportMode } from '../stages/import/attachment-route.js';
 
 /** Options of {@link runAttachmentImport}. */
-export interface AttachmentImportOptions {
-  /** The client to send with. */
-  client: WdsClient;
+export interface AttachmentImportOptions extends ImportRunOptions {
   /** The files: see {@link openSource}. */
   source: ImportSource;
   /**
@@ -47,59 +46,18 @@ export interface AttachmentImportOptions {
   field?: number;
   /** `upsert` (default): replace a file of the same name, else add; `add`: add only; `replace`: replace only. */
   mode?: AttachmentImportMode;
-  /** Send every request with `Dry-Run: 1`: all checks, no change (the submit stage's `dry_run`). Default false. */
-  dryRun?: boolean;
   /**
    * Check every file as a run would (names, members, file parts, bytes) and count the requests its
    * batches make, sending none: what `plan` says. The report's `ok` items are those a run would
    * send. Default false.
    */
   checkOnly?: boolean;
-  /**
-   * Aborted by the CLI on SIGINT or SIGTERM (reason: the signal's name): nothing new is checked or
-   * sent, the request in flight and its task are followed to their end, and the run returns with
-   * `report.interrupted` set.
-   */
-  signal?: AbortSignal;
-  /**
-   * Where each request is written before it is sent: requests an earlier
-   * run left open are settled first, and files whose bytes the journal knows applied under their
-   * name are skipped. Without one, a lost answer is still resolved from the listing in the run.
-   * The CLI opens the company's journal ({@link ImportJournal.open}); a dry run never writes to it.
-   * Default: none.
-   */
-  journal?: ImportJournal;
   /** Files checked at once (the check stage's `concurrency`). Default 2. */
   concurrency?: number;
-  /** How far the import is: see {@link ImportProgress}. */
-  onProgress?: (progress: ImportProgress) => void;
 }
 
 /** What an attachment import did. */
-export interface AttachmentImportResult {
-  /** Each file's outcome and why; `interrupted` when it was stopped. */
-  report: RunReport;
-  /**
-   * Requests sent, by kind; `minimum`, the fewest the files needed under the service's limits;
-   * `resubmitted`, files sent again after a task refused others of their request.
-   */
-  requests: {
-    /** Register requests sent (files added). */
-    register: number;
-    /** Update requests sent (files replaced). */
-    update: number;
-    /** The fewest requests the files needed (100 photos or 1,000 files, and 250 MB, per request). */
-    minimum: number;
-    /** Files sent again after a task refused others of their request. */
-    resubmitted: number;
-  };
-  /** Time spent waiting for the service's limits, Retry-After and retries, in milliseconds. */
-  waitedMs: number;
-  /** Wall time of the check stage, from the first file read to the last one checked, in milliseconds (it overlaps the sending). */
-  checkMs: number;
-  /** From the start of the run to the first request leaving, in milliseconds; null when none was sent. */
-  firstRequestMs: number | null;
-}
+export type AttachmentImportResult = ImportResult;
 
 /** A file that passed its check, ready to batch. */
 interface CheckedFile extends RoutedFile {
@@ -127,68 +85,29 @@ export async function runAttachmentImport(options: AttachmentImportOptions): Pro
     stageOptions('submit', { dry_run: options.dryRun }, where),
   ] as const);
   const mode = options.mode ?? 'upsert';
-  // A dry run settles and skips by the journal as the real run would, so that it says what that
-  // run will do, but keeps what it learns in memory: it writes nothing to the journal.
-  const journal = submit.dry_run || options.checkOnly ? options.journal?.inMemoryOnly() : options.journal;
-  const report = new RunReport(`attachments import${options.checkOnly ? ' (plan)' : submit.dry_run ? ' (dry run)' : ''}`);
-  const started = Date.now();
-  const waitedBefore = client.transport.counters.waitedMs;
-  const stats: SubmitStats = { requests: 0, resubmitted: 0 };
-  const sent = { register: 0, update: 0 };
-  let firstRequestAt: number | undefined;
+  const run = new ImportRun<CheckedFile, string>(where, options, submit.dry_run, (files, body) => fewestRequests(files, body, LIMITS));
+  const { report, tracker } = run;
   let checkMs = 0;
-  const tracker = new ImportTracker<string>((files, body) => fewestRequests(files, body, LIMITS), options.onProgress);
-  let entries = 0;
-  // Every file named, so that a stopped run's report still lists those it did not reach.
-  let namedFiles: SourceFile[] = [];
-  report.trackKeys();
-  const result = (): AttachmentImportResult => {
-    if (signal?.aborted) {
-      report.interrupted = { signal: interruptedBy(signal), total: entries };
-      reportUnreached(report, namedFiles, (file) => memberOfFile(file, { sheet: options.sheet, field: options.field }), signal);
-    }
-    report.finish();
-    return {
-      report,
-      requests: { ...sent, minimum: tracker.minimum, resubmitted: stats.resubmitted },
-      waitedMs: client.transport.counters.waitedMs - waitedBefore,
-      checkMs,
-      firstRequestMs: firstRequestAt === undefined ? null : firstRequestAt - started,
-    };
-  };
+  // From an export, the sheet and field say which of its files are restored.
+  const given = { sheet: options.sheet, field: options.field };
+  const result = (): AttachmentImportResult => run.result(checkMs, (file) => memberOfFile(file, given));
   const halt = new AbortController();
   const stop = (): void => halt.abort();
   signal?.addEventListener('abort', stop, { once: true });
   let batches: AsyncIterable<Batch<CheckedFile, string>> | undefined;
   try {
     // read: every name and size, no bytes.
-    // From an export, the sheet and field say which of its files are restored.
-    const given = { sheet: options.sheet, field: options.field };
     const named = await readNames(source, { kind: 'attachment', sheetId: options.sheet, fieldId: options.field }, report,
       (r) => (r.fileName === undefined ? r.code ?? '' : memberOfFile({ relPath: r.relPath, fileName: r.fileName, code: r.code }, given)), signal);
-    entries = named.entries;
-    namedFiles = named.files;
+    run.read(named);
     if (signal?.aborted) return result();
 
     // dedupe and route: where each file goes, from the layouts and one listing of each file part.
     // A stop cuts these requests, and the run ends as stopped, having sent nothing.
-    let routing: AttachmentRouting;
-    let placed: PlacedFile[];
-    try {
-      routing = await AttachmentRouting.layouts(client, journal, signal);
-      placed = routing.place(named.files, { sheet: options.sheet, field: options.field }, report);
-      // What an earlier run left unsettled is settled first, so that the listings are the truth.
-      if (journal) report.notes.push(...await settleEarlierRequests(client, journal, 'attachment', (files) => listFiles(client, files, signal), signal));
-      await routing.list(placed, signal);
-    } catch (error) {
-      if (signal?.aborted) return result();
-      throw error;
-    }
-    const routed = routing.route(placed, mode, report);
-    const before = (item: CheckedFile): JournalFile => {
-      const file = { ...routing.journalFile(item), sha256: item.sha256 };
-      return { ...file, before: routing.listed.get(targetOf('attachment', file)) ?? null };
-    };
+    const routes = await routeFiles(run, named.files, given);
+    if (!routes) return result();
+    const { routing } = routes;
+    const routed = routing.route(routes.placed, mode, report);
 
     // The order the files are checked and batched in: lane by lane, each lane as its planned batches.
     const order = checkOrder(routed);
@@ -204,62 +123,12 @@ export async function runAttachmentImport(options: AttachmentImportOptions): Pro
     batches = prefetch(batchInLanes(ready, (f) => laneKey(f.lane), (f) => attachmentItemBytes(f.code, f.fileName, f.size), LIMITS), BATCHES_AHEAD);
 
     // submit: one request per batch, its task followed to the end.
-    const applied: CheckedFile[] = [];
-    const laneOptions = (key: string): SubmitOptions<CheckedFile> => {
-      const [sheetId, fieldId, route] = key.split(':') as [string, string, 'register' | 'update'];
-      return {
-        names: messageNamesFile,
-        send: (list) => client.transport.call(route === 'register' ? 'attachments.register' : 'attachments.update', {
-          params: { sheet_id: Number(sheetId), custom_field_id: Number(fieldId) },
-          bodyStream: () => attachmentBody(list),
-          dryRun: submit.dry_run,
-          stopBeforeSending: signal,
-        }).then((answer) => ({ taskId: (answer as { task_id: number }).task_id })),
-        stats,
-        record: journal && {
-          sending: (items) => journal.sending('attachment', route, items.map(before)),
-          task: (id, taskId) => journal.task(id, taskId),
-          settled: (id, flags, how) => journal.settled(id, flags, how),
-        },
-        dryRun: submit.dry_run,
-        // A dry run changes nothing, so the listing cannot tell what became of it.
-        held: submit.dry_run ? undefined : async (list) => {
-          const now = await listFiles(client, [{ sheet_id: Number(sheetId), custom_field_id: Number(fieldId) }]);
-          return list.map((item) => appliedSince('attachment', before(item), now));
-        },
-        signal,
-      };
-    };
-    await (options.checkOnly ? countBatches : submitBatches)(client, batches, laneOptions, {
-      leaving: () => {
-        firstRequestAt ??= Date.now();
-        tracker.sending();
-      },
-      ended: (key, batch, outcomes, requests) => {
-        const route = key.endsWith(':update') ? 'update' : 'register';
-        sent[route] += requests;
-        for (const { item, outcome, reason } of outcomes) {
-          if (outcome === 'ok') applied.push(item);
-          const what = route === 'register' ? 'added' : 'replaced the file of the same name';
-          const ok = options.checkOnly ? `a run would send it (${route})` : submit.dry_run ? `dry run: the service would accept it (${route})` : reason ? `${what}, ${reason}` : what;
-          report.add({
-            key: item.file.where, code: item.code, file_name: item.fileName, path: item.file.where, size: item.size, sha256: item.sha256,
-            outcome, reason: outcome === 'ok' ? ok : reason,
-          });
-        }
-        tracker.sent(batch.length, batch.reduce((sum, item) => sum + item.size, 0), sent.register + sent.update);
-      },
-    }, signal);
+    const routeOf = (key: string): ImportRoute => (key.endsWith(':update') ? 'update' : 'register');
+    const applied = await run.submit(batches, (key) => laneOptions(run, routing, key, submit.dry_run), routeOf, (outcome, route) => fileItem(run, outcome, route));
 
     // report: what the listings show for the files applied, so that a rerun notices a later change by someone else.
-    if (journal && applied.length && !options.checkOnly) {
-      const files = applied.map((f) => ({ ...routing.journalFile(f), sha256: f.sha256 }));
-      try {
-        noteApplied(journal, 'attachment', files, await listFiles(client, files));
-      } catch {
-        // Without it, a rerun takes the files as listed then.
-      }
-    }
+    const files = applied.map((f) => ({ ...routing.journalFile(f), sha256: f.sha256 }));
+    await run.noteApplied('attachment', files, () => listFiles(client, files));
     return result();
   } finally {
     signal?.removeEventListener('abort', stop);
@@ -268,6 +137,64 @@ export async function runAttachmentImport(options: AttachmentImportOptions): Pro
     if (batches) await drain(batches);
     await source.close();
   }
+}
+
+/**
+ * Where each file goes, from the layouts and one listing of each file part; what an earlier run
+ * left unsettled is settled first, so that the listings are the truth. Null when a stop cut these
+ * requests: the run ends as stopped, having sent nothing.
+ */
+async function routeFiles(run: ImportRun<CheckedFile, string>, files: SourceFile[], given: { sheet?: number; field?: number }): Promise<{ routing: AttachmentRouting; placed: PlacedFile[] } | null> {
+  const { client, signal } = run.options;
+  const { journal, report } = run;
+  try {
+    const routing = await AttachmentRouting.layouts(client, journal, signal);
+    const placed = routing.place(files, given, report);
+    if (journal) report.notes.push(...await settleEarlierRequests(client, journal, 'attachment', (listed) => listFiles(client, listed, signal), signal));
+    await routing.list(placed, signal);
+    return { routing, placed };
+  } catch (error) {
+    if (signal?.aborted) return null;
+    throw error;
+  }
+}
+
+/** A file's journal entry, with what its target held before the run (from the listing). */
+function journalEntry(routing: AttachmentRouting, item: CheckedFile): JournalFile {
+  const file = { ...routing.journalFile(item), sha256: item.sha256 };
+  return { ...file, before: routing.listed.get(targetOf('attachment', file)) ?? null };
+}
+
+/** How the files of one lane (`sheet:field:route`) are sent: as register or update requests of the file part. */
+function laneOptions(run: ImportRun<CheckedFile, string>, routing: AttachmentRouting, key: string, dryRun: boolean): SubmitOptions<CheckedFile> {
+  const { client, signal } = run.options;
+  const [sheetId, fieldId, route] = key.split(':') as [string, string, ImportRoute];
+  return {
+    names: messageNamesFile,
+    send: (list) => client.transport.call(route === 'register' ? 'attachments.register' : 'attachments.update', {
+      params: { sheet_id: Number(sheetId), custom_field_id: Number(fieldId) },
+      bodyStream: () => attachmentBody(list),
+      dryRun,
+      stopBeforeSending: signal,
+    }).then((answer) => ({ taskId: (answer as { task_id: number }).task_id })),
+    stats: run.stats,
+    record: run.record('attachment', route, (item) => journalEntry(routing, item)),
+    dryRun,
+    // A dry run changes nothing, so the listing cannot tell what became of it.
+    held: dryRun ? undefined : async (list) => {
+      const now = await listFiles(client, [{ sheet_id: Number(sheetId), custom_field_id: Number(fieldId) }]);
+      return list.map((item) => appliedSince('attachment', journalEntry(routing, item), now));
+    },
+    signal,
+  };
+}
+
+function fileItem(run: ImportRun<CheckedFile, string>, { item, outcome, reason }: BatchOutcome<CheckedFile>, route: ImportRoute): ItemReport {
+  const ok = run.sentReason(route, route === 'register' ? 'added' : 'replaced the file of the same name', reason);
+  return {
+    key: item.file.where, code: item.code, file_name: item.fileName, path: item.file.where, size: item.size, sha256: item.sha256,
+    outcome, reason: outcome === 'ok' ? ok : reason,
+  };
 }
 
 /**

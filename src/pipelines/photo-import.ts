@@ -19,29 +19,28 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { WdsClient } from '../client/client.js';
-import type { ImportSource, SourceFile } from '../sources/source.js';
+import type { ImportSource } from '../sources/source.js';
 import { stageOptions } from '../stages/registry.js';
-import { closingOnError, readNames, refuse, reportGone, reportUnreached } from '../stages/import/read.js';
+import { closingOnError, readNames, refuse, reportGone } from '../stages/import/read.js';
 import { PhotoRouting, codeFromName, dedupePhotos, listPhotos, photoNamesAccepted, type PhotoImportMode, type PhotoRoute, type RoutedPhoto } from '../stages/import/photo-route.js';
 import { PhotoCheckStage, normalizePhoto, type CheckedPhoto, type PhotoVerdict } from '../stages/import/check/photo-check-stage.js';
 import { batchInLanes, type Batch } from '../stages/import/batch.js';
 import { shortEnds } from '../stages/import/batch-order.js';
 import { BATCHES_AHEAD, prefetch, drain } from '../stages/flow.js';
-import { countBatches, mentionsCode, submitBatches, type BatchOutcome, type SubmitOptions, type SubmitStats } from '../stages/import/submit.js';
+import { mentionsCode, type BatchOutcome, type SubmitOptions } from '../stages/import/submit.js';
 import { PHOTO_BODY_OVERHEAD, photoBody, photoItemBytes } from '../stages/import/request-bodies.js';
-import { RunReport, type ItemReport, interruptedBy } from '../stages/report.js';
+import type { ItemReport, RunReport } from '../stages/report.js';
 import type { ImportJournal } from '../stages/import/journal/journal.js';
-import { appliedReason, appliedSince, noteApplied, settleEarlierRequests } from '../stages/import/journal/settle.js';
+import { appliedReason, appliedSince, settleEarlierRequests } from '../stages/import/journal/settle.js';
 import { MAX_FILE_BYTES, MAX_PHOTOS_PER_REQUEST, UPDATE_REQUESTS_PER_MINUTE } from '../spec/limits.js';
-import { ImportTracker, type ImportProgress } from './import-progress.js';
+import type { ImportTracker } from './import-progress.js';
+import { ImportRun, type ImportResult, type ImportRunOptions } from './import-run.js';
 
 export type { PhotoImportMode } from '../stages/import/photo-route.js';
 export { codeFromName } from '../stages/import/photo-route.js';
 
 /** Options of {@link runPhotoImport}. */
-export interface PhotoImportOptions {
-  /** The client to send with. */
-  client: WdsClient;
+export interface PhotoImportOptions extends ImportRunOptions {
   /** The photos: see {@link openSource}. Files are named `<member code>.<ext>` unless the source says the member. */
   source: ImportSource;
   /** `upsert` (default): a photo for each member, added or replaced; `register`: only members without one; `update`: only members with one. */
@@ -50,59 +49,18 @@ export interface PhotoImportOptions {
   trimming?: boolean;
   /** Convert what the service would refuse (HEIC, WebP, over 5 MB, ...): the normalize stage's `convert`. Default true. */
   normalize?: boolean;
-  /** Send every request with `Dry-Run: 1`: all checks, no change (the submit stage's `dry_run`). Default false. */
-  dryRun?: boolean;
   /**
    * Check every photo as a run would (names, members, bytes, conversion) and count the requests
    * its batches make, sending none: what `plan` says. The report's `ok` and `converted` items are
    * those a run would send. Default false.
    */
   checkOnly?: boolean;
-  /**
-   * Aborted by the CLI on SIGINT or SIGTERM (reason: the signal's name): nothing new is checked or
-   * sent, the request in flight and its task are followed to their end, and the run returns with
-   * `report.interrupted` set.
-   */
-  signal?: AbortSignal;
-  /**
-   * Where each request is written before it is sent: requests an earlier
-   * run left open are settled first, and photos whose bytes the journal knows applied to their
-   * member are skipped. Without one, a lost answer is still resolved from the listing in the run.
-   * The CLI opens the company's journal ({@link ImportJournal.open}); a dry run never writes to it.
-   * Default: none.
-   */
-  journal?: ImportJournal;
   /** Photos checked and converted at once (the check stage's `concurrency`). Default 2. */
   concurrency?: number;
-  /** How far the import is: see {@link ImportProgress}. */
-  onProgress?: (progress: ImportProgress) => void;
 }
 
 /** What a photo import did. */
-export interface PhotoImportResult {
-  /** Each file's outcome and why; `interrupted` when it was stopped. */
-  report: RunReport;
-  /**
-   * Requests sent, by kind; `minimum`, the fewest the files needed under the service's limits;
-   * `resubmitted`, files sent again after a task refused others of their request.
-   */
-  requests: {
-    /** Register requests sent (photos of members without one). */
-    register: number;
-    /** Update requests sent (photos of members with one). */
-    update: number;
-    /** The fewest requests the files needed (100 photos or 1,000 files, and 250 MB, per request). */
-    minimum: number;
-    /** Files sent again after a task refused others of their request. */
-    resubmitted: number;
-  };
-  /** Time spent waiting for the service's limits, Retry-After and retries, in milliseconds. */
-  waitedMs: number;
-  /** Wall time of the check stage, from the first photo read to the last one checked, in milliseconds (it overlaps the sending). */
-  checkMs: number;
-  /** From the start of the run to the first request leaving, in milliseconds; null when none was sent. */
-  firstRequestMs: number | null;
-}
+export type PhotoImportResult = ImportResult;
 
 /** A photo's size as far as it is known before its check: what the source says, and at most 5 MB once converted. */
 const plannedBytes = (photo: RoutedPhoto): number => Math.min(photo.file.size, MAX_FILE_BYTES);
@@ -121,36 +79,11 @@ export async function runPhotoImport(options: PhotoImportOptions): Promise<Photo
     stageOptions('submit', { trim: options.trimming, dry_run: options.dryRun }, where),
   ] as const);
   const mode = options.mode ?? 'upsert';
-  // A dry run settles and skips by the journal as the real run would, so that it says what that
-  // run will do, but keeps what it learns in memory: it writes nothing to the journal.
-  const journal = submit.dry_run || options.checkOnly ? options.journal?.inMemoryOnly() : options.journal;
-  const report = new RunReport(`photos import${options.checkOnly ? ' (plan)' : submit.dry_run ? ' (dry run)' : ''}`);
-  const started = Date.now();
-  const waitedBefore = client.transport.counters.waitedMs;
-  const stats: SubmitStats = { requests: 0, resubmitted: 0 };
-  const sent = { register: 0, update: 0 };
-  let firstRequestAt: number | undefined;
-  const tracker = new ImportTracker<PhotoRoute>((files) => Math.ceil(files / MAX_PHOTOS_PER_REQUEST), options.onProgress);
+  const run = new ImportRun<CheckedPhoto, PhotoRoute>(where, options, submit.dry_run, (files) => Math.ceil(files / MAX_PHOTOS_PER_REQUEST));
+  const { report, journal, tracker } = run;
   const temp = await mkdtemp(join(tmpdir(), 'wds-photos-'));
   const checks = new PhotoCheckStage(temp, { concurrency: check.concurrency, convert: normalize.convert, signal });
-  let entries = 0;
-  // Every file named, so that a stopped run's report still lists those it did not reach.
-  let namedFiles: SourceFile[] = [];
-  report.trackKeys();
-  const result = (): PhotoImportResult => {
-    if (signal?.aborted) {
-      report.interrupted = { signal: interruptedBy(signal), total: entries };
-      reportUnreached(report, namedFiles, (file) => file.code ?? codeFromName(file.fileName), signal);
-    }
-    report.finish();
-    return {
-      report,
-      requests: { ...sent, minimum: tracker.minimum, resubmitted: stats.resubmitted },
-      waitedMs: client.transport.counters.waitedMs - waitedBefore,
-      checkMs: checks.ms,
-      firstRequestMs: firstRequestAt === undefined ? null : firstRequestAt - started,
-    };
-  };
+  const result = (): PhotoImportResult => run.result(checks.ms, (file) => file.code ?? codeFromName(file.fileName));
   let batches: AsyncIterable<Batch<CheckedPhoto, PhotoRoute>> | undefined;
   try {
     // The service's side of routing and the checker's start need no names: both overlap the reading.
@@ -160,8 +93,7 @@ export async function runPhotoImport(options: PhotoImportOptions): Promise<Photo
 
     // read: every name and size, no bytes.
     const named = await readNames(source, { kind: 'photo' }, report, (r) => r.code ?? (r.fileName === undefined ? '' : codeFromName(r.fileName)), signal);
-    entries = named.entries;
-    namedFiles = named.files;
+    run.read(named);
     if (signal?.aborted) return result();
 
     // dedupe: one file per member, among the names a photo may have.
@@ -189,51 +121,10 @@ export async function runPhotoImport(options: PhotoImportOptions): Promise<Photo
     batches = prefetch(batchInLanes(ready, (photo) => photo.route!, (photo) => photoItemBytes(photo.code, photo.size), PHOTO_LIMITS, order.first), BATCHES_AHEAD);
 
     // submit: one request per batch, its task followed to the end.
-    const applied: CheckedPhoto[] = [];
-    const laneOptions = (route: PhotoRoute): SubmitOptions<CheckedPhoto> => ({
-      names: (item, message) => mentionsCode(item.code, message),
-      send: (items) => client.transport.call(route === 'register' ? 'faceImages.register' : 'faceImages.update', {
-        bodyStream: () => photoBody(items, submit.trim),
-        dryRun: submit.dry_run,
-        stopBeforeSending: signal,
-      }).then((answer) => ({ taskId: (answer as { task_id: number }).task_id })),
-      stats,
-      record: journal && {
-        sending: (items) => journal.sending('photo', route, items.map((item) => routing.journalFile(item.code, item.sha256))),
-        task: (id, taskId) => journal.task(id, taskId),
-        settled: (id, flags, how) => journal.settled(id, flags, how),
-      },
-      dryRun: submit.dry_run,
-      // A dry run changes nothing, so the listing cannot tell what became of it.
-      held: submit.dry_run ? undefined : async (items) => {
-        const now = await listPhotos(client);
-        return items.map((item) => appliedSince('photo', routing.journalFile(item.code, item.sha256), now));
-      },
-      signal,
-    });
-    await (options.checkOnly ? countBatches : submitBatches)(client, batches, laneOptions, {
-      leaving: () => {
-        firstRequestAt ??= Date.now();
-        tracker.sending();
-      },
-      ended: (route, batch, outcomes, requests) => {
-        sent[route] += requests;
-        for (const outcome of outcomes) {
-          if (outcome.outcome === 'ok') applied.push(outcome.item);
-          report.add(photoItem(outcome, route, options.checkOnly ? 'plan' : submit.dry_run ? 'dry run' : 'run'));
-        }
-        tracker.sent(batch.length, batch.reduce((sum, item) => sum + item.size, 0), sent.register + sent.update);
-      },
-    }, signal);
+    const applied = await run.submit(batches, (route) => laneOptions(run, routing, route, submit), (route) => route, (outcome, route) => photoItem(run, outcome, route));
 
     // report: what the listing shows for the photos applied, so that a rerun notices a later change by someone else.
-    if (journal && applied.length && !options.checkOnly) {
-      try {
-        noteApplied(journal, 'photo', applied.map((p) => ({ code: p.code, sha256: p.sha256 })), await listPhotos(client));
-      } catch {
-        // Without it, a rerun takes the photo as listed then.
-      }
-    }
+    await run.noteApplied('photo', applied.map((p) => ({ code: p.code, sha256: p.sha256 })), () => listPhotos(client));
     return result();
   } finally {
     // After a failure the stages before submit end their work in hand before the temp folder goes.
@@ -242,6 +133,28 @@ export async function runPhotoImport(options: PhotoImportOptions): Promise<Photo
     await rm(temp, { recursive: true, force: true });
     await source.close();
   }
+}
+
+/** How the photos of one route are sent: as register or update requests of the face images. */
+function laneOptions(run: ImportRun<CheckedPhoto, PhotoRoute>, routing: PhotoRouting, route: PhotoRoute, submit: { trim: boolean; dry_run: boolean }): SubmitOptions<CheckedPhoto> {
+  const { client, signal } = run.options;
+  return {
+    names: (item, message) => mentionsCode(item.code, message),
+    send: (items) => client.transport.call(route === 'register' ? 'faceImages.register' : 'faceImages.update', {
+      bodyStream: () => photoBody(items, submit.trim),
+      dryRun: submit.dry_run,
+      stopBeforeSending: signal,
+    }).then((answer) => ({ taskId: (answer as { task_id: number }).task_id })),
+    stats: run.stats,
+    record: run.record('photo', route, (item) => routing.journalFile(item.code, item.sha256)),
+    dryRun: submit.dry_run,
+    // A dry run changes nothing, so the listing cannot tell what became of it.
+    held: submit.dry_run ? undefined : async (items) => {
+      const now = await listPhotos(client);
+      return items.map((item) => appliedSince('photo', routing.journalFile(item.code, item.sha256), now));
+    },
+    signal,
+  };
 }
 
 /** What an earlier run left open is settled first, so that the listing routing reads is the truth. */
@@ -306,12 +219,11 @@ async function* sendable(verdicts: AsyncIterable<PhotoVerdict>, routing: PhotoRo
   tracker.allChecked();
 }
 
-function photoItem(outcome: BatchOutcome<CheckedPhoto>, route: PhotoRoute, how: 'run' | 'dry run' | 'plan'): ItemReport {
+function photoItem(run: ImportRun<CheckedPhoto, PhotoRoute>, outcome: BatchOutcome<CheckedPhoto>, route: PhotoRoute): ItemReport {
   const { item } = outcome;
   // Size and sha256 are the source file's, as every other item's: a converted photo's reason gives the JPEG's size.
   const base = { key: item.file.where, code: item.code, file_name: item.file.fileName, path: item.file.where, size: item.file.size, sha256: item.sha256 };
   if (outcome.outcome !== 'ok') return { ...base, outcome: outcome.outcome, reason: outcome.reason };
-  const what = route === 'register' ? 'registered' : 'updated (the earlier photo was replaced)';
-  const done = how === 'plan' ? `a run would send it (${route})` : how === 'dry run' ? `dry run: the service would accept it (${route})` : outcome.reason ? `${what}, ${outcome.reason}` : what;
+  const done = run.sentReason(route, route === 'register' ? 'registered' : 'updated (the earlier photo was replaced)', outcome.reason);
   return { ...base, outcome: item.converted ? 'converted' : 'ok', reason: item.converted ? `${item.converted}; ${done}` : done };
 }
