@@ -4,6 +4,8 @@
  * - sent, or already held by the service (ok, converted, skipped): to `done/`;
  * - refused for good (invalid, conflict): to `refused/`, with `<name>.reason.txt` beside it;
  * - failed or unknown: left where it is, for the next run to try or settle;
+ * - for a member that does not exist yet, when the pipeline runs on `member_created` (`waitForMembers`):
+ *   left too, since the member's registration runs it again;
  * - gone before it was read (deleted after the folder was listed): skipped by name, nothing to move.
  * A file is never moved over an existing one: the second `A0001.jpg` becomes `A0001 (2).jpg`.
  * Each move waits for a look at the drop folder's lock (`<folder>.lock`, beside it): once another
@@ -19,6 +21,7 @@ import { openSource } from '../sources/open-source.js';
 import type { PipelineFrom } from './load.js';
 import { GONE_REASON, isGone } from '../sources/file-rules.js';
 import { LockLostError, type TargetLock } from '../util/target-lock.js';
+import { UNKNOWN_MEMBER_REASON } from '../stages/import/read.js';
 
 export interface MoveCounts {
   done: number;
@@ -32,6 +35,7 @@ const REFUSED = new Set<ItemReport['outcome']>(['invalid', 'conflict']);
 
 export async function moveSettled(
   report: RunReport, folder: string, move: { done: string; refused: string }, log: (line: string) => void, lock?: TargetLock,
+  options: { waitForMembers?: boolean } = {},
 ): Promise<MoveCounts> {
   const counts: MoveCounts = { done: 0, refused: 0, left: 0 };
   const seen = new Set<string>();
@@ -43,7 +47,9 @@ export async function moveSettled(
     if (!rel || rel.startsWith('..') || isAbsolute(rel)) continue;
     // Gone before it was read, so never sent: a file put back under its name since then is a new drop.
     if (item.reason === GONE_REASON) continue;
-    const to = DONE.has(item.outcome) ? move.done : REFUSED.has(item.outcome) ? move.refused : null;
+    const waits = options.waitForMembers && item.outcome === 'invalid' && item.reason?.startsWith(`${UNKNOWN_MEMBER_REASON} `);
+    const to = waits ? null : DONE.has(item.outcome) ? move.done : REFUSED.has(item.outcome) ? move.refused : null;
+    if (waits) log(`${path}: waits for member ${item.code} to be registered (member_created runs this pipeline again)`);
     if (!to) {
       counts.left += 1;
       continue;

@@ -352,7 +352,7 @@ async function executeWith(
     // A file gone since the listing is skipped, not a problem, so no summary line names it: the log does.
     if (report.counts.skipped) for (const item of report.items) if (item.reason === GONE_REASON) log(`${item.path ?? item.file_name}: ${GONE_REASON}`);
     if ('folder' in from && from.move && !dryRun) {
-      const moved = await moveSettled(report, from.folder, from.move, log, lock);
+      const moved = await moveSettled(report, from.folder, from.move, log, lock, { waitForMembers: pipeline.on?.events.includes('member_created') ?? false });
       extra.moved = moved;
       lines.push(`moved ${moved.done} to ${from.move.done}, ${moved.refused} to ${from.move.refused}; ${moved.left} left in ${from.folder}`);
     }

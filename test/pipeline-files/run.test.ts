@@ -205,7 +205,7 @@ describe('pipeline files: run and plan', () => {
     expect(offline.problems).toEqual([]);
   });
 
-  it('pipelines/photo-dropbox.yaml as shipped, its folder and service from the environment: photos sent move to done/, the others to refused/', async () => {
+  it('pipelines/photo-dropbox.yaml as shipped, its folder and service from the environment: photos sent move to done/, a photo for a member not registered yet waits in the inbox until it is', async () => {
     const drop = tempDir('wds-dropbox-');
     await writeFiles(join(drop, 'inbox'), { 'A0021.jpg': await plain(60, 80, 21).jpeg().toBuffer(), 'B9999.jpg': await plain(60, 80, 22).jpeg().toBuffer() });
     await settle(join(drop, 'inbox'));
@@ -214,10 +214,18 @@ describe('pipeline files: run and plan', () => {
     const loaded = await loadPipelineFile(join(import.meta.dirname, '../../pipelines/photo-dropbox.yaml'), env);
     expect(loaded.from).toEqual({ folder: join(drop, 'inbox'), move: { done: join(drop, 'done'), refused: join(drop, 'refused') }, settle_seconds: 10 });
     const summary = await runPipelineFile(loaded, { env });
-    expect(summary).toMatchObject({ pipeline: 'photo-dropbox', status: 'partial', exit_code: 3, moved: { done: 1, refused: 1, left: 0 } });
+    expect(summary).toMatchObject({ pipeline: 'photo-dropbox', status: 'partial', exit_code: 3, moved: { done: 1, refused: 0, left: 1 } });
     expect((await photoHashes(emu())).get('A0021')).not.toBe(before);
     expect(await names(join(drop, 'done'))).toEqual(['A0021.jpg']);
-    expect(await names(join(drop, 'refused'))).toEqual(['B9999.jpg', 'B9999.jpg.reason.txt']);
+    // It runs on member_created: the photo waits for its member rather than moving to refused/.
+    expect(await names(join(drop, 'inbox'))).toEqual(['B9999.jpg']);
+    expect(await names(join(drop, 'refused'))).toEqual([]);
+    const registered = await emu().api('POST', '/members', { member_data: [{ code: 'B9999', name: 'Late Joiner' }] });
+    expect((await emu().waitTask(registered.body.task_id)).status).toBe('OK');
+    const again = await runPipelineFile(loaded, { env });
+    expect(again).toMatchObject({ status: 'ok', moved: { done: 1, refused: 0, left: 0 } });
+    expect((await photoHashes(emu())).has('B9999')).toBe(true);
+    expect(await names(join(drop, 'done'))).toEqual(['A0021.jpg', 'B9999.jpg']);
     expect(await names(join(drop, 'inbox'))).toEqual([]);
   });
 });

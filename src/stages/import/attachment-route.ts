@@ -16,7 +16,7 @@ import { extensionProblem } from './check/attachment-check.js';
 import { HeldFiles } from './held-files.js';
 import { targetOf, type ImportJournal, type JournalFile } from './journal/journal.js';
 import { alreadyApplied, appliedReason } from './journal/settle.js';
-import { refuse } from './read.js';
+import { refuse, UNKNOWN_MEMBER_REASON } from './read.js';
 import type { RunReport } from '../report.js';
 
 /** `upsert` replaces a file of the same name or adds it; `add` only adds, `replace` only replaces. */
@@ -160,7 +160,7 @@ export class AttachmentRouting {
       const { multi, held } = this.#parts.get(part)!;
       const where = `sheet ${item.sheetId} field ${item.fieldId}`;
       if (!this.#members.has(item.code)) {
-        refuse(report, item.file, item.code, 'invalid', `no member has the code ${item.code}`);
+        refuse(report, item.file, item.code, 'invalid', `${UNKNOWN_MEMBER_REASON} ${item.code}`);
         continue;
       }
       const names = held.get(item.code) ?? [];

@@ -11,7 +11,7 @@ import type { SourceFile } from '../../sources/source.js';
 import { PHOTO_EXTENSIONS, extensionOf, isPhotoExtension } from '../../spec/extensions.js';
 import type { ImportJournal, JournalFile } from './journal/journal.js';
 import { alreadyApplied } from './journal/settle.js';
-import { refuse } from './read.js';
+import { refuse, UNKNOWN_MEMBER_REASON } from './read.js';
 import type { RunReport } from '../report.js';
 
 /** `upsert` adds or replaces each member's photo; `register` only adds, `update` only replaces. */
@@ -127,7 +127,7 @@ export class PhotoRouting {
     files.forEach((file, order) => {
       const code = codeOf(file);
       if (!this.members.has(code)) {
-        refuse(report, file, code, 'invalid', `no member has the code ${code} (taken from ${file.code ? 'the source' : 'the file name'})`);
+        refuse(report, file, code, 'invalid', `${UNKNOWN_MEMBER_REASON} ${code} (taken from ${file.code ? 'the source' : 'the file name'})`);
         return;
       }
       const has = this.photos.has(`photo:${code}`);

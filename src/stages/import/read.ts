@@ -79,6 +79,9 @@ export function reportGone(report: RunReport, file: { where: string; fileName: s
   report.add({ key: file.where, code, file_name: file.fileName, outcome: 'skipped', reason: GONE_REASON, path: file.where });
 }
 
+/** How a file for a code no member has is refused (its reason starts so): a drop folder may keep such files until the member exists. */
+export const UNKNOWN_MEMBER_REASON = 'no member has the code';
+
 /** How an item that is not sent is reported: the file, its member and why. */
 export function refuse(report: RunReport, file: Pick<SourceFile, 'where' | 'relPath'> & { fileName?: string }, code: string, outcome: 'invalid' | 'conflict', reason: string): void {
   report.add({ key: file.where, code, file_name: file.fileName ?? file.relPath, outcome, reason, path: file.where });
