@@ -12,7 +12,7 @@ import type { ManifestLine } from '../sinks/manifest.js';
 import type { ExportSource } from '../sinks/source.js';
 import { SnapshotBuild, type MaxDelete, type SnapshotInfo } from './build.js';
 
-export class SnapshotTarget implements ExportTarget {
+export class SnapshotTarget implements ExportTarget<SnapshotInfo> {
   private readonly opening: Promise<SnapshotBuild>;
   /** The snapshot, once open: every step after `open` has it. */
   private build!: SnapshotBuild;

@@ -80,7 +80,7 @@ export class ExportRun {
   private relists = (): number => 0;
   private disposed = false;
 
-  constructor(private readonly options: ExportOptions, private readonly settings: RunSettings, private readonly target: ExportTarget) {
+  constructor(private readonly options: ExportOptions, private readonly settings: RunSettings, private readonly target: ExportTarget<SnapshotInfo>) {
     this.report = new RunReport(settings.where);
     if (options.keepItems === false) this.report.countOnly();
     else {

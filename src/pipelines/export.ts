@@ -12,6 +12,7 @@ import type { ExportProgress } from '../stages/export/record.js';
 import { SinkTarget, type ExportTarget } from '../stages/export/target.js';
 import { removeEmptyDirs } from '../sinks/sink.js';
 import { SnapshotTarget } from '../archive/export-target.js';
+import type { SnapshotInfo } from '../archive/build.js';
 import { insideArchiveProblem } from '../archive/store.js';
 import { exportTargetProblem } from '../archive/target-check.js';
 import { sourceOf } from '../sinks/source.js';
@@ -36,7 +37,7 @@ const kindOf = (options: ExportOptions): 'archive' | 'zip' | 'folder' =>
   options.archive ? 'archive' : isZipTarget(options.out) ? 'zip' : 'folder';
 
 /** What the run writes into: its sink, and for an archive the snapshot it builds. */
-function targetOf(options: ExportOptions, lock: TargetLock | undefined): ExportTarget {
+function targetOf(options: ExportOptions, lock: TargetLock | undefined): ExportTarget<SnapshotInfo> {
   if (!options.archive) return new SinkTarget(options.out, isZipTarget(options.out));
   return new SnapshotTarget(options.out, options.archive, async () => lock?.assertHeld());
 }

@@ -9,7 +9,6 @@ import type { DownloadJob } from './download.js';
 import type { ExportSink } from '../../sinks/sink.js';
 import type { ManifestLine } from '../../sinks/manifest.js';
 import type { ExportSource } from '../../sinks/source.js';
-import type { SnapshotInfo } from '../../archive/build.js';
 
 /** A target's sink, opened, with what an earlier run left there intact. */
 export interface OpenedSink {
@@ -17,7 +16,8 @@ export interface OpenedSink {
   intact: Map<string, ManifestLine>;
 }
 
-export interface ExportTarget {
+/** `Info` is what the target says of itself once paused or finished (a snapshot's SnapshotInfo). */
+export interface ExportTarget<Info = never> {
   /** Opens the sink, recording `source` in its manifest. */
   open(source: ExportSource): Promise<OpenedSink>;
   /**
@@ -44,9 +44,9 @@ export interface ExportTarget {
   /** With `link`: files it could not place, about to be downloaded: the report's note on them. */
   refetched?(jobs: DownloadJob[]): string;
   /** A stopped run: the output left for the next run to continue. */
-  pause(sink: ExportSink, failed: number): Promise<SnapshotInfo | undefined>;
+  pause(sink: ExportSink, failed: number): Promise<Info | undefined>;
   /** The output completed; `failed` files that did not come. */
-  finish(sink: ExportSink, failed: number): Promise<SnapshotInfo | undefined>;
+  finish(sink: ExportSink, failed: number): Promise<Info | undefined>;
   /**
    * The run ends before its plan (the listing failed, or it was stopped while the service listed):
    * what was made for it goes; `downloaded` when files had been started early into it.
