@@ -171,12 +171,7 @@ function laneOptions(run: ImportRun<CheckedFile, string>, routing: AttachmentRou
   const [sheetId, fieldId, route] = key.split(':') as [string, string, ImportRoute];
   return {
     names: messageNamesFile,
-    send: (list) => client.transport.call(route === 'register' ? 'attachments.register' : 'attachments.update', {
-      params: { sheet_id: Number(sheetId), custom_field_id: Number(fieldId) },
-      bodyStream: () => attachmentBody(list),
-      dryRun,
-      stopBeforeSending: signal,
-    }).then((answer) => ({ taskId: (answer as { task_id: number }).task_id })),
+    send: (list) => client.attachments[route](Number(sheetId), Number(fieldId), { stream: () => attachmentBody(list) }, { dryRun, stopBeforeSending: signal }),
     stats: run.stats,
     record: run.record('attachment', route, (item) => journalEntry(routing, item)),
     dryRun,

@@ -140,11 +140,7 @@ function laneOptions(run: ImportRun<CheckedPhoto, PhotoRoute>, routing: PhotoRou
   const { client, signal } = run.options;
   return {
     names: (item, message) => mentionsCode(item.code, message),
-    send: (items) => client.transport.call(route === 'register' ? 'faceImages.register' : 'faceImages.update', {
-      bodyStream: () => photoBody(items, submit.trim),
-      dryRun: submit.dry_run,
-      stopBeforeSending: signal,
-    }).then((answer) => ({ taskId: (answer as { task_id: number }).task_id })),
+    send: (items) => client.faceImages[route]({ stream: () => photoBody(items, submit.trim) }, { dryRun: submit.dry_run, stopBeforeSending: signal }),
     stats: run.stats,
     record: run.record('photo', route, (item) => routing.journalFile(item.code, item.sha256)),
     dryRun: submit.dry_run,
