@@ -31,8 +31,8 @@ const intOrNull = (value: unknown): boolean => value === null || Number.isSafeIn
 
 /**
  * What manifestLineSchema accepts, checked by hand: a line this passes, the schema passes too, and
- * one it does not is given to the schema for its message. Reading an earlier snapshot's 20,000
- * lines through the schema alone took some 0.15 s of the run's start.
+ * one it does not is given to the schema for its message. An archive run reads the earlier
+ * snapshot's every line at its start, where the schema alone was slow (bench/notes.md, "Manifests").
  */
 function plainManifestLine(value: unknown): value is ManifestLine {
   if (typeof value !== 'object' || value === null) return false;
@@ -54,8 +54,8 @@ export function formatLine(line: ManifestLine): string {
 }
 
 /**
- * The text of `lines`, 256 lines at a time: the whole text of 20,000 lines at once, with the
- * strings it is joined from, was some 15 MB at the end of a run. The source, when given, is the
+ * The text of `lines`, 256 lines at a time, so that the whole text and the strings it is joined
+ * from are never in memory at once (bench/notes.md, "Manifests"). The source, when given, is the
  * first line.
  */
 export function* manifestChunks(lines: ManifestLine[], source?: ExportSource): Generator<Buffer> {
@@ -183,7 +183,7 @@ const byCodeUnits = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 
 /**
  * Manifest lines in a stable order: photos by code, then attachments by sheet, field, code, record.
  * Codes and names compare by code unit, not by locale: a manifest reads the same wherever it was
- * written, and sorting 2,000 lines with `localeCompare` took a fresh process about 7 ms.
+ * written, and `localeCompare` is slow on a fresh process's first calls (bench/notes.md, "Manifests").
  */
 export function sortLines(lines: Iterable<ManifestLine>): ManifestLine[] {
   return [...lines].sort((a, b) =>

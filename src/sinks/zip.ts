@@ -417,8 +417,7 @@ export class ZipSink implements ExportSink {
 
   /** Writes the manifest last and completes the zip under its `.partial` name. */
   private async complete(onLine?: (line: ManifestLine) => void): Promise<void> {
-    // Formatted a batch of lines at a time as archiver reads: the whole text of 20,000 lines
-    // at once was some 15 MB at the end of the run.
+    // Formatted a batch of lines at a time as archiver reads, never the whole text at once (bench/notes.md, "Manifests").
     const sorted = sortLines(this.lines);
     this.lines.length = 0;
     if (onLine) sorted.forEach(onLine);

@@ -258,8 +258,8 @@ export class RunReport {
 
   /**
    * The text of `JSON.stringify(transform(toJSON(extra)), null, 2)` and a newline, in parts of
-   * ITEMS_PER_PART items: the text of 20,000 items at once, and a transformed copy of each, took
-   * tens of MB at the end of a run. `transform` (the CLI's redaction) must work value by value.
+   * ITEMS_PER_PART items, so that the text of every item and a transformed copy of each are never
+   * in memory at once (bench/notes.md, "Reports"). `transform` (the CLI's redaction) must work value by value.
    */
   *jsonParts(extra: Record<string, unknown> = {}, transform: <T>(value: T) => T = (value) => value): Generator<string> {
     this.checkOpen();

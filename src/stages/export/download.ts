@@ -409,7 +409,7 @@ export class JobFeed<T> {
  * the next worker when this one releases it. A worker gives its place up
  * with `release()` when it needs only the disk any more (its body has arrived), so the next
  * download starts while this one lands: otherwise every download would wait for the file system
- * calls of the last (bench/export: 2,000 photos at 20 ms latency). Items past their release stay
+ * calls of the last. Items past their release stay
  * counted, so at most `2 × concurrency` are under way; a `gate`, when given, can hold further
  * starts back besides. A thrown error (fatal) stops the starts;
  * what is under way finishes, then the error is rethrown. So does `stop` when
