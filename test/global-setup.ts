@@ -52,6 +52,14 @@ function useRunTmpdir(): () => void {
   const runTmp = mkdtempSync(join(tmpdir(), 'wds-test-run-'));
   process.env.TMPDIR = runTmp;
   return () => {
+    // The run's S3 server (test/helpers/s3-server.ts), if a test started one.
+    if (existsSync(join(runTmp, 'wds-s3-server', 'ceph', 'run'))) {
+      try {
+        execFileSync('bash', [join(import.meta.dirname, 'helpers', 's3-server.sh'), 'stop', join(runTmp, 'wds-s3-server', 'ceph')], { stdio: 'inherit' });
+      } catch (error) {
+        console.warn(`the run's S3 server was not stopped: ${(error as Error).message}`);
+      }
+    }
     try {
       rmSync(runTmp, { recursive: true, force: true });
     } catch (error) {

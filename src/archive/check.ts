@@ -150,7 +150,7 @@ async function checkLatest(archive: string, complete: string[], problem: (snapsh
 }
 
 /** `n` of `items` at random (Fisher-Yates on a copy). */
-function pick<T>(items: T[], n: number): T[] {
+export function pick<T>(items: T[], n: number): T[] {
   const copy = [...items];
   for (let i = 0; i < n; i += 1) {
     const j = i + Math.floor(Math.random() * (copy.length - i));

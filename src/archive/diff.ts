@@ -2,7 +2,8 @@
  * `archive diff A B`: the files added, changed (other bytes) and deleted from snapshot A to
  * snapshot B, grouped by member, from the two manifests alone.
  */
-import { findSnapshot, readSnapshotManifest } from './store.js';
+import { findSnapshot, readSnapshotManifest, type SnapshotEntry } from './store.js';
+import type { ArchiveStore } from './archive-store.js';
 import { sortLines, type ManifestLine } from '../sinks/manifest.js';
 
 export type FileChange = 'added' | 'changed' | 'deleted';
@@ -21,10 +22,13 @@ export interface SnapshotDiff {
   members: { code: string; files: DiffEntry[] }[];
 }
 
-export async function diffSnapshots(archive: string, a: string, b: string): Promise<SnapshotDiff> {
-  const [from, to] = [await findSnapshot(archive, a), await findSnapshot(archive, b)];
-  const before = (await readSnapshotManifest(from.dir)).lines;
-  const after = (await readSnapshotManifest(to.dir)).lines;
+/** `archive` is a folder's path, or an archive store (a bucket archive's). */
+export async function diffSnapshots(archive: string | ArchiveStore, a: string, b: string): Promise<SnapshotDiff> {
+  const find = (ref: string) => (typeof archive === 'string' ? findSnapshot(archive, ref) : archive.findSnapshot(ref));
+  const read = (s: SnapshotEntry) => (typeof archive === 'string' ? readSnapshotManifest(s.dir) : archive.readManifest(s));
+  const [from, to] = [await find(a), await find(b)];
+  const before = (await read(from)).lines;
+  const after = (await read(to)).lines;
   const changes = new Map<ManifestLine, FileChange>();
   for (const [key, line] of after) {
     const old = before.get(key);

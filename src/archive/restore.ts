@@ -16,6 +16,7 @@ import { TargetError } from '../sinks/target-error.js';
 import { LinkCheck, manifestKey, parseManifest, sortLines, type ManifestLine, type ManifestLines } from '../sinks/manifest.js';
 import { RunReport } from '../stages/report.js';
 import { readSnapshotManifest, type SnapshotEntry } from './store.js';
+import type { ArchiveStore } from './archive-store.js';
 import { LockLostError, lockCheck, type TargetLock } from '../util/target-lock.js';
 
 export interface RestoreResult {
@@ -31,12 +32,13 @@ const isZip = (out: string): boolean => out.toLowerCase().endsWith('.zip');
  * `held` is checked before the file is put in place: a file of a run whose lock was taken over is
  * left as it is, uncommitted (its temporary name may be the other run's too).
  */
-async function copyInto(sink: ExportSink, from: string, line: ManifestLine, held: () => Promise<void>): Promise<string | null> {
+async function copyInto(sink: ExportSink, from: string | (() => Promise<Buffer>), line: ManifestLine, held: () => Promise<void>): Promise<string | null> {
   const writer = await sink.open(line.path, line.size);
   const hash = createHash('sha256');
   let size = 0;
   try {
-    for await (const chunk of createReadStream(from) as AsyncIterable<Buffer>) {
+    const chunks = typeof from === 'string' ? createReadStream(from) as AsyncIterable<Buffer> : [await from()];
+    for await (const chunk of chunks) {
       hash.update(chunk);
       size += chunk.length;
       await writer.write(chunk);
@@ -64,6 +66,8 @@ export interface RestorePlan {
   snapshot: SnapshotEntry;
   manifest: ManifestLines;
   lines: ManifestLine[];
+  /** Reads one file's stored bytes, where the snapshot is no folder (a bucket archive's objects). */
+  read?: (line: ManifestLine) => Promise<Buffer>;
 }
 
 /**
@@ -71,14 +75,15 @@ export interface RestorePlan {
  * snapshot holds no file of is an UnknownMembersError, before anything is written: a mistyped code
  * restores nothing rather than an export of the other members' files.
  */
-export async function planRestore(snapshot: SnapshotEntry, members?: readonly string[]): Promise<RestorePlan> {
-  const manifest = await readSnapshotManifest(snapshot.dir);
-  if (!members) return { snapshot, manifest, lines: sortLines(manifest.lines.values()) };
+export async function planRestore(snapshot: SnapshotEntry, members?: readonly string[], store?: ArchiveStore): Promise<RestorePlan> {
+  const manifest = store ? await store.readManifest(snapshot) : await readSnapshotManifest(snapshot.dir);
+  const read = store?.kind === 'bucket' ? { read: (line: ManifestLine) => store.readFile(snapshot, line) } : {};
+  if (!members) return { snapshot, manifest, lines: sortLines(manifest.lines.values()), ...read };
   const wanted = new Set(members);
   const held = new Set([...manifest.lines.values()].map((line) => line.code));
   const missing = [...wanted].filter((code) => !held.has(code));
   if (missing.length > 0) throw new UnknownMembersError(`snapshot ${snapshot.id} holds no file of ${missing.join(', ')}; nothing was restored`);
-  return { snapshot, manifest, lines: sortLines([...manifest.lines.values()].filter((line) => wanted.has(line.code))) };
+  return { snapshot, manifest, lines: sortLines([...manifest.lines.values()].filter((line) => wanted.has(line.code))), ...read };
 }
 
 /**
@@ -151,8 +156,10 @@ export async function restoreSnapshot(plan: RestorePlan, out: string, options: R
         report.add({ ...base, outcome: 'skipped', reason: 'already restored: size and sha256 match' });
         continue;
       }
-      const link = await links.linkIn(line.path);
-      const why = link ? LinkCheck.reason(link) : await onDisk(() => copyInto(sink, join(snapshot.dir, line.path), line, held));
+      // An object of a bucket archive is named by its sha256: no path of the manifest leads to it.
+      const link = plan.read ? null : await links.linkIn(line.path);
+      const from = plan.read ? () => plan.read!(line) : join(snapshot.dir, line.path);
+      const why = link ? LinkCheck.reason(link) : await onDisk(() => copyInto(sink, from, line, held));
       report.add(why ? { ...base, outcome: 'failed', reason: why } : { ...base, outcome: 'ok' });
     }
     // The zip renamed into place, or its .partial or the folder's manifest completed, only while

@@ -204,29 +204,39 @@ export async function writeLatest(archive: string, id: string): Promise<void> {
  */
 export async function findSnapshot(archive: string, ref?: string): Promise<SnapshotEntry> {
   const { snapshots } = await listSnapshots(archive);
+  return pickSnapshot(archive, snapshots, await readLatest(archive), ref);
+}
+
+/**
+ * findSnapshot over what an archive (`where`: its folder or bucket address) holds: its finished
+ * snapshots oldest first and the id its `latest` names.
+ */
+export function pickSnapshot(where: string, snapshots: SnapshotEntry[], latest: string | null, ref?: string): SnapshotEntry {
   const wanted = ref?.replace(/^@/, '');
   const back = /^latest~(\d+)$/.exec(wanted ?? '');
   if (wanted === undefined || wanted === 'latest' || back) {
-    const latest = await readLatest(archive);
     const complete = snapshots.filter((s) => isAccepted(s.doc));
     const named = snapshots.find((s) => s.id === latest);
     const newest = named ?? complete.at(-1);
-    if (!newest) throw new Error(`${archive} holds no complete snapshot${snapshots.length ? '' : ' (no snapshot at all)'}`);
-    const note = !named && latest !== null ? `${join(archive, LATEST_FILE)} names ${latest}, which is not in snapshots/; the newest complete snapshot, ${newest.id}, stands in for it (wds-files archive check says more)` : undefined;
+    if (!newest) throw new Error(`${where} holds no complete snapshot${snapshots.length ? '' : ' (no snapshot at all)'}`);
+    const note = !named && latest !== null ? `${latestPath(where)} names ${latest}, which is not in snapshots/; the newest complete snapshot, ${newest.id}, stands in for it (wds-files archive check says more)` : undefined;
     if (!back) return note ? { ...newest, note } : newest;
     const steps = Number(back[1]);
     const at = complete.findIndex((s) => s.id === newest.id);
     const found = at - steps >= 0 ? complete[at - steps] : undefined;
-    if (!found) throw new Error(`${archive} holds ${at + 1} complete snapshot${at === 0 ? '' : 's'} up to latest; latest~${steps} goes past the oldest`);
+    if (!found) throw new Error(`${where} holds ${at + 1} complete snapshot${at === 0 ? '' : 's'} up to latest; latest~${steps} goes past the oldest`);
     return note ? { ...found, note } : found;
   }
   const found = snapshots.find((s) => s.id === wanted);
   if (!found) {
     const known = snapshots.map((s) => s.id);
-    throw new Error(`${archive} has no snapshot ${wanted}${known.length ? `; it holds ${known.slice(-5).join(', ')}${known.length > 5 ? ' and older ones' : ''}` : '; it holds no snapshot'}`);
+    throw new Error(`${where} has no snapshot ${wanted}${known.length ? `; it holds ${known.slice(-5).join(', ')}${known.length > 5 ? ' and older ones' : ''}` : '; it holds no snapshot'}`);
   }
   return found;
 }
+
+/** `latest` of the archive at `where`: a folder's file, or a bucket archive's object. */
+const latestPath = (where: string): string => (where.startsWith('s3://') ? `${where}/${LATEST_FILE}` : join(where, LATEST_FILE));
 
 /** A snapshot's manifest, parsed (lines whose path is refused are among its problems). */
 export async function readSnapshotManifest(dir: string, onTurn?: (lines: ManifestLine[]) => void): Promise<ManifestLines> {

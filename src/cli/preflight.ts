@@ -3,6 +3,7 @@
  * its lock, so that a run that could not keep its results finds out before it downloads or sends
  * anything. Missing folders are made, and removed again at the end if the run left them empty.
  */
+import type { BucketStore } from '../archive/bucket/store.js';
 import { randomBytes } from 'node:crypto';
 import { mkdir, open, stat, unlink } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
@@ -135,6 +136,29 @@ export class Preflight {
     }
     this.locks.push(lock);
     if (lock.tookOver) say(this.args, `${out}: took over the lock of an earlier run (${lock.tookOver})`);
+    return lock;
+  }
+
+  /**
+   * The lock of a bucket archive (`locks/archive` in it, src/archive/bucket/lock.ts), released by
+   * `end` as the others are; a busy lock is refused with the message a folder's gets.
+   */
+  async bucketArchive(store: BucketStore, waitLock: string | undefined): Promise<TargetLock> {
+    const waitMs = waitLock === undefined ? 0 : parseDuration(waitLock) ?? 0;
+    const { lockBucketArchive } = await import('../archive/bucket/lock.js');
+    let lock: TargetLock;
+    try {
+      lock = await lockBucketArchive(store, {
+        command: commandLine(),
+        waitMs,
+        onWait: (holder) => say(this.args, `${store.where} is being written by ${holder ? `pid ${holder.pid} on ${holder.host}` : 'another run'}: waiting for it, up to ${formatDuration(waitMs)}`),
+      });
+    } catch (error) {
+      if (error instanceof TargetLockedError) throw new Error(busyMessage(store.where, error, waitMs));
+      throw error;
+    }
+    this.locks.push(lock);
+    if (lock.tookOver) say(this.args, `${store.where}: took over the lock of an earlier run (${lock.tookOver})`);
     return lock;
   }
 

@@ -13,9 +13,11 @@ import { currentEnding, finishRun, withEnding, type ReportBody } from '../ending
 import { withTargetOptions, type TargetArgs } from '../target-options.js';
 import { stopSignal } from '../stop-signal.js';
 import { formatBytes } from '../../util/format.js';
-import { parseDuration } from '../../util/duration.js';
+import { formatDuration, parseDuration } from '../../util/duration.js';
 import type { RetentionPolicy } from '../../archive/retention.js';
 import { CONNECTION_ENV, leafCommand } from '../help-text.js';
+import type { ArchiveStore } from '../../archive/archive-store.js';
+import type { BucketStore } from '../../archive/bucket/store.js';
 
 // src/archive and the lock code are loaded by the handlers: defining these commands loads neither.
 const store = () => import('../../archive/store.js');
@@ -26,25 +28,43 @@ interface ArchiveArgs {
   json: boolean;
   report?: string;
   quiet?: boolean;
+  's3-endpoint'?: string;
+  's3-region'?: string;
+  's3-path-style'?: boolean;
 }
 
 /** The archive and `--json`; `report` describes what `--report` writes, for all but restore (which has a per-file report). */
 const withArchive = <T>(y: Argv<T>, report?: string): Argv<T & ArchiveArgs> => {
-  const b = y.positional('archive', { type: 'string', demandOption: true, describe: 'The archive folder (the one holding snapshots/ and latest)' })
-    .option('json', { type: 'boolean', default: false, describe: 'One JSON document on stdout' });
+  const b = withS3(y.positional('archive', { type: 'string', demandOption: true, describe: 'The archive folder (the one holding snapshots/ and latest), or s3://BUCKET/PREFIX' })
+    .option('json', { type: 'boolean', default: false, describe: 'One JSON document on stdout' }));
   return (report ? b.option('report', { type: 'string', describe: report }) : b) as unknown as Argv<T & ArchiveArgs>;
 };
+
+/** `--s3-*`: how to reach a bucket archive, where the AWS SDK's own settings do not say. */
+const withS3 = <T>(y: Argv<T>): Argv<T> => y
+  .option('s3-endpoint', { type: 'string', describe: 'For an s3:// archive: the S3 endpoint URL (default: AWS_ENDPOINT_URL_S3, else AWS)' })
+  .option('s3-region', { type: 'string', describe: 'For an s3:// archive: the region (default: AWS_REGION, else us-east-1)' })
+  .option('s3-path-style', { type: 'boolean', describe: 'For an s3:// archive: address the bucket in the path, as most S3-compatible servers want' }) as unknown as Argv<T>;
+
+const s3Of = (argv: Pick<ArchiveArgs, 's3-endpoint' | 's3-region' | 's3-path-style'>) => ({
+  ...(argv['s3-endpoint'] ? { endpoint: argv['s3-endpoint'] } : {}),
+  ...(argv['s3-region'] ? { region: argv['s3-region'] } : {}),
+  ...(argv['s3-path-style'] !== undefined ? { force_path_style: argv['s3-path-style'] } : {}),
+});
+
+const isBucket = (archive: string): boolean => archive.toLowerCase().startsWith('s3://');
 
 /** Runs an archive command with its `--report`, which may not be a file inside the archive. */
 function reported(argv: ArchiveArgs, command: string, work: (report: ReportBody) => Promise<void>): Promise<void> {
   return withEnding(argv, `archive ${command}`, async (ending) => {
-    await ending.checkReport([{ path: argv.archive, folder: true, what: 'the archive' }]);
+    await ending.checkReport(isBucket(argv.archive) ? [] : [{ path: argv.archive, folder: true, what: 'the archive' }]);
     await work(ending.body);
   });
 }
 
 /** The archive folder, which must hold `snapshots/`. */
 async function archiveDir(path: string): Promise<string> {
+  if (isBucket(path)) throw new UsageError(`${path}: this command works on folder archives only`);
   const dir = resolve(path);
   const { snapshotsDir } = await store();
   const info = await stat(snapshotsDir(dir)).catch(() => null);
@@ -52,11 +72,22 @@ async function archiveDir(path: string): Promise<string> {
   return dir;
 }
 
+/** The archive the user named, a folder (which must hold `snapshots/`) or a bucket archive. */
+async function archiveStore(argv: Pick<ArchiveArgs, 'archive' | 's3-endpoint' | 's3-region' | 's3-path-style'>, path = argv.archive) {
+  const { openArchiveStore } = await import('../../archive/archive-store.js');
+  if (!isBucket(path)) return openArchiveStore(await archiveDir(path));
+  try {
+    return await openArchiveStore(path, s3Of(argv));
+  } catch (error) {
+    throw new UsageError((error as Error).message);
+  }
+}
+
 /** A snapshot the user named, or a usage error naming what the archive holds. */
-async function snapshotArg(archive: string, ref: string | undefined) {
+async function snapshotArg(archive: string | ArchiveStore, ref: string | undefined) {
   const { findSnapshot } = await store();
   try {
-    const found = await findSnapshot(archive, ref);
+    const found = typeof archive === 'string' ? await findSnapshot(archive, ref) : await archive.findSnapshot(ref);
     if (found.note) process.stderr.write(`wds-files: ${found.note}\n`);
     return found;
   } catch (error) {
@@ -76,10 +107,11 @@ const listCommand = leafCommand<ArchiveArgs>({
   describe: 'The snapshots: id, complete, files, new files, bytes',
   builder: (y: Argv) => withArchive(y, 'Write the snapshots, as --json prints them, to FILE'),
   handler: (argv) => reported(argv, 'list', async (report) => {
-    const dir = await archiveDir(argv.archive);
-    const { listSnapshots, readLatest } = await store();
-    const { snapshots, partial } = await listSnapshots(dir);
-    const latest = await readLatest(dir);
+    const archive = await archiveStore(argv);
+    const dir = archive.where;
+    const { snapshots, partial } = await archive.listSnapshots();
+    const latest = await archive.readLatest();
+    archive.close();
     const rows = snapshots.map((s) => ({
       id: s.id, complete: s.doc?.complete ?? null, files: s.doc?.counts.files ?? null, new: s.doc ? s.doc.counts.new + s.doc.counts.changed : null,
       bytes: s.doc?.bytes.total ?? null, latest: s.id === latest, ...(s.doc?.held ? { held: s.doc.held } : {}), ...(s.problem ? { problem: s.problem } : {}),
@@ -112,9 +144,10 @@ const showCommand = leafCommand<ShowArgs>({
   describe: 'One snapshot (@ID; default the latest): its snapshot.json and what it holds',
   builder: (y: Argv) => withArchive(y, 'Write the snapshot, as --json prints it, to FILE').positional('snapshot', { type: 'string', describe: '@ID, latest or latest~N (the Nth complete snapshot before latest)' }) as unknown as Argv<ShowArgs>,
   handler: (argv) => reported(argv, 'show', async (report) => {
-    const snapshot = await snapshotArg(await archiveDir(argv.archive), argv.snapshot);
-    const { readSnapshotManifest } = await store();
-    const lines = [...(await readSnapshotManifest(snapshot.dir)).lines.values()];
+    const archive = await archiveStore(argv);
+    const snapshot = await snapshotArg(archive, argv.snapshot);
+    const lines = [...(await archive.readManifest(snapshot)).lines.values()];
+    archive.close();
     const members = new Set(lines.map((l) => l.code)).size;
     const photos = lines.filter((l) => l.kind === 'photo').length;
     const parts = new Map<string, number>();
@@ -150,10 +183,11 @@ const diffCommand = leafCommand<DiffArgs>({
   describe: 'Files added, changed and deleted from snapshot A to snapshot B, by member',
   builder: (y: Argv) => withArchive(y, 'Write the files added, changed and deleted, as --json prints them, to FILE').positional('a', { type: 'string', demandOption: true, describe: '@ID, latest or latest~N' }).positional('b', { type: 'string', demandOption: true, describe: '@ID, latest or latest~N (the Nth complete snapshot before latest)' }) as unknown as Argv<DiffArgs>,
   handler: (argv) => reported(argv, 'diff', async (report) => {
-    const dir = await archiveDir(argv.archive);
-    const [a, b] = [await snapshotArg(dir, argv.a), await snapshotArg(dir, argv.b)];
+    const archive = await archiveStore(argv);
+    const [a, b] = [await snapshotArg(archive, argv.a), await snapshotArg(archive, argv.b)];
     const { diffSnapshots } = await import('../../archive/diff.js');
-    const diff = await diffSnapshots(dir, a.id, b.id);
+    const diff = await diffSnapshots(archive, a.id, b.id);
+    archive.close();
     const mark = { added: '+', changed: 'M', deleted: '-' } as const;
     const value = { from: diff.from, to: diff.to, counts: diff.counts, members: diff.members.map((m) => ({ code: m.code, files: m.files.map((f) => ({ change: f.change, ...f.line })) })) };
     Object.assign(report, value);
@@ -183,17 +217,18 @@ const restoreCommand = leafCommand<RestoreArgs>({
   handler: (argv) => withEnding(argv, 'archive restore', async (ending) => {
     ending.runsFiles();
     const out = resolve(argv.out);
-    await ending.checkReport([{ path: argv.out, folder: !out.toLowerCase().endsWith('.zip'), what: 'the restore' }, { path: argv.archive, folder: true, what: 'the archive' }]);
-    const dir = await archiveDir(argv.archive);
-    const snapshot = await snapshotArg(dir, argv.snapshot);
+    await ending.checkReport([{ path: argv.out, folder: !out.toLowerCase().endsWith('.zip'), what: 'the restore' }, ...(isBucket(argv.archive) ? [] : [{ path: argv.archive, folder: true, what: 'the archive' }])]);
+    const archive = await archiveStore(argv);
+    const snapshot = await snapshotArg(archive, argv.snapshot);
     const { mixedRestoreProblem, planRestore, restoreSnapshot, UnknownMembersError } = await import('../../archive/restore.js');
     const members = argv.member?.map(String);
-    // Marked as read before anything of it is: forget and a run's retention leave it until the restore ends.
-    const reading = await (await import('../../archive/readers.js')).markReading(dir, snapshot.id, snapshot.dir);
+    // Marked as read before anything of it is: forget and a run's retention leave it until the
+    // restore ends. A bucket archive's forget deletes only objects older than a day.
+    const reading = archive.kind === 'folder' ? await (await import('../../archive/readers.js')).markReading(archive.where, snapshot.id, snapshot.dir) : null;
     const preflight = await preflightOf(argv);
     try {
       // Planned before the target is touched: a code the snapshot does not hold makes nothing there.
-      const plan = await planRestore(snapshot, members).catch((error: unknown) => {
+      const plan = await planRestore(snapshot, members, archive).catch((error: unknown) => {
         throw error instanceof UnknownMembersError ? new UsageError(error.message) : error;
       });
       const mixed = await mixedRestoreProblem(plan, out, out.toLowerCase().endsWith('.zip'));
@@ -205,6 +240,7 @@ const restoreCommand = leafCommand<RestoreArgs>({
     } finally {
       await preflight.end();
       await reading?.release();
+      archive.close();
     }
   }),
 }, {
@@ -228,16 +264,18 @@ const checkCommand = leafCommand<CheckArgs>({
       return true;
     }) as unknown as Argv<CheckArgs>,
   handler: (argv) => reported(argv, 'check', async (report) => {
-    const dir = await archiveDir(argv.archive);
-    const { checkArchive } = await import('../../archive/check.js');
-    const { damaged, ...result } = await checkArchive(dir, { readDataPercent: argv['read-data'] });
+    const archive = await archiveStore(argv);
+    const dir = archive.where;
+    const { damaged, ...result } = archive.kind === 'bucket'
+      ? await (await import('../../archive/bucket/check.js')).checkBucketArchive(archive as BucketStore, { readDataPercent: argv['read-data'] }).finally(() => archive.close())
+      : await (await import('../../archive/check.js')).checkArchive(dir, { readDataPercent: argv['read-data'] });
     Object.assign(report, { archive: dir, read_data_percent: argv['read-data'] ?? null, ...result });
     if (result.problems.length) report.outcome = 'problems';
     print({ archive: dir, ...result }, () => [
       `check ${dir}: ${result.snapshots} snapshots, ${result.files} files listed${argv['read-data'] ? `, ${result.read} files read` : ''}; ${result.problems.length ? `${result.problems.length} problem${result.problems.length === 1 ? '' : 's'}:` : 'no problem found'}`,
       ...result.problems.map((p) => `  ${p.snapshot}${p.path ? ` ${p.path}` : ''}: ${p.problem}`),
       ...result.partial.map((id) => `  ${id}.partial: being built, or left by an interrupted run`),
-      ...(result.change_times ? [] : ['  change times not compared: no run of this version has written in the archive yet']),
+      ...(result.change_times || archive.kind === 'bucket' ? [] : ['  change times not compared: no run of this version has written in the archive yet']),
       ...(result.unrecorded ? [`  the damaged files could not be recorded in the archive for the next run (${result.unrecorded}); the next run may link them forward`] : []),
       ...(damaged.length ? [`  wds-files archive repair ${argv.archive} downloads fresh copies of the files the service still holds unchanged`] : []),
     ], { snapshots: result.snapshots, files: result.files, read: result.read, problems: result.problems.length });
@@ -254,7 +292,7 @@ const checkCommand = leafCommand<CheckArgs>({
 
 interface ForgetArgs extends ArchiveArgs {
   'keep-last'?: number; 'keep-daily'?: number; 'keep-weekly'?: number; 'keep-monthly'?: number; 'keep-yearly'?: number;
-  'dry-run': boolean; 'wait-lock'?: string;
+  'dry-run': boolean; 'wait-lock'?: string; 'unused-older-than'?: string;
 }
 
 const RULES = ['last', 'daily', 'weekly', 'monthly', 'yearly'] as const;
@@ -282,14 +320,21 @@ const forgetCommand = leafCommand<ForgetArgs>({
         return true;
       }) as unknown as Argv<ForgetArgs>;
     for (const r of RULES) b = b.option(`keep-${r}`, { type: 'number', describe: r === 'last' ? 'Keep the N newest complete snapshots' : `Keep the newest snapshot of each of the last N ${r === 'daily' ? 'days' : r.replace('ly', 's')} that have one` });
-    return b.option('dry-run', { type: 'boolean', default: false, describe: 'List what would be removed; remove nothing' }) as unknown as Argv<ForgetArgs>;
+    return b.option('dry-run', { type: 'boolean', default: false, describe: 'List what would be removed; remove nothing' })
+      .option('unused-older-than', { type: 'string', describe: 'For an s3:// archive: delete objects no kept snapshot names only once they are this old (default 1d: a run may be uploading them)' })
+      .check((args) => {
+        const age = args['unused-older-than'];
+        if (age !== undefined && parseDuration(String(age)) === null) throw new UsageError(`--unused-older-than must be a duration such as 0s, 12h or 1d, got "${age}"`);
+        return true;
+      }) as unknown as Argv<ForgetArgs>;
   },
   handler: (argv) => withEnding(argv, 'archive forget', async (ending) => {
     // The rules are the command line's, checked before the report is: a usage error writes none (its JSON line says it).
     const policy = await policyOf(argv);
-    await ending.checkReport([{ path: argv.archive, folder: true, what: 'the archive' }]);
+    await ending.checkReport(isBucket(argv.archive) ? [] : [{ path: argv.archive, folder: true, what: 'the archive' }]);
     const report = ending.body;
     Object.assign(report, { dry_run: argv['dry-run'], policy });
+    if (isBucket(argv.archive)) return forgetBucket(argv, policy, report);
     const dir = await archiveDir(argv.archive);
     report.archive = dir;
     const { forgetSnapshots } = await import('../../archive/forget.js');
@@ -320,6 +365,36 @@ const forgetCommand = leafCommand<ForgetArgs>({
   exits: { 1: 'the archive cannot be changed (a run holds it, say)' },
   env: [],
 });
+
+/** `archive forget` of a bucket archive: snapshots, then the objects no kept snapshot names (src/archive/bucket/forget.ts). */
+async function forgetBucket(argv: ForgetArgs, policy: RetentionPolicy, report: ReportBody): Promise<void> {
+  const archive = await archiveStore(argv) as BucketStore;
+  report.archive = archive.where;
+  const { forgetBucketSnapshots, DEFAULT_UNUSED_AGE_MS } = await import('../../archive/bucket/forget.js');
+  const preflight = await preflightOf(argv);
+  try {
+    const lock = argv['dry-run'] ? undefined : await preflight.bucketArchive(archive, argv['wait-lock']);
+    const age = argv['unused-older-than'] === undefined ? DEFAULT_UNUSED_AGE_MS : parseDuration(argv['unused-older-than'])!;
+    const result = await forgetBucketSnapshots(archive, policy, { dryRun: argv['dry-run'], lock, unusedOlderThanMs: age });
+    const dry = argv['dry-run'];
+    report.snapshots = [
+      ...result.decision.keep.map((k) => ({ id: k.id, action: 'keep', reasons: k.reasons })),
+      ...result.decision.remove.map((r) => ({ id: r.id, action: dry ? 'would remove' : 'removed', reasons: [r.reason] })),
+    ].sort((x, y) => (x.id < y.id ? 1 : x.id > y.id ? -1 : 0));
+    Object.assign(report, { objects: result.objects, locked: result.locked, extended: result.extended, requests: archive.bucket.requests });
+    const o = result.objects;
+    print({ archive: archive.where, dry_run: dry, policy, keep: result.decision.keep, remove: result.decision.remove, locked: result.locked, objects: o, extended: result.extended, requests: archive.bucket.requests }, () => [
+      `forget ${archive.where}: keep ${result.keep.length}, ${dry ? 'would remove' : 'removed'} ${result.remove.length}${result.locked.length ? ` (${result.locked.length} kept: still locked)` : ''}`,
+      ...result.decision.keep.map((k) => `  keep    ${k.id}  ${k.reasons.join(', ')}`),
+      ...result.decision.remove.map((r) => `  ${dry ? 'would remove' : 'remove'}  ${r.id}  ${r.reason}`),
+      `  objects no kept snapshot names: ${dry ? 'would delete' : 'deleted'} ${o.removed}; left ${o.young} younger than ${formatDuration(age)}${o.locked ? `, ${o.locked} still locked (Object Lock): not deleted` : ''}`,
+      ...(result.extended.objects ? [`  Object Lock extended for ${result.extended.objects} objects of ${result.extended.snapshots.length} kept snapshots`] : []),
+    ], { keep: result.keep.length, [dry ? 'would_remove' : 'removed']: result.remove.length, locked: result.locked.length, objects_removed: o.removed, objects_locked: o.locked });
+  } finally {
+    await preflight.end();
+    archive.close();
+  }
+}
 
 interface RepairArgs extends ArchiveArgs, Omit<ConnectionArgs, 'json' | 'quiet'> { 'wait-lock'?: string; emulator: boolean }
 
@@ -373,10 +448,71 @@ const repairCommand = leafCommand<RepairArgs>({
   env: CONNECTION_ENV,
 });
 
+interface CopyArgs extends ArchiveArgs { destination: string; snapshot?: string[]; 'wait-lock'?: string; 'lock-mode'?: 'governance' | 'compliance'; 'lock-days'?: number }
+
+const copyCommand = leafCommand<CopyArgs>({
+  command: 'copy <archive> <destination>',
+  describe: 'Copy snapshots into another archive (folder or s3://), sending only content it lacks',
+  builder: (y: Argv) => withArchive(y, 'Write the snapshots copied and what was sent, as --json prints them, to FILE')
+    .positional('destination', { type: 'string', demandOption: true, describe: 'The archive to copy into: a folder (made if missing), or s3://BUCKET/PREFIX' })
+    .option('snapshot', { type: 'string', array: true, describe: 'Only this snapshot (@ID, latest or latest~N); give it again for more. Default: every snapshot' })
+    .option('wait-lock', { type: 'string', describe: 'If a run is writing the destination, wait for it up to DURATION (30s, 5m, 1h) instead of refusing' })
+    .option('lock-mode', { choices: ['governance', 'compliance'] as const, describe: 'For an s3:// destination: S3 Object Lock on every object written (with --lock-days)' })
+    .option('lock-days', { type: 'number', describe: 'For an s3:// destination: days each object written stays locked' })
+    .check((args) => {
+      const wait = args['wait-lock'];
+      if (wait !== undefined && parseDuration(String(wait)) === null) throw new UsageError(`--wait-lock must be a duration such as 30s, 5m or 1h, got "${wait}"`);
+      if ((args['lock-mode'] === undefined) !== (args['lock-days'] === undefined)) throw new UsageError('--lock-mode and --lock-days go together');
+      const days = args['lock-days'];
+      if (days !== undefined && !(Number.isInteger(days) && days >= 1)) throw new UsageError(`--lock-days must be a whole number of days, 1 or more, got ${String(days)}`);
+      if (args['lock-mode'] !== undefined && !isBucket(String(args.destination))) throw new UsageError('--lock-mode and --lock-days are for an s3:// destination: a folder has no Object Lock');
+      return true;
+    }) as unknown as Argv<CopyArgs>,
+  handler: (argv) => reported(argv, 'copy', async (report) => {
+    const from = await archiveStore(argv);
+    const preflight = await preflightOf(argv);
+    let to: ArchiveStore | undefined;
+    try {
+      let lock;
+      if (isBucket(argv.destination)) {
+        to = await archiveStore(argv, argv.destination);
+        lock = await preflight.bucketArchive(to as BucketStore, argv['wait-lock']);
+      } else {
+        const dir = resolve(argv.destination);
+        lock = await preflight.exportTarget(dir, { zip: false, force: false, waitLock: argv['wait-lock'], archive: true });
+        const { snapshotsDir } = await store();
+        await (await import('node:fs/promises')).mkdir(snapshotsDir(dir), { recursive: true });
+        to = await archiveStore(argv, dir);
+      }
+      const { copyArchive } = await import('../../archive/copy.js');
+      const objectLock = argv['lock-mode'] ? { mode: argv['lock-mode'], days: argv['lock-days']! } : undefined;
+      const result = await copyArchive(from, to, { snapshots: argv.snapshot?.map(String), lock, objectLock, signal: stopSignal() });
+      const requests = { ...(from.kind === 'bucket' ? { source: (from as BucketStore).bucket.requests } : {}), ...(to.kind === 'bucket' ? { destination: (to as BucketStore).bucket.requests } : {}) };
+      const value = { from: from.where, to: to.where, ...result, requests };
+      Object.assign(report, value);
+      print(value, () => [
+        `copy ${from.where} -> ${to!.where}: ${result.copied.length} snapshot${result.copied.length === 1 ? '' : 's'} copied, ${result.present.length} there already; ${result.sent.files} files sent (${formatBytes(result.sent.bytes)}), ${result.reused} the destination held`,
+        ...(result.latest ? [`  latest of ${to!.where} is ${result.latest}`] : []),
+      ], { copied: result.copied.length, present: result.present.length, sent: result.sent.files, reused: result.reused });
+    } finally {
+      await preflight.end();
+      from.close();
+      to?.close();
+    }
+  }),
+}, {
+  examples: [
+    ['wds-files archive copy /srv/backup/attachments s3://hr-archive/acme/attachments', 'every snapshot into a bucket, uploading only content it does not hold'],
+    ['wds-files archive copy s3://hr-archive/acme/attachments restored-archive/ --snapshot latest', 'the latest snapshot back into a folder archive'],
+  ],
+  exits: { 1: 'an archive cannot be read or written (a run holds the destination, say)', 2: 'a bad option, or no such archive or snapshot' },
+  env: [],
+});
+
 export const archiveCommand: CommandModule = {
   command: 'archive',
-  describe: 'Snapshot archives: list, show, diff, restore, check, repair, forget',
-  builder: (y: Argv) => y.command(listCommand).command(showCommand).command(diffCommand).command(restoreCommand).command(checkCommand).command(repairCommand).command(forgetCommand)
-    .demandCommand(1, 'name an archive command: list, show, diff, restore, check, repair or forget'),
+  describe: 'Snapshot archives: list, show, diff, restore, check, repair, forget, copy',
+  builder: (y: Argv) => y.command(listCommand).command(showCommand).command(diffCommand).command(restoreCommand).command(checkCommand).command(repairCommand).command(forgetCommand).command(copyCommand)
+    .demandCommand(1, 'name an archive command: list, show, diff, restore, check, repair, forget or copy'),
   handler: () => undefined,
 };

@@ -1,0 +1,73 @@
+/**
+ * What every `archive` command needs of an archive, wherever it lives (DESIGN.md sections 10 and
+ * 13): a folder (store.ts) or an S3 bucket (bucket/store.ts). Reading is the same for both; how a
+ * snapshot is written differs (hard links in a folder, content-addressed objects in a bucket), and
+ * so do the commands that change one in place (forget, check's damaged files, repair).
+ */
+import { readFile } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import { MANIFEST_NAME, type ManifestLine, type ManifestLines } from '../sinks/manifest.js';
+import { SNAPSHOT_FILE, listSnapshots, pickSnapshot, readLatest, readSnapshotManifest, type SnapshotEntry } from './store.js';
+import { isBucketAddress } from './bucket/address.js';
+
+export interface ArchiveStore {
+  readonly kind: 'folder' | 'bucket';
+  /** The folder's absolute path, or the bucket archive's `s3://` address: what messages name. */
+  readonly where: string;
+  /** Finished snapshots oldest first (each with its snapshot.json read), and the ids of unfinished ones. */
+  listSnapshots(): Promise<{ snapshots: SnapshotEntry[]; partial: string[] }>;
+  readLatest(): Promise<string | null>;
+  /** `@ID`, `latest~N`...: as findSnapshot in store.ts. */
+  findSnapshot(ref?: string): Promise<SnapshotEntry>;
+  readManifest(snapshot: SnapshotEntry): Promise<ManifestLines>;
+  /** The manifest as stored, and the snapshot.json: what `archive copy` carries over unchanged. */
+  readSnapshotTexts(snapshot: SnapshotEntry): Promise<{ manifest: string; doc: string }>;
+  /** The stored bytes of one file of a snapshot, as they are (the caller checks them against the line). */
+  readFile(snapshot: SnapshotEntry, line: ManifestLine): Promise<Buffer>;
+  /** Lets go of connections. */
+  close(): void;
+}
+
+/** The folder archive through the interface: the functions of store.ts. */
+export class FolderStore implements ArchiveStore {
+  readonly kind = 'folder';
+  readonly where: string;
+  constructor(dir: string) {
+    this.where = resolve(dir);
+  }
+  listSnapshots() {
+    return listSnapshots(this.where);
+  }
+  readLatest() {
+    return readLatest(this.where);
+  }
+  async findSnapshot(ref?: string) {
+    return pickSnapshot(this.where, (await this.listSnapshots()).snapshots, await this.readLatest(), ref);
+  }
+  readManifest(snapshot: SnapshotEntry) {
+    return readSnapshotManifest(snapshot.dir);
+  }
+  async readSnapshotTexts(snapshot: SnapshotEntry) {
+    return { manifest: await readFile(join(snapshot.dir, MANIFEST_NAME), 'utf8'), doc: await readFile(join(snapshot.dir, SNAPSHOT_FILE), 'utf8') };
+  }
+  readFile(snapshot: SnapshotEntry, line: ManifestLine) {
+    return readFile(join(snapshot.dir, line.path));
+  }
+  close() {}
+}
+
+/** How a command reaches a bucket archive: the `--s3-*` options, or a pipeline's `s3:` block. */
+export interface BucketOptions {
+  endpoint?: string;
+  region?: string;
+  force_path_style?: boolean;
+  storage_class?: string;
+  sse?: 'AES256' | 'aws:kms';
+}
+
+/** The archive a user named: `s3://BUCKET/PREFIX` or a folder. */
+export async function openArchiveStore(address: string, s3: BucketOptions = {}): Promise<ArchiveStore> {
+  if (!isBucketAddress(address)) return new FolderStore(address);
+  const { BucketStore } = await import('./bucket/store.js');
+  return BucketStore.open(address, s3);
+}

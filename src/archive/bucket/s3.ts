@@ -1,0 +1,215 @@
+/**
+ * The S3 requests a bucket archive makes, through `@aws-sdk/client-s3`, counted by kind (what
+ * `bench/archive.ts --store s3` and the run's report print). Retries are the SDK's own (standard
+ * mode: 500s, 503 SlowDown and cut connections, with backoff); the SDK signs requests itself, and
+ * nothing here puts a credential into a message.
+ */
+import { createHash } from 'node:crypto';
+import {
+  DeleteObjectCommand, DeleteObjectsCommand, GetObjectCommand, HeadObjectCommand, ListObjectsV2Command, ListObjectVersionsCommand, PutObjectCommand,
+  PutObjectRetentionCommand, S3Client, type ObjectLockMode, type PutObjectCommandInput,
+} from '@aws-sdk/client-s3';
+import type { BucketAddress, ObjectLock, S3Settings } from './address.js';
+
+/** Attempts of one request before its error is the run's: S3 asks clients to back off on 503 SlowDown. */
+const MAX_ATTEMPTS = 8;
+
+/** One object of a listing. */
+export interface Listed {
+  /** The key below the archive's prefix. */
+  name: string;
+  size: number;
+  modified: Date;
+}
+
+export type RequestKind = 'GET' | 'PUT' | 'HEAD' | 'LIST' | 'DELETE' | 'RETENTION';
+
+/** A request the bucket refused or that failed after its retries: the message names the bucket and key, never a credential. */
+export class BucketError extends Error {
+  override readonly name = 'BucketError';
+  constructor(readonly where: string, readonly status: number | undefined, readonly code: string, cause: unknown) {
+    super(`${where}: ${code}${status ? ` (HTTP ${status})` : ''}`, { cause });
+  }
+}
+
+const statusOf = (error: unknown): number | undefined => (error as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
+const codeOf = (error: unknown): string => (error as { name?: string; Code?: string }).Code ?? (error as Error).name ?? 'Error';
+
+export class Bucket {
+  readonly client: S3Client;
+  /** Requests sent, by kind, retries included. */
+  readonly requests: Record<RequestKind, number> = { GET: 0, PUT: 0, HEAD: 0, LIST: 0, DELETE: 0, RETENTION: 0 };
+  /** Bytes uploaded in object bodies. */
+  uploadedBytes = 0;
+
+  constructor(readonly address: BucketAddress, settings: S3Settings = {}) {
+    // The SDK warns on Node 20 that its releases of 2027 will need Node 22; package-lock.json pins
+    // one that runs on Node 20, so the warning would only clutter every command's output.
+    process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+    const region = settings.region ?? process.env.AWS_REGION ?? process.env.AWS_DEFAULT_REGION;
+    this.client = new S3Client({
+      ...(settings.endpoint ? { endpoint: settings.endpoint } : {}),
+      // An S3 client needs a region even where the storage has none (most S3-compatible servers).
+      ...(region ? { region } : { region: 'us-east-1' }),
+      ...(settings.force_path_style !== undefined ? { forcePathStyle: settings.force_path_style } : {}),
+      maxAttempts: MAX_ATTEMPTS,
+      // Content-MD5 is what every S3-compatible server checks; the newer trailing checksums are not.
+      requestChecksumCalculation: 'WHEN_REQUIRED',
+      responseChecksumValidation: 'WHEN_REQUIRED',
+    });
+    this.storage = { ...(settings.storage_class ? { StorageClass: settings.storage_class as PutObjectCommandInput['StorageClass'] } : {}), ...(settings.sse ? { ServerSideEncryption: settings.sse } : {}) };
+    const kinds: Record<string, RequestKind> = {
+      GetObjectCommand: 'GET', PutObjectCommand: 'PUT', HeadObjectCommand: 'HEAD', ListObjectsV2Command: 'LIST', ListObjectVersionsCommand: 'LIST',
+      DeleteObjectsCommand: 'DELETE', DeleteObjectCommand: 'DELETE', PutObjectRetentionCommand: 'RETENTION', GetObjectRetentionCommand: 'GET',
+    };
+    // Counted once per attempt: the retry step sits above this one.
+    this.client.middlewareStack.add((next, context) => (args) => {
+      const kind = kinds[context.commandName ?? ''];
+      if (kind) this.requests[kind] += 1;
+      return next(args);
+    }, { step: 'finalizeRequest', priority: 'low', name: 'wdsCountRequests' });
+  }
+
+  private readonly storage: Pick<PutObjectCommandInput, 'StorageClass' | 'ServerSideEncryption'>;
+
+  /** The key of `name` under the archive's prefix. */
+  key(name: string): string {
+    return this.address.prefix ? `${this.address.prefix}/${name}` : name;
+  }
+
+  where(name: string): string {
+    return `s3://${this.address.bucket}/${this.key(name)}`;
+  }
+
+  private async send<T>(name: string, step: () => Promise<T>): Promise<T> {
+    try {
+      return await step();
+    } catch (error) {
+      throw new BucketError(this.where(name), statusOf(error), codeOf(error), error);
+    }
+  }
+
+  /** The object's bytes, or null when there is none. */
+  async get(name: string): Promise<Buffer | null> {
+    return (await this.getWithTime(name))?.bytes ?? null;
+  }
+
+  /** The object's bytes and when it was last written, or null when there is none. */
+  async getWithTime(name: string): Promise<{ bytes: Buffer; modified: Date } | null> {
+    try {
+      const answer = await this.client.send(new GetObjectCommand({ Bucket: this.address.bucket, Key: this.key(name) }));
+      return { bytes: Buffer.from(await answer.Body!.transformToByteArray()), modified: answer.LastModified ?? new Date(0) };
+    } catch (error) {
+      if (statusOf(error) === 404) return null;
+      throw new BucketError(this.where(name), statusOf(error), codeOf(error), error);
+    }
+  }
+
+  /** The object's size and Object Lock retain-until, or null when there is none. */
+  async head(name: string): Promise<{ size: number; modified: Date; retainUntil: Date | null } | null> {
+    try {
+      const answer = await this.client.send(new HeadObjectCommand({ Bucket: this.address.bucket, Key: this.key(name) }));
+      return { size: answer.ContentLength ?? 0, modified: answer.LastModified ?? new Date(0), retainUntil: answer.ObjectLockRetainUntilDate ?? null };
+    } catch (error) {
+      if (statusOf(error) === 404) return null;
+      throw new BucketError(this.where(name), statusOf(error), codeOf(error), error);
+    }
+  }
+
+  /**
+   * Writes `name` with its Content-MD5 (the server refuses bytes that arrive otherwise), and the
+   * retain-until of `lock`. With `ifAbsent`, only where no object of that name exists: answers
+   * false when one did (HTTP 412), and nothing was written.
+   */
+  async put(name: string, body: Buffer | string, options: { ifAbsent?: boolean; lock?: ObjectLock; contentType?: string } = {}): Promise<boolean> {
+    const bytes = typeof body === 'string' ? Buffer.from(body) : body;
+    try {
+      await this.client.send(new PutObjectCommand({
+        Bucket: this.address.bucket, Key: this.key(name), Body: bytes, ContentLength: bytes.length,
+        ContentMD5: createHash('md5').update(bytes).digest('base64'),
+        ...(options.contentType ? { ContentType: options.contentType } : {}),
+        ...(options.ifAbsent ? { IfNoneMatch: '*' } : {}),
+        ...(options.lock ? { ObjectLockMode: lockMode(options.lock), ObjectLockRetainUntilDate: retainUntil(options.lock) } : {}),
+        ...this.storage,
+      }));
+      this.uploadedBytes += bytes.length;
+      return true;
+    } catch (error) {
+      if (options.ifAbsent && statusOf(error) === 412) return false;
+      throw new BucketError(this.where(name), statusOf(error), codeOf(error), error);
+    }
+  }
+
+  /** Sets an object's retain-until to `until` (Object Lock only ever lets it move later). */
+  async retain(name: string, lock: ObjectLock, until: Date): Promise<void> {
+    await this.send(name, () => this.client.send(new PutObjectRetentionCommand({
+      Bucket: this.address.bucket, Key: this.key(name), Retention: { Mode: lockMode(lock), RetainUntilDate: until },
+    })));
+  }
+
+  /** Every object under `dir` (a folder of the archive, such as `data/`), 1,000 a request. */
+  async list(dir: string): Promise<Listed[]> {
+    const found: Listed[] = [];
+    const skip = this.key('').length;
+    let token: string | undefined;
+    do {
+      const answer = await this.send(dir, () => this.client.send(new ListObjectsV2Command({ Bucket: this.address.bucket, Prefix: this.key(dir), ContinuationToken: token })));
+      for (const o of answer.Contents ?? []) found.push({ name: o.Key!.slice(skip), size: o.Size ?? 0, modified: o.LastModified ?? new Date(0) });
+      token = answer.IsTruncated ? answer.NextContinuationToken : undefined;
+    } while (token);
+    return found;
+  }
+
+  /**
+   * Deletes `names` for good: in a versioned bucket (Object Lock needs one) every version of each,
+   * since a plain delete there only hides the object behind a marker. Answers the names whose
+   * deletion the bucket refused (an object still locked), with why.
+   */
+  async remove(names: string[]): Promise<{ name: string; why: string }[]> {
+    if (names.length === 0) return [];
+    const wanted = new Set(names.map((n) => this.key(n)));
+    const objects: { Key: string; VersionId?: string }[] = [];
+    const dirs = new Set(names.map((n) => n.slice(0, n.lastIndexOf('/') + 1)));
+    for (const dir of dirs) {
+      let keyMarker: string | undefined;
+      let versionMarker: string | undefined;
+      do {
+        const answer = await this.send(dir, () => this.client.send(new ListObjectVersionsCommand({ Bucket: this.address.bucket, Prefix: this.key(dir), KeyMarker: keyMarker, VersionIdMarker: versionMarker })));
+        for (const v of [...(answer.Versions ?? []), ...(answer.DeleteMarkers ?? [])]) {
+          if (wanted.has(v.Key!)) objects.push({ Key: v.Key!, ...(v.VersionId && v.VersionId !== 'null' ? { VersionId: v.VersionId } : {}) });
+        }
+        keyMarker = answer.IsTruncated ? answer.NextKeyMarker : undefined;
+        versionMarker = answer.IsTruncated ? answer.NextVersionIdMarker : undefined;
+      } while (keyMarker);
+    }
+    const refused: { name: string; why: string }[] = [];
+    const skip = this.key('').length;
+    for (let at = 0; at < objects.length; at += 1000) {
+      const batch = objects.slice(at, at + 1000);
+      const answer = await this.send(names[0]!, () => this.client.send(new DeleteObjectsCommand({
+        Bucket: this.address.bucket, Delete: { Objects: batch, Quiet: true },
+      }, )));
+      for (const e of answer.Errors ?? []) refused.push({ name: e.Key!.slice(skip), why: `${e.Code ?? 'refused'}${e.Message ? `: ${e.Message}` : ''}` });
+    }
+    return refused;
+  }
+
+  /** Removes one object as a plain delete does (a marker in a versioned bucket): for the lock and markers, never for locked objects. */
+  async delete(name: string): Promise<void> {
+    await this.send(name, () => this.client.send(new DeleteObjectCommand({ Bucket: this.address.bucket, Key: this.key(name) })));
+  }
+
+  /** Requests sent so far, all kinds together. */
+  get requestCount(): number {
+    return Object.values(this.requests).reduce((a, b) => a + b, 0);
+  }
+
+  destroy(): void {
+    this.client.destroy();
+  }
+}
+
+const lockMode = (lock: ObjectLock): ObjectLockMode => (lock.mode === 'compliance' ? 'COMPLIANCE' : 'GOVERNANCE');
+
+/** The retain-until of an object written now under `lock`. */
+export const retainUntil = (lock: ObjectLock, from = Date.now()): Date => new Date(from + lock.days * 86_400_000);
