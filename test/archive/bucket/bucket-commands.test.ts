@@ -24,7 +24,8 @@ const server = await s3Server();
 
 const dataKey = (prefix: string, sha: string): string => `${prefix}/data/${sha.slice(0, 2)}/${sha}`;
 
-describe.skipIf(server === null)('archive commands on a bucket archive', () => {
+// Each test runs several CLI children against the S3 server: slow on a loaded machine, not stuck.
+describe.skipIf(server === null)('archive commands on a bucket archive', { timeout: 180_000 }, () => {
   const s3 = server as S3Server;
   const cli = async (args: string[]): Promise<CliRun> => {
     const run = await runCli(args, s3.env);
