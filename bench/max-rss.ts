@@ -51,12 +51,18 @@ export interface Measured {
 export interface MeasureOptions {
   cwd?: string;
   env?: NodeJS.ProcessEnv;
+  /**
+   * Runs the measurer in a process group of its own and hands over a function that signals the
+   * group: the measurer ignores SIGINT, so `stop('SIGINT')` stops a server being measured cleanly.
+   */
+  onStart?: (stop: (signal: NodeJS.Signals) => void) => void;
 }
 
 /** Runs `command args` to its end and answers what it printed and what it cost. */
 export function measure(command: string, args: string[], options: MeasureOptions = {}): Promise<Measured> {
   return new Promise((resolve, reject) => {
-    const child = spawn('python3', ['-c', PARENT, command, ...args], { cwd: options.cwd, env: options.env, stdio: ['ignore', 'pipe', 'pipe', 'pipe'] });
+    const child = spawn('python3', ['-c', PARENT, command, ...args], { cwd: options.cwd, env: options.env, stdio: ['ignore', 'pipe', 'pipe', 'pipe'], detached: options.onStart !== undefined });
+    if (options.onStart) options.onStart((signal) => process.kill(-child.pid!, signal));
     let stdout = '';
     let stderr = '';
     let report = '';

@@ -21,9 +21,10 @@ function userPart(url: string): string | undefined {
   return /^(?:[a-z][a-z0-9+.-]*:)?(?:\/\/)?([^]*)@/i.exec(url)?.[1];
 }
 
-/** Registers each secret of the command line and of WDS_CONSUMER_SECRET and WDS_BASE_URL. */
+/** Registers each secret of the command line and of WDS_CONSUMER_SECRET, WDS_WEBHOOK_TOKEN and WDS_BASE_URL. */
 export function registerCommandLineSecrets(argv: string[], env: NodeJS.ProcessEnv = process.env): void {
   registerSecret(env.WDS_CONSUMER_SECRET);
+  registerSecret(env.WDS_WEBHOOK_TOKEN);
   if (env.WDS_BASE_URL) registerSecret(userPart(env.WDS_BASE_URL));
   for (let i = 0; i < argv.length; i += 1) {
     const arg = argv[i]!;

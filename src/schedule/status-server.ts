@@ -1,12 +1,23 @@
 /**
- * `--status-port`: `/healthz` (200, or 503 naming the pipelines whose last completed run failed) and
- * `/metrics` (Prometheus text). Bound to 127.0.0.1 unless told otherwise: the health of a backup
- * job is nobody else's business, and a container maps the port when it wants it seen.
+ * `--status-port` of `schedule` and `webhook serve`: `/healthz` (200, or 503 naming the pipelines
+ * whose last completed run failed, or what fails in the receiver) and `/metrics` (Prometheus text).
+ * Bound to 127.0.0.1 unless told otherwise: the health of a backup job is nobody else's business,
+ * and a container maps the port when it wants it seen.
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { Health } from './scheduler.js';
-import type { ScheduleMetrics } from './metrics.js';
+
+/** What `/healthz` reports: 200 when ok, else 503 with what fails (the scheduler's pipelines, the receiver's inbox). */
+export interface StatusHealth {
+  ok: boolean;
+  failing: unknown[];
+}
+
+/** What `/metrics` serves: the scheduler's or the webhook receiver's registry. */
+export interface StatusMetrics {
+  text: () => Promise<string>;
+  contentType: string;
+}
 
 export interface StatusServer {
   /** `http://host:port`, the port chosen when 0 was asked. */
@@ -14,7 +25,7 @@ export interface StatusServer {
   close: () => Promise<void>;
 }
 
-export async function startStatusServer(options: { port: number; host: string; health: () => Health; metrics: ScheduleMetrics }): Promise<StatusServer> {
+export async function startStatusServer(options: { port: number; host: string; health: () => StatusHealth; metrics: StatusMetrics }): Promise<StatusServer> {
   const server: Server = createServer((req, res) => {
     const path = new URL(req.url ?? '/', 'http://status').pathname;
     if (req.method !== 'GET' && req.method !== 'HEAD') {

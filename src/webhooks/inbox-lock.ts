@@ -1,12 +1,14 @@
 /**
- * The inbox's append lock: `.events.lock` in the inbox folder, made with exclusive create and held
+ * The inbox's append lock: `.events.lock` in the inbox folder, made by an exclusive link and held
  * for one append (a write and an fsync), so that `serve` and a `reconcile` in another process never
  * write into each other's lines and each sees the other's events before it adds its own. A lock left
  * by a killed process of this host is taken over at once; one from another host (a shared folder)
  * once it is 30 s old, since a holder keeps it for milliseconds.
  */
 import { randomBytes } from 'node:crypto';
-import { link, open, readFile, rename, stat, unlink } from 'node:fs/promises';
+import { linkSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
+import { link, readFile, readdir, rename, stat, unlink } from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
 import { hostname } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { PROCESS_TOKEN, alive } from '../stages/import/journal/file.js';
@@ -22,7 +24,7 @@ export class InboxLockedError extends Error {
 export async function withInboxLock<T>(lock: string, waitMs: number, fn: () => Promise<T>): Promise<T> {
   const me = `${process.pid} ${hostname()} ${PROCESS_TOKEN} ${randomBytes(6).toString('hex')}\n`;
   const deadline = Date.now() + waitMs;
-  for (let attempt = 0; !(await tryCreate(lock, me)); attempt += 1) {
+  for (let attempt = 0; !tryCreate(lock, me); attempt += 1) {
     const seen = await readHolder(lock);
     if (seen && isStale(seen)) await breakStale(lock, seen.text);
     else if (Date.now() > deadline) throw new InboxLockedError(`the webhook inbox is locked by ${seen ? `pid ${seen.pid} on ${seen.host}` : 'another process'} for over ${waitMs / 1000} s; if no other wds-files process uses it, remove ${lock}`);
@@ -31,24 +33,47 @@ export async function withInboxLock<T>(lock: string, waitMs: number, fn: () => P
   try {
     return await fn();
   } finally {
-    if ((await readHolder(lock))?.text === me) await unlink(lock);
+    if (readText(lock) === me) unlinkSync(lock);
   }
 }
 
-async function tryCreate(lock: string, text: string): Promise<boolean> {
-  let handle;
+function readText(lock: string): string | null {
   try {
-    handle = await open(lock, 'wx', 0o600);
+    return readFileSync(lock, 'utf8');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    throw error;
+  }
+}
+
+/**
+ * Makes the lock with its holder written in it from the first instant: written to a file of its
+ * own, then linked to the lock's name (which fails when the lock exists). A process killed between
+ * an exclusive create and the write would leave an empty lock, whose holder nobody could tell.
+ * Synchronous: taken once per group of deliveries, its few small calls cost less than as many
+ * trips to the thread pool.
+ */
+function tryCreate(lock: string, text: string): boolean {
+  const temp = `${lock}.${process.pid}-${randomBytes(6).toString('hex')}`;
+  writeFileSync(temp, text, { mode: 0o600 });
+  try {
+    linkSync(temp, lock);
+    return true;
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'EEXIST') return false;
     throw error;
-  }
-  try {
-    await handle.writeFile(text);
   } finally {
-    await handle.close();
+    unlinkSync(temp);
   }
-  return true;
+}
+
+/** Removes what a process killed while making a lock left beside it: `<lock>.<pid>-<random>` of a pid no longer running. */
+export async function sweepLockLeftovers(lock: string): Promise<void> {
+  const prefix = `${basename(lock)}.`;
+  for (const name of await readdir(dirname(lock))) {
+    const pid = /^(\d+)-[0-9a-f]+$/.exec(name.startsWith(prefix) ? name.slice(prefix.length) : '')?.[1];
+    if (pid !== undefined && Number(pid) !== process.pid && !alive(Number(pid))) await unlink(join(dirname(lock), name)).catch(() => undefined);
+  }
 }
 
 interface Holder {

@@ -15,13 +15,13 @@
  *   new line. A failed write is cut back off, so a refused append leaves nothing behind.
  */
 import { createHash } from 'node:crypto';
-import { createReadStream } from 'node:fs';
+import { createReadStream, fstatSync, ftruncateSync, readSync, statSync, writeSync } from 'node:fs';
 import { mkdir, open, stat, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { WEBHOOK_EVENTS, type WebhookEvent } from '../spec/events.js';
 import { stateFolder } from '../util/xdg.js';
-import { withInboxLock } from './inbox-lock.js';
+import { sweepLockLeftovers, withInboxLock } from './inbox-lock.js';
 
 /** The inbox's file of events, in its folder. */
 export const INBOX_FILE = 'events.jsonl';
@@ -34,6 +34,7 @@ export type InboxSource = 'delivery' | 'reconciled';
 
 /** A member event as the inbox takes it. */
 export interface InboxEventInput {
+  /** `member_created`, `member_updated` or `member_deleted`. */
   event: WebhookEvent;
   /** As the service wrote it: `YYYY-MM-DD HH:MM:SS`, service local time. */
   event_time: string;
@@ -41,22 +42,30 @@ export interface InboxEventInput {
   codes: string[];
 }
 
-export const inboxEventSchema = z.object({
-  /** The event's key: equal for the same event delivered twice. */
+/** One line of the inbox: the event, when it was stored, and where it came from. */
+export interface InboxEvent extends InboxEventInput {
+  /** The event's key: equal for the same event delivered twice (see {@link eventKey}). */
+  id: string;
+  /** When this receiver stored it (ISO 8601, UTC). */
+  received_at: string;
+  /** `delivery`, or `reconciled` when a reconciliation found a change no delivery announced. */
+  source: InboxSource;
+}
+
+const inboxEventSchema: z.ZodType<InboxEvent> = z.object({
   id: z.string(),
   event: z.enum(WEBHOOK_EVENTS),
   event_time: z.string(),
   codes: z.array(z.string()),
-  /** When this receiver stored it (ISO 8601, UTC). */
   received_at: z.string(),
   source: z.enum(['delivery', 'reconciled']),
 });
-/** One line of the inbox. */
-export type InboxEvent = z.infer<typeof inboxEventSchema>;
 
 /** What an append did: events newly stored, and events the inbox held already. */
 export interface AppendResult {
+  /** The events written now, in the order given. */
   stored: InboxEvent[];
+  /** How many of the events given the inbox held already (or held twice), and were not written again. */
   duplicates: number;
 }
 
@@ -78,6 +87,10 @@ interface Pending {
   reject: (error: Error) => void;
 }
 
+/**
+ * The inbox: open it with {@link WebhookInbox.open}, store events with `append` (resolves once they
+ * are on disk), read them with `readEvents`. Several processes may hold one inbox at once.
+ */
 export class WebhookInbox {
   /** Bytes of the file read into the index (always at a line's end). */
   private end = 0;
@@ -86,6 +99,8 @@ export class WebhookInbox {
   private committing: Promise<void> | null = null;
   private closed = false;
   private writes = 0;
+  /** The file's size as the last catch-up found it. */
+  private size0 = 0;
 
   private constructor(
     /** The inbox folder. */
@@ -97,6 +112,7 @@ export class WebhookInbox {
   /** Opens (making it when missing) the inbox in `folder`, and reads its keys. */
   static async open(folder: string = defaultInboxFolder()): Promise<WebhookInbox> {
     await mkdir(folder, { recursive: true, mode: 0o700 });
+    await sweepLockLeftovers(join(folder, LOCK_FILE));
     const { handle, ino } = await openFile(folder);
     const inbox = new WebhookInbox(folder, handle, ino);
     await inbox.catchUp();
@@ -190,13 +206,20 @@ export class WebhookInbox {
     const lines = results.flatMap((result) => result.stored.map((event) => JSON.stringify(event)));
     if (!lines.length) return results;
     const text = Buffer.from(`${torn ? '\n' : ''}${lines.join('\n')}\n`);
-    const start = (await this.handle.stat()).size;
+    // Under the lock nobody else writes: the file ends where the catch-up found it.
+    const start = this.size0;
+    const fd = this.handle.fd;
     try {
-      for (let done = 0; done < text.length;) done += (await this.handle.write(text, done, text.length - done)).bytesWritten;
+      // The write is to the page cache and quick; only the fsync waits for the disk, off the event loop.
+      for (let done = 0; done < text.length;) done += writeSync(fd, text, done, text.length - done);
       await this.handle.datasync();
     } catch (error) {
       // What was written of a refused append is removed, so that it does not turn up later as stored.
-      await this.handle.truncate(start).catch(() => undefined);
+      try {
+        ftruncateSync(fd, start);
+      } catch {
+        // The next append's catch-up reads what stayed, and its line break keeps the lines apart.
+      }
       throw error;
     }
     this.end = start + text.length;
@@ -210,7 +233,9 @@ export class WebhookInbox {
    * cut short: only a killed writer leaves one, as a live one writes while holding the lock.
    */
   private async catchUp(): Promise<boolean> {
-    const size = (await this.handle.stat()).size;
+    const fd = this.handle.fd;
+    const size = fstatSync(fd).size;
+    this.size0 = size;
     if (size < this.end) {
       // Cut back by hand: read it again.
       this.end = 0;
@@ -219,9 +244,9 @@ export class WebhookInbox {
     if (size === this.end) return false;
     const tail = Buffer.alloc(size - this.end);
     for (let got = 0; got < tail.length;) {
-      const { bytesRead } = await this.handle.read(tail, got, tail.length - got, this.end + got);
-      if (!bytesRead) break;
-      got += bytesRead;
+      const read = readSync(fd, tail, got, tail.length - got, this.end + got);
+      if (!read) break;
+      got += read;
     }
     const lastBreak = tail.lastIndexOf(0x0a);
     for (const line of tail.subarray(0, lastBreak + 1).toString('utf8').split('\n')) {
@@ -234,7 +259,12 @@ export class WebhookInbox {
 
   /** An inbox file removed or renamed by hand while open: later events go to the new one, not the lost inode. */
   private async reopenIfReplaced(): Promise<void> {
-    const now = await stat(this.file).then((info) => info.ino, () => null);
+    let now: number | null = null;
+    try {
+      now = statSync(this.file).ino;
+    } catch {
+      // Gone: made again below.
+    }
     if (now === this.ino) return;
     await this.handle.close();
     ({ handle: this.handle, ino: this.ino } = await openFile(this.folder));
@@ -271,6 +301,7 @@ function parseLine(line: string): InboxEvent | null {
   }
 }
 
+/** Which events {@link readInboxEvents} yields. */
 export interface ReadOptions {
   /** Only events received at or after this time. */
   since?: Date;

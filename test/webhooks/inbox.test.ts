@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { appendFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -100,6 +100,10 @@ describe('webhook inbox', () => {
     writeFileSync(join(dir, '.events.lock'), `4194000 ${(await import('node:os')).hostname()} deadbeef 000000\n`);
     await inbox.append([created('A')], 'delivery');
     expect(await all(dir)).toHaveLength(1);
+    // The file a lock is made from, left by a process killed before it linked it: removed at the next open.
+    writeFileSync(join(dir, '.events.lock.4194000-0a1b2c'), 'x');
+    await open(dir);
+    expect(readdirSync(dir).sort()).toEqual([INBOX_FILE]);
   });
 
   it('lists events received since a time', async () => {

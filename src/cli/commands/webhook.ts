@@ -1,22 +1,218 @@
 /**
  * `wds-files webhook ...`: receiving the service's member events (DESIGN.md section 15). Each
- * subcommand is its own leaf command below; the group only names them.
+ * subcommand is its own leaf command below; the group only names them. The work is in
+ * src/webhooks, loaded only when a command runs.
  */
 import type { Argv, CommandModule } from 'yargs';
+import { readFile, stat } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { connect, say, withConnection, UsageError, type ConnectionArgs } from '../connection.js';
 import { requestCounts, withEnding, type Ending } from '../ending.js';
 import { CONNECTION_ENV, leafCommand } from '../help-text.js';
+import { verbosity } from '../log.js';
+import { stopSignal } from '../stop-signal.js';
+import { parseDuration } from '../../util/duration.js';
+import { redact, registerSecret } from '../../util/redact.js';
 
 export const webhookCommand: CommandModule = {
   command: 'webhook',
-  describe: 'Webhooks: register a setting, find the events never delivered',
+  describe: 'Webhooks: receive the member events, list them, register a setting, find the events never delivered',
   builder: (y: Argv) => y
+    .command(webhookServeCommand)
+    .command(webhookEventsCommand)
     .command(webhookRegisterCommand)
     .command(webhookReconcileCommand)
     .demandCommand(1, 'name a webhook command'),
   handler: () => undefined,
 };
+
+const inboxModule = () => import('../../webhooks/inbox.js');
+
+interface InboxArgs {
+  inbox?: string;
+  json: boolean;
+}
+
+/** `--inbox` and `--json`, shared by the webhook commands. */
+const withInbox = <T>(y: Argv<T>, json: string): Argv<T & InboxArgs> =>
+  y.option('inbox', { type: 'string', describe: 'The inbox folder (default $XDG_STATE_HOME/wds-files/webhooks)' })
+    .option('json', { type: 'boolean', default: false, describe: json }) as unknown as Argv<T & InboxArgs>;
+
+/** The inbox folder the user named, or the default one. */
+async function inboxFolder(argv: InboxArgs): Promise<string> {
+  return argv.inbox === undefined ? (await inboxModule()).defaultInboxFolder() : resolve(argv.inbox);
+}
+
+/** A line of the receiver's log: stderr, with the time, redacted (the token is registered as a secret). */
+const log = (line: string): void => {
+  process.stderr.write(`${new Date().toISOString()} ${redact(line)}\n`);
+};
+
+// ---- webhook serve ----
+
+interface ServeArgs extends InboxArgs {
+  port: number;
+  host: string;
+  path: string;
+  'tls-cert'?: string;
+  'tls-key'?: string;
+  'token-file'?: string;
+  'status-port'?: number;
+  'status-host': string;
+}
+
+/** The webhook secret: `--token-file`, else WDS_WEBHOOK_TOKEN; never a flag's value, which `ps` would show. */
+async function readToken(argv: ServeArgs): Promise<string> {
+  let token: string;
+  if (argv['token-file'] !== undefined) {
+    const text = await readFile(argv['token-file'], 'utf8').catch((error: Error) => {
+      throw new UsageError(`--token-file ${argv['token-file']} cannot be read: ${error.message}`);
+    });
+    // Its first line, as `webhook register` reads and writes it.
+    token = text.split(/\r?\n/)[0]!;
+    if (!token) throw new UsageError(`--token-file ${argv['token-file']} is empty; it must hold the webhook setting's secret`);
+  } else {
+    token = process.env.WDS_WEBHOOK_TOKEN ?? '';
+    if (!token) throw new UsageError('the webhook secret is needed: set WDS_WEBHOOK_TOKEN or give --token-file FILE');
+  }
+  registerSecret(token);
+  return token;
+}
+
+async function tlsOptions(argv: ServeArgs): Promise<{ cert: Buffer; key: Buffer } | null> {
+  const cert = argv['tls-cert'];
+  const key = argv['tls-key'];
+  if (cert === undefined && key === undefined) return null;
+  if (cert === undefined || key === undefined) throw new UsageError('--tls-cert and --tls-key go together: give both, or neither for plain HTTP');
+  const read = (file: string, flag: string) => readFile(file).catch((error: Error) => {
+    throw new UsageError(`${flag} ${file} cannot be read: ${error.message}`);
+  });
+  return { cert: await read(cert, '--tls-cert'), key: await read(key, '--tls-key') };
+}
+
+async function serve(argv: ServeArgs, ending: Ending): Promise<void> {
+  if (!argv.path.startsWith('/')) throw new UsageError(`--path must start with /, as ${argv.path} does not`);
+  const token = await readToken(argv);
+  const tls = await tlsOptions(argv);
+  const folder = await inboxFolder(argv);
+  const [{ WebhookInbox }, { createWebhookReceiver }, { WebhookMetrics }, { startStatusServer }, { startWebhookServer }] = await Promise.all([
+    inboxModule(), import('../../webhooks/receiver.js'), import('../../webhooks/metrics.js'), import('../../schedule/status-server.js'), import('../../webhooks/server.js'),
+  ]);
+  const inbox = await WebhookInbox.open(folder).catch((error: Error) => {
+    throw new Error(`the webhook inbox ${folder} cannot be opened: ${error.message}`);
+  });
+  const metrics = new WebhookMetrics(inbox);
+  const counts = { stored: 0, duplicates: 0, refused: 0 };
+  ending.counts = counts;
+  const handler = createWebhookReceiver({
+    token, inbox, path: argv.path,
+    onOutcome: (outcome) => {
+      metrics.record(outcome);
+      if (outcome.outcome === 'stored') {
+        counts.stored += 1;
+        // One line per event only with -v: at a thousand deliveries a second the log would cost more than the storing.
+        if (verbosity() >= 1) for (const event of outcome.events) log(`stored ${event.event} ${event.event_time} (${event.codes.length} code${event.codes.length === 1 ? '' : 's'})`);
+      } else if (outcome.outcome === 'duplicate') counts.duplicates += 1;
+      else {
+        counts.refused += 1;
+        log(`refused (${outcome.status} ${outcome.reason}): ${outcome.message}${outcome.error ? `: ${outcome.error.message}` : ''}`);
+      }
+    },
+  });
+  const signal = stopSignal();
+  const server = await startWebhookServer({ handler, port: argv.port, host: argv.host, tls }).catch((error: Error) => {
+    throw new UsageError(`--port ${argv.port} on ${argv.host} cannot be served: ${error.message}`);
+  });
+  const status = argv['status-port'] === undefined
+    ? null
+    : await startStatusServer({ port: argv['status-port'], host: argv['status-host'], health: () => metrics.health(), metrics }).catch(async (error: Error) => {
+      await server.close();
+      throw new UsageError(`--status-port ${argv['status-port']} on ${argv['status-host']} cannot be served: ${error.message}`);
+    });
+  log(`receiving webhooks at ${server.url}${argv.path}; inbox ${folder}`);
+  if (status) log(`status: ${status.url}/healthz and ${status.url}/metrics`);
+  if (!signal.aborted) await new Promise((done) => signal.addEventListener('abort', done, { once: true }));
+  // Stops accepting, lets the deliveries under way be stored and answered, then closes the inbox.
+  await server.close();
+  await inbox.close();
+  await status?.close();
+  log(`stopped (${String(signal.reason)}): ${counts.stored} stored, ${counts.duplicates} duplicates, ${counts.refused} refused`);
+  ending.body.inbox = folder;
+  ending.print({ inbox: folder, ...counts }, () => []);
+}
+
+export const webhookServeCommand = leafCommand<ServeArgs>({
+  command: 'serve',
+  describe: 'Receive the service\'s member events and store each in the inbox before answering 2xx',
+  builder: (y: Argv) =>
+    withInbox(y, 'On stopping, one JSON line on stdout with what was received')
+      .option('port', { type: 'number', demandOption: true, describe: 'The port deliveries come to; 0 picks a free one (printed)' })
+      .option('host', { type: 'string', default: '127.0.0.1', describe: 'The address to listen on (0.0.0.0: every interface)' })
+      .option('path', { type: 'string', default: '/', describe: 'The path deliveries are posted to; others answer 404' })
+      .option('tls-cert', { type: 'string', describe: 'HTTPS: the certificate chain (PEM), with --tls-key' })
+      .option('tls-key', { type: 'string', describe: 'HTTPS: its private key (PEM)' })
+      .option('token-file', { type: 'string', describe: 'A file holding the webhook setting\'s secret (else env WDS_WEBHOOK_TOKEN)' })
+      .option('status-port', { type: 'number', describe: 'Serve /healthz and /metrics (Prometheus) on this port; 0 picks a free one' })
+      .option('status-host', { type: 'string', default: '127.0.0.1', describe: 'Address the status port listens on' }) as unknown as Argv<ServeArgs>,
+  handler: (argv) => withEnding(argv, 'webhook serve', (ending) => serve(argv, ending)),
+}, {
+  examples: [
+    ['WDS_WEBHOOK_TOKEN=... wds-files webhook serve --port 8443 --tls-cert cert.pem --tls-key key.pem --host 0.0.0.0', 'HTTPS facing the service directly'],
+    ['wds-files webhook serve --port 8080 --token-file /etc/wds/webhook-token --status-port 9464', 'behind a reverse proxy that ends TLS, with /healthz and /metrics'],
+  ],
+  exits: { 0: 'stopped by SIGTERM or Ctrl-C once the deliveries under way were stored and answered', 1: 'the inbox cannot be opened', 2: 'a bad option, no secret, or the port cannot be served' },
+  env: ['WDS_WEBHOOK_TOKEN', 'XDG_STATE_HOME'],
+});
+
+// ---- webhook events ----
+
+interface EventsArgs extends InboxArgs {
+  since?: string;
+}
+
+/** `--since`: an ISO time, or a duration back from now (`90m`, `2h`). */
+function sinceOf(text: string | undefined): Date | undefined {
+  if (text === undefined) return undefined;
+  const back = parseDuration(text);
+  if (back !== null) return new Date(Date.now() - back);
+  const at = Date.parse(text);
+  if (!Number.isFinite(at)) throw new UsageError(`--since must be a time such as 2026-12-01T09:00:00Z or a duration such as 2h, not "${text}"`);
+  return new Date(at);
+}
+
+const shownCodes = (codes: string[]): string => (codes.length <= 5 ? codes.join(',') : `${codes.slice(0, 5).join(',')},... (${codes.length} codes)`);
+
+async function listEvents(argv: EventsArgs, ending: Ending): Promise<void> {
+  const since = sinceOf(argv.since);
+  const folder = await inboxFolder(argv);
+  if (!(await stat(folder).catch(() => null))?.isDirectory()) throw new UsageError(`there is no webhook inbox at ${folder} (webhook serve makes it)`);
+  const { readInboxEvents } = await inboxModule();
+  const counts: Record<string, number> = { events: 0, delivery: 0, reconciled: 0 };
+  ending.counts = counts;
+  if (argv.json) ending.printedOwn();
+  for await (const event of readInboxEvents(folder, { since })) {
+    counts.events! += 1;
+    counts[event.source]! += 1;
+    if (argv.json) process.stdout.write(`${JSON.stringify(event)}\n`);
+    else console.log(`${event.received_at}  ${event.source.padEnd(10)}  ${event.event.padEnd(14)}  ${event.event_time}  ${shownCodes(event.codes)}`);
+  }
+}
+
+export const webhookEventsCommand = leafCommand<EventsArgs>({
+  command: 'events',
+  describe: 'The events in the inbox, oldest first',
+  builder: (y: Argv) =>
+    withInbox(y, 'One JSON line per event: event, event_time, codes, received_at, source, id')
+      .option('since', { type: 'string', describe: 'Only events received since this time (ISO 8601) or this long ago (30m, 2h)' }) as unknown as Argv<EventsArgs>,
+  handler: (argv) => withEnding(argv, 'webhook events', (ending) => listEvents(argv, ending)),
+}, {
+  examples: [
+    ['wds-files webhook events --since 1h', 'the events received in the last hour'],
+    ['wds-files webhook events --json | jq -c \'select(.event == "member_created")\'', 'one JSON line per event, for scripts'],
+  ],
+  exits: { 1: 'the inbox cannot be read', 2: 'a bad option, or no inbox in that folder' },
+  env: ['XDG_STATE_HOME'],
+});
 
 // ---- webhook register ----
 
