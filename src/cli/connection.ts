@@ -6,7 +6,7 @@
 import type { Argv } from 'yargs';
 import type { WaitEvent } from '../client/limiter.js';
 import type { Endpoint, PipelineConnection } from '../pipeline-files/connection.js';
-import { SAMPLE_COMPANY_DIR } from './paths.js';
+import { EMBEDDED_EMULATOR } from './embedded.js';
 import { clientLogger, say as sayLine } from './log.js';
 
 export interface ConnectionArgs {
@@ -64,7 +64,7 @@ export async function resolveEndpoint(args: ConnectionArgs): Promise<Endpoint> {
     consumerSecret: args['consumer-secret'],
     consumerSecretFile: args['consumer-secret-file'],
     names: { baseUrl: '--base-url', consumerKey: '--consumer-key', consumerSecret: '--consumer-secret', consumerSecretFile: '--consumer-secret-file' },
-    seed: SAMPLE_COMPANY_DIR,
+    embedded: EMBEDDED_EMULATOR,
     onEmbedded: (url) => say(args, `No --base-url or WDS_BASE_URL: using the embedded emulator with the sample company at ${url}`),
     fail: (message) => new UsageError(message),
   });

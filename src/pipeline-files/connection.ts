@@ -1,7 +1,8 @@
 /**
  * The client a pipeline file's run, plan or online check uses: the file's `connection`, else
  * WDS_BASE_URL, WDS_CONSUMER_KEY and WDS_CONSUMER_SECRET; with no base URL at all, the embedded
- * emulator with the sample company when the caller allows it (the CLI does, as its other commands).
+ * emulator with the sample company when the caller hands one in (the CLI does, as for its other
+ * commands: src/cli/embedded.ts; nothing here imports the emulator).
  * The CLI's commands connect through the same two steps (endpointOf, clientFor), naming their flags
  * where a file names its keys.
  */
@@ -10,23 +11,35 @@ import { WdsClient } from '../client/client.js';
 import type { WaitEvent } from '../client/limiter.js';
 import { parseLimitsSetting } from '../client/limits-setting.js';
 import type { Logger } from '../client/options.js';
-import type { RunningEmulator } from '../emulator/index.js';
 import { baseUrlProblem } from '../client/option-schema.js';
 import { redactUrl, registerSecret } from '../util/redact.js';
 import type { LoadedPipeline } from './load.js';
 
+/** A service started for one run, and how to stop it. */
+export interface StartedService {
+  url: string;
+  close(): Promise<void>;
+}
+
+/**
+ * The service a run uses when no base URL is set: the CLI's embedded emulator with the sample
+ * company. Its credentials are known before it starts, so that a target is checked first.
+ */
+export interface EmbeddedService {
+  credentials(): Promise<{ consumerKey: string; consumerSecret: string }>;
+  start(): Promise<StartedService>;
+}
+
 export interface PipelineConnection {
   client: WdsClient;
-  embedded?: RunningEmulator;
+  embedded?: StartedService;
   close(): Promise<void>;
 }
 
 export interface ConnectOptions {
   env?: NodeJS.ProcessEnv;
-  /** Start the embedded emulator when no base URL is set. Default false. */
-  embedded?: boolean;
-  /** The sample company the embedded emulator starts with. */
-  seed?: string;
+  /** Started when no base URL is set; without it, a file with no base URL is refused. */
+  embedded?: EmbeddedService;
   dryRun?: boolean;
   log?: (line: string) => void;
   /** The client's request lines and warnings. */
@@ -49,7 +62,7 @@ export interface Endpoint {
   consumerKey: string;
   consumerSecret: string;
   /** Set when no base URL was given and the embedded emulator was started for this run. */
-  embedded?: RunningEmulator;
+  embedded?: StartedService;
 }
 
 /** What the caller was given (flags, or a file's `connection`), and how it names them to the user. */
@@ -61,8 +74,8 @@ export interface EndpointSettings {
   consumerSecretFile?: string;
   /** The setting's name in a message, e.g. `--consumer-key` or `connection.consumer_key`. */
   names: { baseUrl: string; consumerKey: string; consumerSecret: string; consumerSecretFile: string };
-  /** The sample company the embedded emulator starts with, when there is no base URL. */
-  seed?: string;
+  /** Started when there is no base URL; without it, no base URL is an error. */
+  embedded?: EmbeddedService;
   /** Told the embedded emulator's address when it is used, to say so in the caller's words. */
   onEmbedded?: (url: string) => void;
   /** The error to throw for a problem of the settings. */
@@ -84,14 +97,12 @@ export async function endpointOf(settings: EndpointSettings, env: NodeJS.Process
   // Checked here, where the setting has its name, so that a bad address is the caller's usage error.
   const problem = baseUrl ? baseUrlProblem(baseUrl) : null;
   if (problem) throw settings.fail(`${settings.baseUrl ? names.baseUrl : 'WDS_BASE_URL'} ${problem}, got "${redactUrl(baseUrl!)}"`);
-  let embedded: RunningEmulator | undefined;
+  let embedded: StartedService | undefined;
   if (!baseUrl) {
-    // The emulator (and sharp, which it uses for trimming) is loaded only when it is needed.
-    const { startEmulator, DEFAULT_CONSUMER_KEY, DEFAULT_CONSUMER_SECRET } = await import('../emulator/index.js');
-    embedded = await startEmulator({ port: 0, seed: settings.seed, maintenance: false });
+    if (!settings.embedded) throw settings.fail(`no service to connect to: set ${names.baseUrl}, or WDS_BASE_URL`);
+    ({ consumerKey, consumerSecret } = await settings.embedded.credentials());
+    embedded = await settings.embedded.start();
     baseUrl = embedded.url;
-    consumerKey = DEFAULT_CONSUMER_KEY;
-    consumerSecret = DEFAULT_CONSUMER_SECRET;
     settings.onEmbedded?.(baseUrl);
   }
   const missing = [!consumerKey && `${names.consumerKey} (or WDS_CONSUMER_KEY)`, !consumerSecret && `${names.consumerSecret} (or WDS_CONSUMER_SECRET)`].filter(Boolean);
@@ -180,7 +191,7 @@ export async function connectPipeline(pipeline: LoadedPipeline, options: Connect
   const { base_url: baseUrl, consumer_key: consumerKey, consumer_secret: consumerSecret, consumer_secret_file: consumerSecretFile } = pipeline.connection;
   if (!(baseUrl ?? env.WDS_BASE_URL) && !options.embedded) throw fail('no service to connect to: set connection.base_url in the file, or WDS_BASE_URL');
   const endpoint = await endpointOf({
-    baseUrl, consumerKey, consumerSecret, consumerSecretFile, seed: options.seed, fail,
+    baseUrl, consumerKey, consumerSecret, consumerSecretFile, embedded: options.embedded, fail,
     onEmbedded: (url) => options.log?.(`no connection.base_url or WDS_BASE_URL: using the embedded emulator with the sample company at ${url}`),
     names: { baseUrl: 'connection.base_url', consumerKey: 'connection.consumer_key', consumerSecret: 'connection.consumer_secret', consumerSecretFile: 'connection.consumer_secret_file' },
   }, env);

@@ -18,6 +18,7 @@ import { isWdsError } from '../client/errors.js';
 import { GONE_REASON } from '../sources/file-rules.js';
 import { SourceMismatchError, sourceOf, type ExportSource } from '../sinks/source.js';
 import type { LoadedPipeline } from './load.js';
+import type { EmbeddedService } from './connection.js';
 
 /** What a run did: what `run --json` prints, notifications carry and the scheduler counts. */
 export interface PipelineRunSummary {
@@ -59,10 +60,8 @@ export interface RunPipelineOptions {
   /** Imports send with Dry-Run: 1 and move nothing. */
   dryRun?: boolean;
   log?: (line: string) => void;
-  /** With no base URL, run against the embedded emulator (the CLI's default). Default false. */
-  embedded?: boolean;
-  /** The embedded emulator's company (default: the emulator's own). */
-  seed?: string;
+  /** With no base URL, run against this (the CLI's embedded emulator, its default); without it, such a file is refused. */
+  embedded?: EmbeddedService;
   env?: NodeJS.ProcessEnv;
   /** Shown to other runs that find the lock taken. */
   command?: string;
@@ -192,7 +191,7 @@ async function refuseTarget(pipeline: LoadedPipeline): Promise<void> {
 }
 
 /** Where an export's target would take files from, as far as the settings tell before connecting; null when they do not. */
-export async function settingsSource(pipeline: LoadedPipeline, options: { embedded?: boolean; env?: NodeJS.ProcessEnv }): Promise<ExportSource | null> {
+export async function settingsSource(pipeline: LoadedPipeline, options: { embedded?: EmbeddedService; env?: NodeJS.ProcessEnv }): Promise<ExportSource | null> {
   const env = options.env ?? process.env;
   const baseUrl = pipeline.connection.base_url ?? env.WDS_BASE_URL;
   if (baseUrl) {
@@ -200,8 +199,8 @@ export async function settingsSource(pipeline: LoadedPipeline, options: { embedd
     return key ? sourceOf(baseUrl, key) : null;
   }
   if (!options.embedded) return null;
-  const { DEFAULT_CONSUMER_KEY } = await import('../emulator/config.js');
-  return sourceOf('the embedded emulator', DEFAULT_CONSUMER_KEY);
+  const { consumerKey } = await options.embedded.credentials();
+  return sourceOf('the embedded emulator', consumerKey);
 }
 
 /**
@@ -271,7 +270,7 @@ async function executeWith(
   // The client and the stages load here, after the lock and while a snapshot starts.
   const { connectPipeline } = await import('./connection.js');
   const connection = await connectPipeline(pipeline, {
-    env: options.env, embedded: options.embedded, seed: options.seed, dryRun, log, logger: options.logger, tokenCache: options.tokenCache,
+    env: options.env, embedded: options.embedded, dryRun, log, logger: options.logger, tokenCache: options.tokenCache,
   });
   try {
     const { client } = connection;

@@ -4,14 +4,13 @@
  * and file parts they name, and the members their sources' files are for.
  */
 import { PipelineFileError, loadPipelineFile, locate, type LoadedPipeline, type PipelineProblem } from './load.js';
+import type { EmbeddedService } from './connection.js';
 
 export interface ValidateOptions {
   env?: NodeJS.ProcessEnv;
   online?: boolean;
-  /** Online checks with no base URL run against the embedded emulator. */
-  embedded?: boolean;
-  /** The embedded emulator's company. */
-  seed?: string;
+  /** Online checks with no base URL run against this (the CLI's embedded emulator). */
+  embedded?: EmbeddedService;
   log?: (line: string) => void;
 }
 
@@ -55,7 +54,7 @@ async function onlineProblems(pipeline: LoadedPipeline, shown: string, options: 
   const problems: PipelineProblem[] = [];
   let connection;
   try {
-    connection = await connectPipeline(pipeline, { env: options.env, embedded: options.embedded, seed: options.seed, log: options.log });
+    connection = await connectPipeline(pipeline, { env: options.env, embedded: options.embedded, log: options.log });
   } catch (error) {
     return [await locate(pipeline.file, shown, ['connection'], (error as Error).message)];
   }

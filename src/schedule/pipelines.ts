@@ -120,7 +120,7 @@ export function runnerOf(
     name: pipeline.name,
     file: pipeline.file,
     baseUrl: pipeline.connection.base_url ?? env.WDS_BASE_URL,
-    run: ({ signal, log }) => runPipelineFile(pipeline, { signal, log, env, embedded: false, command }),
+    run: ({ signal, log }) => runPipelineFile(pipeline, { signal, log, env, command }),
     afterRun: async (outcome) => {
       const summary = summaryOf(pipeline, outcome);
       options.onSummary?.(summary);

@@ -6,7 +6,7 @@
 import type { Argv } from 'yargs';
 import { say, UsageError } from '../connection.js';
 import { clientLogger } from '../log.js';
-import { SAMPLE_COMPANY_DIR } from '../paths.js';
+import { EMBEDDED_EMULATOR } from '../embedded.js';
 import { loadOrExit, pipelinePlaces } from './pipeline-file.js';
 import { withEnding } from '../ending.js';
 import { CONNECTION_ENV, leafCommand } from '../help-text.js';
@@ -34,7 +34,7 @@ export const planCommand = leafCommand<PlanArgs>({
     const report = ending.body;
     report.file = argv.file;
     report.pipeline = pipeline.name;
-    const connection = await connectPipeline(pipeline, { embedded: true, seed: SAMPLE_COMPANY_DIR, log: (line) => say(argv, line), logger: clientLogger })
+    const connection = await connectPipeline(pipeline, { embedded: EMBEDDED_EMULATOR, log: (line) => say(argv, line), logger: clientLogger })
       .catch((error: Error) => {
         throw new UsageError(error.message);
       });

@@ -8,7 +8,7 @@ import { parseDuration } from '../../util/duration.js';
 import { say, UsageError } from '../connection.js';
 import { withEnding } from '../ending.js';
 import { clientLogger, sayError } from '../log.js';
-import { SAMPLE_COMPANY_DIR } from '../paths.js';
+import { EMBEDDED_EMULATOR } from '../embedded.js';
 import { stopSignal } from '../stop-signal.js';
 import { loadOrExit, pipelinePlaces } from './pipeline-file.js';
 import { CONNECTION_ENV, leafCommand } from '../help-text.js';
@@ -73,8 +73,7 @@ export const runCommand = leafCommand<RunArgs>({
       signal: stopSignal(),
       dryRun: argv['dry-run'],
       log,
-      embedded: true,
-      seed: SAMPLE_COMPANY_DIR,
+      embedded: EMBEDDED_EMULATOR,
       command: commandLine(),
       waitLockMs: argv['wait-lock'] ? parseDuration(argv['wait-lock']) ?? 0 : 0,
       logger: clientLogger,

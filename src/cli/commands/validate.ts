@@ -6,7 +6,7 @@
 import type { Argv } from 'yargs';
 import { UsageError, say } from '../connection.js';
 import { EXIT } from '../exit-codes.js';
-import { SAMPLE_COMPANY_DIR } from '../paths.js';
+import { EMBEDDED_EMULATOR } from '../embedded.js';
 import { withEnding } from '../ending.js';
 import { CONNECTION_ENV, leafCommand } from '../help-text.js';
 
@@ -44,8 +44,7 @@ export const validateCommand = leafCommand<ValidateArgs>({
     report.online = argv.online;
     const { problems } = await validatePipelineFiles(files, {
       online: argv.online,
-      embedded: true,
-      seed: SAMPLE_COMPANY_DIR,
+      embedded: EMBEDDED_EMULATOR,
       log: (line) => say(argv, line),
     });
     report.files = files.map((file) => {
