@@ -55,6 +55,13 @@ interface Plan {
   named: { key: string; code: string; file_name: string }[] | null;
 }
 
+/** What the steps leave for the result: a snapshot's info, the files that changed meanwhile, and whether the run wrote nothing. */
+interface Outcome {
+  snapshot?: SnapshotInfo;
+  changed: number;
+  abandoned?: boolean;
+}
+
 /** How a run ended, for its one `dispose`: what becomes of its target. */
 type Ending =
   /** Completed, or paused for a rerun: the sink is ended already. */
@@ -78,7 +85,6 @@ export class ExportRun {
   /** Files started while the service listed (a target that opens then); null for a target that waits for the listing. */
   private readonly early: EarlyDownloads | null;
   private relists = (): number => 0;
-  private disposed = false;
 
   constructor(private readonly options: ExportOptions, private readonly settings: RunSettings, private readonly target: ExportTarget<SnapshotInfo>) {
     this.report = new RunReport(settings.where);
@@ -116,10 +122,12 @@ export class ExportRun {
   async run(): Promise<ExportResult> {
     let ending: Ending = 'abandoned';
     let reason: unknown;
-    let outcome: { snapshot?: SnapshotInfo; changed: number };
+    let outcome: Outcome;
     try {
       outcome = await this.steps();
-      ending = 'settled';
+      // Stopped while the service listed, before any file was started: nothing is written.
+      ending = outcome.abandoned ? 'abandoned' : 'settled';
+      reason = this.options.signal?.reason;
     } catch (error) {
       ending = this.lost() ? 'let go' : this.stage ? 'failed' : 'abandoned';
       reason = ending === 'let go' ? this.lost() : error;
@@ -132,7 +140,7 @@ export class ExportRun {
   }
 
   /** list → plan → transfer → settle; a run stopped while the service lists ends after the first. */
-  private async steps(): Promise<{ snapshot?: SnapshotInfo; changed: number }> {
+  private async steps(): Promise<Outcome> {
     const listed = await this.list();
     if (listed) this.report.notes.push(...listed.notes);
     if (this.options.signal?.aborted) return this.stoppedWhileListing(listed);
@@ -193,14 +201,13 @@ export class ExportRun {
    * output, which the next run continues, as after any stop; before any was started, nothing is
    * written.
    */
-  private async stoppedWhileListing(listed: Listed | null): Promise<{ snapshot?: SnapshotInfo; changed: number }> {
+  private async stoppedWhileListing(listed: Listed | null): Promise<Outcome> {
     // How many files there are is known only when the listing came in whole.
     this.report.interrupted = { signal: interruptedBy(this.options.signal!), ...(listed ? { total: listed.files.length } : {}) };
     const stage = this.early && this.early.started.size > 0 ? await this.staging!.catch(() => null) : null;
     if (!stage) {
       if (this.lost()) throw this.lost();
-      await this.dispose('abandoned', this.options.signal!.reason);
-      return { changed: 0 };
+      return { changed: 0, abandoned: true };
     }
     this.stage = stage;
     stage.feed.end();
@@ -310,8 +317,6 @@ export class ExportRun {
    * the process's memory tuning for downloads (src/util/runtime.ts) end with it.
    */
   private async dispose(ending: Ending, reason?: unknown): Promise<void> {
-    if (this.disposed) return;
-    this.disposed = true;
     try {
       if (ending !== 'settled') await this.stopStage(ending, reason);
       if (ending === 'failed') await this.target.discard().catch(() => undefined);
