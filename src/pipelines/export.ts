@@ -55,7 +55,7 @@ export async function runExport(options: ExportOptions): Promise<ExportResult> {
   let concurrency: number;
   let held: HeldTarget | null = null;
   try {
-    // The list and download stages' options, through the schemas pipeline files use (stages/options.ts).
+    // The list and download stages' options, through the schemas pipeline files use (stages/registry.ts).
     since = stageOptions('list', { since: options.since }, where).since;
     concurrency = stageOptions('download', { concurrency: options.concurrency }, where).concurrency ?? defaultConcurrency(options.what);
     if (options.archive && (options.since !== undefined || isZipTarget(options.out))) {

@@ -1,5 +1,5 @@
 /**
- * `pool` (stages/download.ts) hands each download one of `concurrency` connection slots (its lane
+ * `pool` (stages/export/download.ts) hands each download one of `concurrency` connection slots (its lane
  * of ConnectionLanes): a lane is held by one download at a time, from its start until it releases
  * it, so no connection ever carries two requests; at most `concurrency` hold one, at most twice as
  * many are under way, and every item runs once.
