@@ -28,6 +28,8 @@ export const INBOX_FILE = 'events.jsonl';
 const LOCK_FILE = '.events.lock';
 /** How long an append waits for another process's append before it fails (and the delivery gets 503). */
 const LOCK_WAIT_MS = 5_000;
+/** Groups written whose fsync has not ended yet, at most: beyond, the next group waits for the disk. */
+const SYNCS_UNDER_WAY = 4;
 
 /** Where an event came from: a webhook delivery, or a reconciliation that found a change no delivery announced. */
 export type InboxSource = 'delivery' | 'reconciled';
@@ -80,6 +82,13 @@ export function eventKey(event: InboxEventInput): string {
   return createHash('sha256').update(JSON.stringify([event.event, event.event_time, codes])).digest('hex').slice(0, 32);
 }
 
+/** A group written: its results, its bytes, and the file it went to (whose fsync makes it durable). */
+interface Written {
+  results: AppendResult[];
+  bytes: number;
+  handle: FileHandle;
+}
+
 interface Pending {
   events: InboxEventInput[];
   source: InboxSource;
@@ -99,6 +108,8 @@ export class WebhookInbox {
   private committing: Promise<void> | null = null;
   private closed = false;
   private writes = 0;
+  /** The fsyncs of groups written, not ended yet. */
+  private readonly syncing = new Set<Promise<void>>();
   /** The file's size as the last catch-up found it. */
   private size0 = 0;
 
@@ -115,7 +126,7 @@ export class WebhookInbox {
     await sweepLockLeftovers(join(folder, LOCK_FILE));
     const { handle, ino } = await openFile(folder);
     const inbox = new WebhookInbox(folder, handle, ino);
-    await inbox.catchUp();
+    inbox.catchUp();
     return inbox;
   }
 
@@ -171,23 +182,36 @@ export class WebhookInbox {
   private async commitLoop(): Promise<void> {
     // One turn of the event loop first, so that the deliveries read meanwhile join the first write.
     await new Promise((resolve) => setImmediate(resolve));
-    while (this.queue.length) {
+    const syncing = this.syncing;
+    while (this.queue.length || syncing.size) {
+      if (!this.queue.length || syncing.size >= SYNCS_UNDER_WAY) {
+        await Promise.race(syncing);
+        continue;
+      }
       const batch = this.queue;
       this.queue = [];
+      let written: Written;
       try {
-        const results = await withInboxLock(join(this.folder, LOCK_FILE), LOCK_WAIT_MS, () => this.commit(batch));
-        batch.forEach((pending, i) => pending.resolve(results[i]!));
+        written = await withInboxLock(join(this.folder, LOCK_FILE), LOCK_WAIT_MS, () => this.write(batch));
       } catch (error) {
         for (const pending of batch) pending.reject(error as Error);
+        continue;
       }
+      // The next group is written while this one's fsync is under way: each is answered once its own fsync, which covers it, ends.
+      const durable = (written.bytes ? written.handle.datasync() : Promise.resolve()).then(
+        () => batch.forEach((pending, i) => pending.resolve(written.results[i]!)),
+        (error: Error) => batch.forEach((pending) => pending.reject(error)),
+      );
+      syncing.add(durable);
+      void durable.then(() => syncing.delete(durable));
     }
     this.committing = null;
   }
 
-  /** Under the lock: what others appended, then the new lines in one write and one fsync. */
-  private async commit(batch: Pending[]): Promise<AppendResult[]> {
+  /** Under the lock: what others appended, then the new lines in one write. */
+  private async write(batch: Pending[]): Promise<Written> {
     await this.reopenIfReplaced();
-    const torn = await this.catchUp();
+    const torn = this.catchUp();
     const receivedAt = new Date().toISOString();
     const fresh = new Set<string>();
     const results = batch.map(({ events, source }) => {
@@ -204,15 +228,14 @@ export class WebhookInbox {
       return result;
     });
     const lines = results.flatMap((result) => result.stored.map((event) => JSON.stringify(event)));
-    if (!lines.length) return results;
+    if (!lines.length) return { results, bytes: 0, handle: this.handle };
     const text = Buffer.from(`${torn ? '\n' : ''}${lines.join('\n')}\n`);
     // Under the lock nobody else writes: the file ends where the catch-up found it.
     const start = this.size0;
     const fd = this.handle.fd;
     try {
-      // The write is to the page cache and quick; only the fsync waits for the disk, off the event loop.
+      // To the page cache, and quick; only the fsync waits for the disk, off the event loop.
       for (let done = 0; done < text.length;) done += writeSync(fd, text, done, text.length - done);
-      await this.handle.datasync();
     } catch (error) {
       // What was written of a refused append is removed, so that it does not turn up later as stored.
       try {
@@ -225,14 +248,14 @@ export class WebhookInbox {
     this.end = start + text.length;
     this.writes += 1;
     for (const id of fresh) this.keys.add(id);
-    return results;
+    return { results, bytes: text.length, handle: this.handle };
   }
 
   /**
    * Reads the lines appended since `end` into the index. Answers whether the file ends in a line
    * cut short: only a killed writer leaves one, as a live one writes while holding the lock.
    */
-  private async catchUp(): Promise<boolean> {
+  private catchUp(): boolean {
     const fd = this.handle.fd;
     const size = fstatSync(fd).size;
     this.size0 = size;
@@ -266,7 +289,9 @@ export class WebhookInbox {
       // Gone: made again below.
     }
     if (now === this.ino) return;
-    await this.handle.close();
+    // The old file is closed once the fsyncs under way on it have ended.
+    const old = this.handle;
+    void Promise.allSettled([...this.syncing]).then(() => old.close());
     ({ handle: this.handle, ino: this.ino } = await openFile(this.folder));
     this.end = 0;
     this.keys.clear();

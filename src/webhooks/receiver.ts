@@ -166,8 +166,8 @@ function lingeringClose(socket: Socket): void {
 /** The body, refused once it is larger than a delivery can be, before the rest is read. */
 async function readBody(req: IncomingMessage): Promise<Buffer> {
   const declared = Number(req.headers['content-length']);
-  const tooLarge = new Refusal(413, 'too_large', `the body is larger than ${MAX_DELIVERY_BYTES} bytes, more than a delivery of ${MAX_WEBHOOK_CODES_PER_DELIVERY} codes needs`);
-  if (Number.isFinite(declared) && declared > MAX_DELIVERY_BYTES) throw tooLarge;
+  const tooLarge = (): Refusal => new Refusal(413, 'too_large', `the body is larger than ${MAX_DELIVERY_BYTES} bytes, more than a delivery of ${MAX_WEBHOOK_CODES_PER_DELIVERY} codes needs`);
+  if (Number.isFinite(declared) && declared > MAX_DELIVERY_BYTES) throw tooLarge();
   // Listened to rather than iterated: leaving an iteration early would destroy the connection before the answer.
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
@@ -181,7 +181,7 @@ async function readBody(req: IncomingMessage): Promise<Buffer> {
       size += chunk.length;
       if (size > MAX_DELIVERY_BYTES) {
         req.pause();
-        stop(tooLarge);
+        stop(tooLarge());
       } else chunks.push(chunk);
     };
     const onEnd = (): void => stop(null);
