@@ -3,19 +3,20 @@
  * `<out>/cli/wds-files.cjs`, and writes over main.js the entry that runs it with V8's code cache
  * (src/cli/code-cache.ts). Node then reads one file at start instead of some 400 (ours, yargs',
  * zod's, undici's...), and compiles little of it once a command ran before. The photo checker's
- * child script is bundled on its own. The SDK (`<out>/index.js` and the rest) stays tsc's output,
- * one module per source file.
+ * child script and the worker threads' modules are bundled on their own. The SDK (`<out>/index.js`
+ * and the rest) stays tsc's output, one module per source file.
  *
  *   node scripts/bundle-cli.mjs dist
  *
  * Everything lands in `<out>/cli/`, at the depth main.js had: the code that finds the package's
- * root (`../..`) and the photo checker's child script (`./photo-check-child.js`) from its own
- * module's URL finds them from the bundle as it did from tsc's files.
+ * root (`../..`), the photo checker's child script (`./photo-check-child.js`) and the worker
+ * modules (`./hash-worker.js`, `./linker-worker.js`) from its own module's URL finds them from the
+ * bundle as it did from tsc's files.
  */
 import { build } from 'esbuild';
 import { createHash } from 'node:crypto';
 import { chmod, readFile, writeFile } from 'node:fs/promises';
-import { dirname, join, resolve } from 'node:path';
+import { basename, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import process from 'node:process';
 
@@ -177,6 +178,13 @@ await build({
   banner: { js: "import { createRequire as __wdsCreateRequire } from 'node:module';\nconst require = __wdsCreateRequire(import.meta.url);" },
   plugins,
 });
+
+// The worker threads' modules (src/util/worker-module.ts), each a file of its own beside the
+// bundle, where the bundled hash-file.ts and linker.ts look for them. They take only Node's modules
+// and ours, so they need no require of their own.
+for (const worker of [join('util', 'hash-worker.js'), join('archive', 'linker-worker.js')]) {
+  await build({ ...common, entryPoints: [join(out, worker)], outfile: join(cli, basename(worker)), format: 'esm', plugins });
+}
 
 // The bundle as code-cache.ts compiles it: already in the function CommonJS wraps a module in, so
 // that no copy of its 3.5 MB is made at each start, and ASCII alone (esbuild leaves comments and

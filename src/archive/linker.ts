@@ -12,210 +12,14 @@
  */
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
 import { keepMemoryTuning } from '../util/runtime.js';
-import { WINDOW_SLACK_MS, type WriteWindows } from './writes.js';
+import { startWorker } from '../util/worker-module.js';
+import type { WriteWindows } from './writes.js';
+import type { LinkerData, LinkerReply } from './linker-worker.js';
 
 /** Errors of `link` that mean the file system has no hard links: the file is copied instead. */
 const NO_HARD_LINKS = ['EPERM', 'ENOTSUP', 'EOPNOTSUPP', 'EXDEV', 'EMLINK', 'ENOSYS'];
-
-const WORKER_CODE = `
-const { parentPort, workerData } = require('node:worker_threads');
-const fs = require('node:fs');
-const NO_HARD_LINKS = new Set(workerData.noHardLinks);
-const target = workerData.target;
-// Paths given are plain relative ones (manifest paths, checked when read), so they are joined and
-// cut by hand: path.join and path.dirname normalising each of 20,000 paths were a fifth of a
-// thread's own time.
-const under = (dir, path) => dir + '/' + path;
-const folderOf = (path) => {
-  const at = path.lastIndexOf('/');
-  return at < 0 ? '.' : path.slice(0, at);
-};
-let copying = false;
-// When the archive's commands wrote in it (writes.ts): a file changed outside those times was
-// changed by something else, and is not taken over.
-const writes = workerData.writes;
-const SLACK = workerData.slack;
-function changedOutside(ctimeMs) {
-  if (writes.since === null || ctimeMs < writes.since - SLACK) return false;
-  for (let i = writes.windows.length - 1; i >= 0; i -= 1) {
-    const w = writes.windows[i];
-    if (ctimeMs >= w[0] - SLACK && ctimeMs <= w[1] + SLACK) return false;
-  }
-  return true;
-}
-// Folders made (or checked) before: by this thread, or by the one that made them ahead of the run.
-const made = new Set(workerData.made);
-// Per earlier snapshot: its folders known to be real folders (true) or not (false), and the
-// names of the real folders inside a folder. A member folder is asked about once, so only the
-// folders above it are remembered.
-const plainFolders = new Map();
-const subfolders = new Map();
-
-function subfoldersOf(root, folder) {
-  const path = folder === '.' ? root : under(root, folder);
-  let names = subfolders.get(path);
-  if (!names) {
-    try {
-      names = new Set(fs.readdirSync(path, { withFileTypes: true }).filter((e) => e.isDirectory()).map((e) => e.name));
-    } catch {
-      names = new Set();
-    }
-    subfolders.set(path, names);
-  }
-  return names;
-}
-
-function isPlainIn(root, parent, name) {
-  return folderIsPlain(root, parent) && subfoldersOf(root, parent).has(name);
-}
-
-// A folder, and every folder above it, are real folders (not links) inside the earlier snapshot.
-function folderIsPlain(root, folder) {
-  if (folder === '.') return true;
-  let ofRoot = plainFolders.get(root);
-  if (!ofRoot) plainFolders.set(root, (ofRoot = new Map()));
-  let plain = ofRoot.get(folder);
-  if (plain === undefined) {
-    const parent = folderOf(folder);
-    plain = isPlainIn(root, parent, folder.slice(parent === '.' ? 0 : parent.length + 1));
-    ofRoot.set(folder, plain);
-  }
-  return plain;
-}
-
-// The folder of a file given, as folderIsPlain would say, without remembering the folder itself.
-function sourceFolderIsPlain(root, from) {
-  const folder = folderOf(from);
-  if (folder === '.') return true;
-  const parent = folderOf(folder);
-  return isPlainIn(root, parent, folder.slice(parent === '.' ? 0 : parent.length + 1));
-}
-
-function makeFolder(folder) {
-  if (folder === '.' || made.has(folder)) return;
-  makeFolder(folderOf(folder));
-  const path = under(target, folder);
-  try {
-    fs.mkdirSync(path);
-  } catch (error) {
-    if (error.code !== 'EEXIST') throw error;
-    const info = fs.lstatSync(path);
-    if (info.isSymbolicLink()) throw Object.assign(new Error(path + ' is a link; a snapshot does not write through links'), { path });
-    if (!info.isDirectory()) throw Object.assign(new Error(path + ' is a file where the snapshot needs a folder'), { path });
-  }
-  made.add(folder);
-}
-
-function linkOrCopy(source, to) {
-  if (!copying) {
-    try {
-      fs.linkSync(source, to);
-      return;
-    } catch (error) {
-      if (!NO_HARD_LINKS.has(error.code)) throw error;
-      copying = true;
-    }
-  }
-  fs.copyFileSync(source, to, fs.constants.COPYFILE_EXCL);
-}
-
-function place(root, from, to, size) {
-  if (!sourceFolderIsPlain(root, from)) return false;
-  const source = under(root, from);
-  let info;
-  try {
-    info = fs.lstatSync(source);
-  } catch {
-    return false;
-  }
-  if (!info.isFile() || info.size !== size || changedOutside(info.ctimeMs)) return false;
-  makeFolder(folderOf(to));
-  const path = under(target, to);
-  try {
-    linkOrCopy(source, path);
-  } catch (error) {
-    if (error.code === 'ENOENT') return false;
-    if (error.code !== 'EEXIST') throw error;
-    // A link a stopped run placed ahead is the file itself.
-    const there = fs.lstatSync(path);
-    if (there.ino === info.ino && there.dev === info.dev) return true;
-    fs.unlinkSync(path);
-    linkOrCopy(source, path);
-  }
-  return true;
-}
-
-let linksAhead = true;
-
-// Ahead of the listing, a file is placed only where nothing is yet, and only as a hard link: a
-// place taken (a download got there first) or a copy is left to the run, which knows more.
-function placeAhead(root, from, to, size) {
-  if (!linksAhead || !sourceFolderIsPlain(root, from)) return false;
-  const source = under(root, from);
-  const info = fs.lstatSync(source);
-  if (!info.isFile() || info.size !== size || changedOutside(info.ctimeMs)) return false;
-  makeFolder(folderOf(to));
-  try {
-    fs.linkSync(source, under(target, to));
-  } catch (error) {
-    if (NO_HARD_LINKS.has(error.code)) linksAhead = false;
-    return false;
-  }
-  return true;
-}
-
-// placed[i]: 1 placed, 0 refused, 2 not reached (a file error stopped the batch before it).
-let targetMade = false;
-let items = [];
-// A file's path in the earlier snapshot: sent empty when it is its path in the new one (flatten).
-const fromAt = (at) => items[at + 1] || items[at + 2];
-parentPort.on('message', (message) => {
-  const { id, roots, ahead, more, links } = message;
-  items = message.items;
-  if (ahead) {
-    if (!targetMade) {
-      fs.mkdirSync(target, { recursive: true });
-      targetMade = true;
-    }
-    // A folder or file that cannot be made ahead is left for the run, which then stops naming the
-    // folder. Each part is answered with what was placed of it (1 placed, 0 not), so that the run
-    // can record those while the next parts are placed; the last, empty, with the folders made.
-    if (!more) {
-      parentPort.postMessage({ id, made: [...made], placed: new Uint8Array(0) });
-      return;
-    }
-    if (!links) {
-      // Only the folders are made: the part is the paths inside the new snapshot alone.
-      for (const to of items) {
-        try {
-          makeFolder(folderOf(to));
-        } catch {}
-      }
-      parentPort.postMessage({ id, placed: new Uint8Array(items.length) });
-      return;
-    }
-    const placed = new Uint8Array(items.length / 4);
-    for (let i = 0; i < items.length; i += 4) {
-      try {
-        if (placeAhead(roots[items[i]], fromAt(i), items[i + 2], items[i + 3])) placed[i / 4] = 1;
-      } catch {}
-    }
-    parentPort.postMessage({ id, placed });
-    return;
-  }
-  const placed = new Uint8Array(items.length / 4).fill(2);
-  try {
-    for (let i = 0; i < placed.length; i += 1) {
-      placed[i] = place(roots[items[4 * i]], fromAt(4 * i), items[4 * i + 2], items[4 * i + 3]) ? 1 : 0;
-    }
-    parentPort.postMessage({ id, placed, copying });
-  } catch (error) {
-    parentPort.postMessage({ id, placed, copying, error: { message: error.message, code: error.code, syscall: error.syscall, path: error.path } });
-  }
-});
-`;
 
 /** A thread placing files ahead (Linker.ahead), the files it was given in order, and its answer. */
 interface AheadLane {
@@ -243,14 +47,7 @@ export interface LinkItem {
   size: number;
 }
 
-interface Reply {
-  id: number;
-  /** Of the last part placed ahead: every folder made or checked. */
-  made?: string[];
-  placed: Uint8Array;
-  copying: boolean;
-  error?: { message: string; code?: string; syscall?: string; path?: string };
-}
+type Reply = LinkerReply;
 
 /** Files a worker is given at once: big enough that messages cost little, small enough that a stop is prompt. */
 const BATCH = 256;
@@ -285,6 +82,11 @@ export class Linker {
     /** When the archive's commands wrote in it: a file changed at another time is refused. */
     private readonly writes: WriteWindows = { since: null, windows: [] },
   ) {}
+
+  /** What a thread starts with (linker-worker.ts), given the folders made before it. */
+  #data(made: string[]): LinkerData {
+    return { target: this.target, noHardLinks: NO_HARD_LINKS, writes: this.writes, made };
+  }
 
   /**
    * Starts placing the files of an earlier snapshot, fed in parts, into the target (made first)
@@ -366,7 +168,7 @@ export class Linker {
    * links of a run of 1 % changed files.
    */
   #aheadLane(lanes: AheadLane[]): AheadLane {
-    const worker = new Worker(WORKER_CODE, { eval: true, workerData: { target: this.target, noHardLinks: NO_HARD_LINKS, writes: this.writes, slack: WINDOW_SLACK_MS, made: [] }, resourceLimits: { maxYoungGenerationSizeMb: 4 } });
+    const worker = startWorker('linker-worker', import.meta.url, { workerData: this.#data([]), resourceLimits: { maxYoungGenerationSizeMb: 4 } });
     worker.once('online', keepMemoryTuning);
     const lane: AheadLane = { worker, parents: new Set(), files: [], answered: 0, answer: null! };
     lane.answer = new Promise<Reply>((resolve, reject) => {
@@ -516,9 +318,8 @@ export class Linker {
       dropListeners(worker);
       worker.ref();
     } else {
-      worker = new Worker(WORKER_CODE, {
-        eval: true,
-        workerData: { target: this.target, noHardLinks: NO_HARD_LINKS, writes: this.writes, slack: WINDOW_SLACK_MS, made },
+      worker = startWorker('linker-worker', import.meta.url, {
+        workerData: this.#data(made),
         // Its old generation holds a name for each folder it made or checked: no cap that an archive
         // of many members could reach.
         resourceLimits: { maxYoungGenerationSizeMb: 4 },
@@ -568,7 +369,7 @@ export class Linker {
       for (let i = 0; i < AHEAD; i += 1) sendNext();
       for (let id = 0; id < sent.length; id += 1) {
         const reply = await sent[id]!;
-        this.copying ||= reply.copying;
+        this.copying ||= reply.copying ?? false;
         if (reply.error) fail(errorOf(reply.error));
         sendNext();
         // Files placed before an error are in the snapshot too, and recorded like the others.

@@ -4,50 +4,19 @@
  * against about 500 MB/s of downloads), time the main thread needs for the connections. Sinks hash
  * what they wrote, after it is on disk: the manifest's sha256 is that of the bytes that landed.
  *
- * One worker serves the process, started when first needed and not keeping the process alive; its
- * code is inline (no file to resolve under tsx, tsc or a bundler). Should the worker die, the
- * files it had are answered with the error and the next call starts a new one.
+ * One worker serves the process (hash-worker.ts), started when first needed and not keeping the
+ * process alive. Should the worker die, the files it had are answered with the error and the next
+ * call starts a new one.
  */
 import { createHash } from 'node:crypto';
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
 import { keepMemoryTuning } from './runtime.js';
-
-const WORKER_CODE = `
-const { parentPort } = require('node:worker_threads');
-const { createHash } = require('node:crypto');
-const { openSync, readSync, closeSync } = require('node:fs');
-const buffer = Buffer.allocUnsafe(1 << 20);
-parentPort.on('message', ({ id, path }) => {
-  let fd = -1;
-  try {
-    fd = openSync(path, 'r');
-    const hash = createHash('sha256');
-    let size = 0;
-    for (;;) {
-      const n = readSync(fd, buffer, 0, buffer.length, null);
-      if (n === 0) break;
-      hash.update(buffer.subarray(0, n));
-      size += n;
-    }
-    parentPort.postMessage({ id, sha256: hash.digest('hex'), size });
-  } catch (error) {
-    parentPort.postMessage({ id, error: { message: error.message, code: error.code } });
-  } finally {
-    if (fd >= 0) closeSync(fd);
-  }
-});
-`;
+import { startWorker } from './worker-module.js';
+import type { HashReply, HashRequest } from './hash-worker.js';
 
 export interface FileDigest {
   sha256: string;
   size: number;
-}
-
-interface Reply {
-  id: number;
-  sha256?: string;
-  size?: number;
-  error?: { message: string; code?: string };
 }
 
 interface Pending {
@@ -66,10 +35,10 @@ function failAll(error: Error): void {
 
 function theWorker(): Worker {
   if (worker) return worker;
-  const started = new Worker(WORKER_CODE, { eval: true, resourceLimits: { maxOldGenerationSizeMb: 16, maxYoungGenerationSizeMb: 2 } });
+  const started = startWorker('hash-worker', import.meta.url, { resourceLimits: { maxOldGenerationSizeMb: 16, maxYoungGenerationSizeMb: 2 } });
   started.unref();
   started.once('online', keepMemoryTuning);
-  started.on('message', (reply: Reply) => {
+  started.on('message', (reply: HashReply) => {
     const waiting = pending.get(reply.id);
     if (!waiting) return;
     pending.delete(reply.id);
@@ -100,7 +69,7 @@ export function hashFile(path: string): Promise<FileDigest> {
     pending.set(id, { resolve, reject });
     // Referenced while it has work: a run waiting only on a hash must not end early.
     w.ref();
-    w.postMessage({ id, path });
+    w.postMessage({ id, path } satisfies HashRequest);
   });
 }
 
