@@ -2,13 +2,13 @@
  * What every `archive` command needs of an archive, wherever it lives (DESIGN.md sections 10 and
  * 13): a folder (store.ts) or an S3 bucket (bucket/store.ts). Reading is the same for both; how a
  * snapshot is written differs (hard links in a folder, content-addressed objects in a bucket), and
- * so do the commands that change one in place (forget, check's damaged files, repair).
+ * so do the commands that change one in place (forget, check's damaged files, repair). Which of
+ * the two an address names is open-store.ts's to say.
  */
 import { readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { MANIFEST_NAME, type ManifestLine, type ManifestLines } from '../sinks/manifest.js';
 import { SNAPSHOT_FILE, listSnapshots, pickSnapshot, readLatest, readSnapshotManifest, type SnapshotEntry } from './store.js';
-import { isBucketAddress } from './bucket/address.js';
 
 export interface ArchiveStore {
   readonly kind: 'folder' | 'bucket';
@@ -63,11 +63,4 @@ export interface BucketOptions {
   force_path_style?: boolean;
   storage_class?: string;
   sse?: 'AES256' | 'aws:kms';
-}
-
-/** The archive a user named: `s3://BUCKET/PREFIX` or a folder. */
-export async function openArchiveStore(address: string, s3: BucketOptions = {}): Promise<ArchiveStore> {
-  if (!isBucketAddress(address)) return new FolderStore(address);
-  const { BucketStore } = await import('./bucket/store.js');
-  return BucketStore.open(address, s3);
 }

@@ -74,7 +74,7 @@ async function archiveDir(path: string): Promise<string> {
 
 /** The archive the user named, a folder (which must hold `snapshots/`) or a bucket archive. */
 async function archiveStore(argv: Pick<ArchiveArgs, 'archive' | 's3-endpoint' | 's3-region' | 's3-path-style'>, path = argv.archive) {
-  const { openArchiveStore } = await import('../../archive/archive-store.js');
+  const { openArchiveStore } = await import('../../archive/open-store.js');
   if (!isBucket(path)) return openArchiveStore(await archiveDir(path));
   try {
     return await openArchiveStore(path, s3Of(argv));
