@@ -55,6 +55,10 @@ export interface ExportOptions {
      * its `snapshot.held` says why. `100%` allows any.
      */
     maxDelete?: import('../archive/build.js').MaxDelete;
+    /** For an `out` of `s3://BUCKET/PREFIX` (DESIGN.md section 13): how to reach the bucket, where the AWS SDK's settings do not say. */
+    s3?: import('../archive/bucket/address.js').S3Settings;
+    /** For a bucket archive: S3 Object Lock on every object written (else the one the archive records). */
+    objectLock?: import('../archive/bucket/address.js').ObjectLock;
     /**
      * @internal The snapshot, opened already (`SnapshotBuild.open` of `out`, under the lock the
      * caller holds, with `lock: false`), so that it started before this run's modules loaded. The

@@ -22,6 +22,7 @@ import { lockTarget } from './target-lock.js';
 import { ExportRun } from './export-run.js';
 import type { ExportOptions, ExportResult } from './export-options.js';
 import { followZipLink, isZipTarget } from './export-defaults.js';
+import { isBucketAddress } from '../archive/bucket/address.js';
 import { DEFAULT_EXPORT_CONCURRENCY, PHOTO_EXPORT_CONCURRENCY } from '../util/pacing.js';
 
 export { DEFAULT_EXPORT_CONCURRENCY, PHOTO_EXPORT_CONCURRENCY, isZipTarget };
@@ -49,6 +50,7 @@ function targetOf(options: ExportOptions, lock: TargetLock | undefined): ExportT
  * write the same one.
  */
 export async function runExport(options: ExportOptions): Promise<ExportResult> {
+  if (options.archive && isBucketAddress(options.out)) return runBucketExport(options, options.archive);
   if (!options.archive) options = { ...options, out: await followZipLink(options.out) };
   const where = `${options.what} export`;
   let since: string | undefined;
@@ -87,6 +89,33 @@ export async function runExport(options: ExportOptions): Promise<ExportResult> {
     await held?.lock.release();
     // A folder made for the lock, left empty by a run that could not list, goes again.
     if (held) await removeEmptyDirs(held.dir, held.made);
+  }
+}
+
+/**
+ * An export into a bucket archive (DESIGN.md section 13): the same run, into a BucketTarget, under
+ * the bucket archive's lock (taken here unless the caller holds it: `lock: false`, `held`).
+ */
+async function runBucketExport(options: ExportOptions, archive: NonNullable<ExportOptions['archive']>): Promise<ExportResult> {
+  const where = `${options.what} export`;
+  const concurrency = stageOptions('download', { concurrency: options.concurrency }, where).concurrency ?? defaultConcurrency(options.what);
+  if (options.since !== undefined) throw new RangeError('each snapshot holds every file: since cannot be given with archive');
+  const [{ BucketStore }, { BucketTarget }, { lockBucketArchive }] = await Promise.all([
+    import('../archive/bucket/store.js'), import('../archive/bucket/export-target.js'), import('../archive/bucket/lock.js'),
+  ]);
+  const store = BucketStore.open(options.out, archive.s3);
+  try {
+    const own = options.lock === false ? undefined : await lockBucketArchive(store, { command: `runExport (${options.what}) in ${process.argv[1] ?? 'node'}` });
+    try {
+      const lock = own ?? options.held;
+      const source = sourceOf(options.client.options.baseUrl, options.client.options.consumerKey);
+      const target = new BucketTarget(store, { pipeline: archive.pipeline, maxDelete: archive.maxDelete, lock: archive.objectLock }, async () => lock?.assertHeld());
+      return await new ExportRun(options, { where, since: undefined, concurrency, lock, source }, target).run();
+    } finally {
+      await own?.release();
+    }
+  } finally {
+    store.close();
   }
 }
 

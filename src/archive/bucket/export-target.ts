@@ -1,0 +1,217 @@
+/**
+ * An export into a bucket archive (DESIGN.md section 13), as the export run sees its target
+ * (src/stages/export/target.ts). The previous snapshot's manifest is read from the bucket; a file
+ * whose key and `updated_at` match it is taken over without a request; any other is downloaded
+ * into memory (files are at most 5 MB), checked, and uploaded as the object its sha256 names,
+ * unless the bucket holds it already: nothing is staged on local disk. The snapshot is written at
+ * the end, manifest first and snapshot.json last, then `latest`. A run stopped or killed before
+ * leaves no snapshot, only `snapshots/<id>/started.json`: the next run then lists `data/` once and
+ * uploads only what is missing.
+ */
+import { manifestChunks, manifestKey, sortLines, type ManifestLine } from '../../sinks/manifest.js';
+import type { EntryWriter, ExportSink } from '../../sinks/sink.js';
+import type { ExportSource } from '../../sinks/source.js';
+import type { ExportRecorder } from '../../stages/export/record.js';
+import type { ExportTarget, OpenedSink } from '../../stages/export/target.js';
+import { digestOf, type FileDigest } from '../../util/hash-file.js';
+import { DEFAULT_MAX_DELETE, tooManyDeleted, type MaxDelete, type SnapshotInfo } from '../build.js';
+import { isAccepted, nextSnapshotId, type SnapshotDoc } from '../store.js';
+import type { ObjectLock } from './address.js';
+import { retainUntil } from './s3.js';
+import type { BucketStore } from './store.js';
+
+/** Writes each file into memory, and on commit into the bucket as its content object. */
+class BucketSink implements ExportSink {
+  readonly lines = new Map<string, ManifestLine>();
+  /** Content objects uploaded by this run, and their bytes. */
+  uploaded = { objects: 0, bytes: 0 };
+
+  constructor(readonly target: string, private readonly put: (digest: FileDigest, bytes: Buffer) => Promise<void>) {}
+
+  intactFromEarlierRun(): Promise<Map<string, ManifestLine>> {
+    return Promise.resolve(new Map());
+  }
+
+  keep(lines: ManifestLine[]): Promise<ManifestLine[]> {
+    return Promise.resolve(lines);
+  }
+
+  open(): Promise<EntryWriter> {
+    let chunks: Buffer[] = [];
+    return Promise.resolve({
+      write: (chunk: Buffer) => {
+        chunks.push(chunk);
+        return undefined;
+      },
+      restart: async () => {
+        chunks = [];
+      },
+      commit: async () => {
+        const bytes = Buffer.concat(chunks);
+        chunks = [];
+        const digest = digestOf([bytes]);
+        await this.put(digest, bytes);
+        return digest;
+      },
+      abort: async () => {
+        chunks = [];
+      },
+    });
+  }
+
+  record(line: ManifestLine): Promise<void> {
+    this.lines.set(manifestKey(line), line);
+    return Promise.resolve();
+  }
+
+  // The snapshot is written by the target as it finishes: nothing of it is written before.
+  finish(): Promise<void> {
+    return Promise.resolve();
+  }
+
+  pause(): Promise<void> {
+    return Promise.resolve();
+  }
+
+  abort(): Promise<void> {
+    return Promise.resolve();
+  }
+
+  letGo(): Promise<void> {
+    return Promise.resolve();
+  }
+}
+
+export interface BucketTargetOptions {
+  pipeline: string;
+  maxDelete?: MaxDelete;
+  /** Object Lock asked for (`lock:`), else the one the archive records. */
+  lock?: ObjectLock;
+}
+
+export class BucketTarget implements ExportTarget<SnapshotInfo> {
+  private sink!: BucketSink;
+  private id = '';
+  private readonly startedAt = new Date();
+  private previous: { id: string; doc: SnapshotDoc | null; lines: Map<string, ManifestLine>; lockedUntil: Date | null } | null = null;
+  /** The objects the bucket holds (by sha256), when an interrupted run may have left some; else only this run's. */
+  private held = new Map<string, number>();
+  private known = new Set<string>();
+  private lock: ObjectLock | undefined;
+  private linked = new Set<string>();
+  private source: ExportSource | undefined;
+  /** Ids of snapshots interrupted runs left unfinished. */
+  private unfinished: string[] = [];
+
+  constructor(readonly store: BucketStore, private readonly options: BucketTargetOptions, private readonly held_: () => Promise<void>) {}
+
+  async open(source: ExportSource): Promise<OpenedSink> {
+    this.source = source;
+    const store = this.store;
+    const ids = await store.listIds();
+    this.unfinished = [...ids].filter(([, o]) => !o.doc && o.started).map(([id]) => id);
+    const latest = await store.readLatest();
+    if (latest && ids.get(latest)?.doc) {
+      const entry = await store.readEntry(latest);
+      const manifest = await store.readManifest(entry);
+      this.previous = { id: latest, doc: entry.doc, lines: manifest.lines, lockedUntil: store.lockedUntil.get(latest) ?? null };
+      for (const line of manifest.lines.values()) this.known.add(line.sha256);
+    }
+    // An interrupted run may have uploaded objects no snapshot names yet: one listing finds them.
+    if (this.unfinished.length > 0) for (const [sha, o] of await store.listData()) this.held.set(sha, o.size);
+    this.lock = await store.lockToUse(this.options.lock);
+    this.id = nextSnapshotId(this.startedAt, [...ids.keys()]);
+    await store.putStarted(this.id, { pipeline: this.options.pipeline, started_at: this.startedAt.toISOString() });
+    this.sink = new BucketSink(`${store.where}/snapshots/${this.id}`, async (digest, bytes) => {
+      if (this.held.get(digest.sha256) === digest.size || this.known.has(digest.sha256)) return;
+      await this.held_();
+      await store.putData(digest.sha256, digest.size, bytes, this.lock);
+      this.held.set(digest.sha256, digest.size);
+      this.sink.uploaded.objects += 1;
+      this.sink.uploaded.bytes += digest.size;
+    });
+    return { sink: this.sink, intact: new Map() };
+  }
+
+  reference(): ReadonlyMap<string, ManifestLine> | null {
+    return this.previous?.lines ?? null;
+  }
+
+  unlisted(): Promise<ManifestLine[]> {
+    return Promise.resolve([]);
+  }
+
+  /** Unchanged files are the previous snapshot's lines, taken over without a request. */
+  async link(lines: ManifestLine[], recorder: ExportRecorder): Promise<ManifestLine[]> {
+    for (const line of lines) {
+      this.linked.add(manifestKey(line));
+      await recorder.linked(line, `unchanged since snapshot ${this.previous!.id}; its object is named again`);
+    }
+    return [];
+  }
+
+  refetched(): string {
+    return '';
+  }
+
+  /** A stopped run writes no snapshot: its objects stay for the next run, which finds them. */
+  pause(): Promise<undefined> {
+    return Promise.resolve(undefined);
+  }
+
+  async finish(_sink: ExportSink, failed: number): Promise<SnapshotInfo> {
+    const lines = sortLines(this.sink.lines.values());
+    const before = this.previous?.lines ?? new Map<string, ManifestLine>();
+    let fresh = 0;
+    let changed = 0;
+    let total = 0;
+    let newBytes = 0;
+    for (const line of lines) {
+      total += line.size;
+      const key = manifestKey(line);
+      if (this.linked.has(key)) continue;
+      newBytes += line.size;
+      if (before.has(key)) changed += 1;
+      else fresh += 1;
+    }
+    const keys = new Set(lines.map(manifestKey));
+    const deleted = [...before.keys()].filter((key) => !keys.has(key)).length;
+    const counts = { files: lines.length, new: fresh, changed, unchanged: this.linked.size, deleted, failed };
+    const complete = failed === 0;
+    const max = this.options.maxDelete ?? DEFAULT_MAX_DELETE;
+    const held = before.size > 0 && tooManyDeleted(deleted, before.size, max)
+      ? `${deleted} of the previous snapshot's ${before.size} files were deleted, more than max_delete (${max}) allows` : undefined;
+    const doc: SnapshotDoc = {
+      pipeline: this.options.pipeline, started_at: this.startedAt.toISOString(), finished_at: new Date().toISOString(), complete, counts,
+      bytes: { total, new: newBytes }, previous: this.previous?.id ?? null, ...(held ? { held } : {}), ...(this.source ? { source: this.source } : {}),
+    };
+    await this.held_();
+    // Objects taken over keep their own retain-until, which the previous snapshot's marker says;
+    // a marker is written only when it is known.
+    const lock = this.lock;
+    let lockedUntil: Date | undefined;
+    if (lock) {
+      const own = retainUntil(lock, this.startedAt.getTime());
+      const earlier = this.linked.size === 0 ? own : this.previous?.lockedUntil ?? null;
+      if (earlier) lockedUntil = earlier < own ? earlier : own;
+    }
+    await this.store.putSnapshot(this.id, Buffer.concat([...manifestChunks(lines, this.source)]), JSON.stringify(doc, null, 2), lock, lockedUntil);
+    if (isAccepted(doc)) await this.store.writeLatest(this.id);
+    // Unfinished snapshots of earlier runs are done with: their objects are named or left to forget.
+    for (const id of this.unfinished) await this.store.bucket.remove([`snapshots/${id}/started.json`]).catch(() => undefined);
+    return { id: this.id, path: this.sink.target, complete, ...(held ? { held } : {}), counts, bytes: { total, new: newBytes } };
+  }
+
+  abandon(): Promise<void> {
+    return Promise.resolve();
+  }
+
+  discard(): Promise<void> {
+    return Promise.resolve();
+  }
+
+  notes(): string[] {
+    const { uploaded } = this.sink ?? { uploaded: { objects: 0, bytes: 0 } };
+    return [`${uploaded.objects} objects uploaded (${uploaded.bytes} bytes); S3 requests: ${Object.entries(this.store.bucket.requests).map(([k, n]) => `${k} ${n}`).join(', ')}`];
+  }
+}
