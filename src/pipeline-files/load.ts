@@ -3,6 +3,7 @@
  * (schema.ts) and the rules between its parts. Every problem is reported at its line and column,
  * taken from the YAML document's nodes, so `wds-files validate` can print `FILE:LINE:COLUMN`.
  */
+import { isBucketAddress, parseBucketAddress, type ObjectLock, type S3Settings } from '../archive/bucket/address.js';
 import { readFile } from 'node:fs/promises';
 import { dirname, relative, resolve, isAbsolute } from 'node:path';
 import { LineCounter, isMap, parse as parseYaml, parseDocument, visit, type Document } from 'yaml';
@@ -31,7 +32,7 @@ export type PipelineFrom =
   | { csv: string };
 
 export type PipelineTo =
-  | { archive: string; max_delete?: number | `${number}%` }
+  | { archive: string; max_delete?: number | `${number}%`; s3?: S3Settings; lock?: ObjectLock }
   | { folder: string }
   | { zip: string }
   | { service: 'photos'; mode?: 'upsert' | 'register' | 'update' }
@@ -187,6 +188,15 @@ function crossChecks(p: PipelineInput, raw: unknown): { path: Path; message: str
     if (typeof dir === 'string' && /\.zip$/i.test(dir)) problems.push({ path: ['to', kind], message: `to.${kind}: ${dir} ends in .zip, which names a zip file; write to: { zip: ${dir} } for a zip, or name the folder otherwise` });
   }
   if (p.debounce !== undefined && !p.on) problems.push({ path: ['debounce'], message: 'debounce: only a pipeline run by events has one; add `on: [member_created]` (or another member event), or remove debounce' });
+  if ('archive' in p.to && isBucketAddress(p.to.archive)) {
+    try {
+      parseBucketAddress(p.to.archive);
+    } catch (error) {
+      problems.push({ path: ['to', 'archive'], message: `to.archive: ${(error as Error).message}` });
+    }
+  } else if ('archive' in p.to && (p.to.s3 || p.to.lock)) {
+    problems.push({ path: ['to', p.to.s3 ? 's3' : 'lock'], message: `to.${p.to.s3 ? 's3' : 'lock'}: only for an archive in a bucket (to: {archive: s3://BUCKET/PREFIX})` });
+  }
   if (p.retention && !('archive' in p.to)) problems.push({ path: ['retention'], message: 'retention: only an archive (to: {archive: DIR}) keeps snapshots to retain' });
   if ('service' in p.from && p.from.service === 'attachments' && p.from.fields && !p.from.sheets) problems.push({ path: ['from', 'fields'], message: 'from.fields: name the sheet the file part belongs to in from.sheets' });
   if ('service' in p.from && p.from.service === 'attachments' && p.from.fields && (p.from.sheets?.length ?? 0) > 1) problems.push({ path: ['from', 'fields'], message: 'from.fields: a file part belongs to one sheet; name only its sheet in from.sheets' });
@@ -241,7 +251,13 @@ function toLoaded(p: PipelineInput, file: string): LoadedPipeline {
   } else if ('zip' in p.from) from = { zip: abs(p.from.zip) };
   else from = { csv: abs(p.from.csv) };
   let to: PipelineTo;
-  if ('archive' in p.to) to = { archive: abs(p.to.archive), ...(p.to.max_delete !== undefined ? { max_delete: p.to.max_delete as number | `${number}%` } : {}) };
+  if ('archive' in p.to) {
+    // A bucket archive's address is no path: it is taken as written.
+    to = {
+      archive: isBucketAddress(p.to.archive) ? p.to.archive : abs(p.to.archive), ...(p.to.max_delete !== undefined ? { max_delete: p.to.max_delete as number | `${number}%` } : {}),
+      ...(p.to.s3 ? { s3: p.to.s3 } : {}), ...(p.to.lock ? { lock: p.to.lock } : {}),
+    };
+  }
   else if ('folder' in p.to) to = { folder: abs(p.to.folder) };
   else if ('zip' in p.to) to = { zip: abs(p.to.zip) };
   else to = p.to;

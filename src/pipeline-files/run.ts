@@ -3,6 +3,7 @@
  * drop folder's moves, the archive's retention, and a summary. An item or service failure never
  * throws: it becomes the summary's status (`partial`, `failed`), so a scheduler can go on.
  */
+import { isBucketAddress, type S3Settings } from '../archive/bucket/address.js';
 import { mkdir } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type { ExportOptions } from '../pipelines/export.js';
@@ -183,7 +184,7 @@ export async function runPipelineOnce(pipeline: LoadedPipeline, options: RunPipe
 async function refuseTarget(pipeline: LoadedPipeline): Promise<void> {
   const { to } = pipeline;
   const [key, out] = 'archive' in to ? ['archive', to.archive] as const : 'folder' in to ? ['folder', to.folder] as const : 'zip' in to ? ['zip', to.zip] as const : [null, null];
-  if (key === null) return;
+  if (key === null || isBucketAddress(out)) return;
   // A pipeline file has no force: a folder or zip of the user's is never written (src/archive/target-check.ts).
   const { exportTargetProblem } = await import('../archive/target-check.js');
   const problem = await exportTargetProblem(out, { kind: key, shown: `to.${key} ${out}` });
@@ -213,11 +214,14 @@ async function checkSource(pipeline: LoadedPipeline, options: RunPipelineOptions
   const source = await settingsSource(pipeline, options);
   if (!source) return;
   const [kind, out] = 'archive' in to ? ['archive', to.archive] as const : 'folder' in to ? ['folder', to.folder] as const : ['zip', to.zip] as const;
+  if (isBucketAddress(out)) return;
   const { checkTargetSource } = await import('../archive/target-source.js');
   await checkTargetSource(out, kind, source, `to.${kind} ${out}`);
 }
 
 async function takeLock(pipeline: LoadedPipeline, options: RunPipelineOptions, log: (line: string) => void): Promise<TargetLock> {
+  const { to } = pipeline;
+  if ('archive' in to && isBucketAddress(to.archive)) return takeBucketLock(pipeline, to.archive, to.s3, options, log);
   const lockFile = lockFileFor(pipeline);
   await mkdir(dirname(lockFile), { recursive: true });
   try {
@@ -234,6 +238,26 @@ async function takeLock(pipeline: LoadedPipeline, options: RunPipelineOptions, l
   }
 }
 
+/** The lock of a bucket archive (`locks/archive` in it), refused as a folder's is. */
+async function takeBucketLock(pipeline: LoadedPipeline, address: string, s3: S3Settings | undefined, options: RunPipelineOptions, log: (line: string) => void): Promise<TargetLock> {
+  const [{ BucketStore }, { lockBucketArchive }] = await Promise.all([import('../archive/bucket/store.js'), import('../archive/bucket/lock.js')]);
+  const store = BucketStore.open(address, s3);
+  try {
+    const lock = await lockBucketArchive(store, {
+      command: options.command ?? `wds-files run ${pipeline.file}`,
+      waitMs: options.waitLockMs ?? 0,
+      onWait: (holder) => log(`${address} is held by ${holder ? `pid ${holder.pid} on ${holder.host}` : 'another run'}; waiting for it`),
+    });
+    const release = lock.release.bind(lock);
+    return Object.assign(lock, { release: () => release().finally(() => store.close()) });
+  } catch (lockError) {
+    store.close();
+    if (!(lockError instanceof TargetLockedError)) throw lockError;
+    const h = lockError.holder;
+    throw new PipelineBusyError(`${pipeline.name}: another run holds ${lockError.lockFile}${h ? ` (pid ${h.pid} on ${h.host}: ${h.command}, since ${h.started_at})` : ''}; this run did nothing`);
+  }
+}
+
 /**
  * An archive run's snapshot, opened as soon as the lock is held (the caller holds it): it starts
  * taking the earlier snapshot's files over while the client and the export load, and while the
@@ -241,7 +265,7 @@ async function takeLock(pipeline: LoadedPipeline, options: RunPipelineOptions, l
  */
 function openSnapshot(pipeline: LoadedPipeline): Promise<SnapshotBuild> | undefined {
   const { from, to } = pipeline;
-  if (!('archive' in to) || !('service' in from)) return undefined;
+  if (!('archive' in to) || !('service' in from) || isBucketAddress(to.archive)) return undefined;
   const opening = import('../archive/build.js').then(({ SnapshotBuild }) => SnapshotBuild.open(to.archive, pipeline.name));
   opening.catch(() => undefined); // awaited by the export, or discarded; not an unhandled rejection meanwhile
   return opening;
@@ -278,7 +302,7 @@ async function executeWith(
       if ('service' in to) throw new Error('a pipeline from the service goes to an archive, a folder or a zip');
       if (dryRun) return await dryExport(pipeline, client, lines);
       const out = 'archive' in to ? to.archive : 'folder' in to ? to.folder : to.zip;
-      await mkdir('zip' in to ? dirname(out) : out, { recursive: true });
+      if (!isBucketAddress(out)) await mkdir('zip' in to ? dirname(out) : out, { recursive: true });
       const { runExport } = await import('../pipelines/export.js');
       const exportOptions: ExportOptions = {
         client,
@@ -292,7 +316,12 @@ async function executeWith(
         signal: options.signal,
         keepItems: options.keepItems,
         ...(from.service === 'attachments' ? { sheets: from.sheets, field: from.field } : {}),
-        ...('archive' in to ? { archive: { pipeline: pipeline.name, maxDelete: options.allowDeletions ? '100%' : to.max_delete, ...(snapshot ? { opening: snapshot } : {}) } } : {}),
+        ...('archive' in to ? {
+          archive: {
+            pipeline: pipeline.name, maxDelete: options.allowDeletions ? '100%' : to.max_delete, ...(snapshot ? { opening: snapshot } : {}),
+            ...(to.s3 ? { s3: to.s3 } : {}), ...(to.lock ? { objectLock: to.lock } : {}),
+          },
+        } : {}),
       };
       handOver();
       const result = await runExport(exportOptions);
@@ -309,9 +338,10 @@ async function executeWith(
       }
       // Retention after a stopped run would judge by a snapshot that is not there yet.
       if ('archive' in to && pipeline.retention && !result.report.interrupted) {
-        const { forgetSnapshots } = await import('../archive/forget.js');
         const source = sourceOf(client.options.baseUrl, client.options.consumerKey);
-        const { remove, busy } = await forgetSnapshots(to.archive, pipeline.retention, { dryRun, lock, source });
+        const { remove, busy } = isBucketAddress(to.archive)
+          ? await bucketRetention(to.archive, to.s3, pipeline.retention, { dryRun, lock, source })
+          : await (await import('../archive/forget.js')).forgetSnapshots(to.archive, pipeline.retention, { dryRun, lock, source });
         if (remove.length) lines.push(`retention ${dryRun ? 'would remove' : 'removed'} ${remove.length} snapshot${remove.length === 1 ? '' : 's'}: ${remove.join(', ')}`);
         if (busy.length) lines.push(`retention kept ${busy.join(', ')}, being read (archive restore); the next run removes ${busy.length === 1 ? 'it' : 'them'}`);
         extra.removed = remove;
@@ -373,3 +403,14 @@ async function dryExport(pipeline: LoadedPipeline, client: WdsClient, lines: str
 
 const requestLine = (r: { register: number; update: number }): string =>
   `${r.register + r.update} update request${r.register + r.update === 1 ? '' : 's'} (${r.register} register, ${r.update} update)`;
+
+/** A run's retention on a bucket archive (src/archive/bucket/forget.ts): snapshots, then unused objects past the margin. */
+async function bucketRetention(address: string, s3: S3Settings | undefined, policy: NonNullable<LoadedPipeline['retention']>, options: { dryRun?: boolean; lock?: TargetLock; source: ExportSource }) {
+  const [{ BucketStore }, { forgetBucketSnapshots }] = await Promise.all([import('../archive/bucket/store.js'), import('../archive/bucket/forget.js')]);
+  const store = BucketStore.open(address, s3);
+  try {
+    return await forgetBucketSnapshots(store, policy, options);
+  } finally {
+    store.close();
+  }
+}

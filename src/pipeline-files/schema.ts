@@ -7,6 +7,7 @@ import { Cron } from 'croner';
 import { z } from 'zod';
 import { STAGES, STAGE_NAMES, type StageName } from '../stages/registry.js';
 import { hasRules, retentionPolicySchema } from '../archive/retention.js';
+import { objectLockSchema, s3SettingsSchema } from '../archive/bucket/address.js';
 import { WEBHOOK_EVENTS } from '../spec/events.js';
 import { parseDuration } from '../util/duration.js';
 
@@ -84,7 +85,9 @@ export const fromSchema = z.union([
 
 export const toSchema = z.union([
   z.strictObject({
-    archive: path.describe('A snapshot archive folder'),
+    archive: path.describe('A snapshot archive folder, or s3://BUCKET/PREFIX for one in an S3 bucket'),
+    s3: s3SettingsSchema.optional(),
+    lock: objectLockSchema.optional(),
     max_delete: z.union([
       z.int().min(0, 'must be 0 or more'),
       z.string().regex(/^(100|[1-9]?\d)%$/, 'must be a count of files or a share from 0% to 100%'),
