@@ -9,6 +9,7 @@ import { resolve } from 'node:path';
 import { connect, say, withConnection, UsageError, type ConnectionArgs } from '../connection.js';
 import { requestCounts, withEnding, type Ending } from '../ending.js';
 import { CONNECTION_ENV, leafCommand } from '../help-text.js';
+import { startReactions, withReactions, type ReactionArgs } from '../webhook-reactions.js';
 import { verbosity } from '../log.js';
 import { stopSignal } from '../stop-signal.js';
 import { parseDuration } from '../../util/duration.js';
@@ -50,7 +51,7 @@ const log = (line: string): void => {
 
 // ---- webhook serve ----
 
-interface ServeArgs extends InboxArgs {
+interface ServeArgs extends InboxArgs, Omit<ReactionArgs, 'json'> {
   port: number;
   host: string;
   path: string;
@@ -104,8 +105,15 @@ async function serve(argv: ServeArgs, ending: Ending): Promise<void> {
   const metrics = new WebhookMetrics(inbox);
   const counts = { stored: 0, duplicates: 0, refused: 0 };
   ending.counts = counts;
+  const signal = stopSignal();
+  // Reconciliation and the pipelines run on events: their problems are usage errors before the port opens.
+  const reactions = await startReactions(argv, { inbox, signal, log, metrics }).catch(async (error: unknown) => {
+    await inbox.close();
+    throw error;
+  });
   const handler = createWebhookReceiver({
     token, inbox, path: argv.path,
+    onEvent: (events) => reactions.notify(events),
     onOutcome: (outcome) => {
       metrics.record(outcome);
       if (outcome.outcome === 'stored') {
@@ -119,7 +127,6 @@ async function serve(argv: ServeArgs, ending: Ending): Promise<void> {
       }
     },
   });
-  const signal = stopSignal();
   const server = await startWebhookServer({ handler, port: argv.port, host: argv.host, tls }).catch((error: Error) => {
     throw new UsageError(`--port ${argv.port} on ${argv.host} cannot be served: ${error.message}`);
   });
@@ -134,6 +141,8 @@ async function serve(argv: ServeArgs, ending: Ending): Promise<void> {
   if (!signal.aborted) await new Promise((done) => signal.addEventListener('abort', done, { once: true }));
   // Stops accepting, lets the deliveries under way be stored and answered, then closes the inbox.
   await server.close();
+  // The reconcile and the pipeline runs under way end cleanly, as a stopped `schedule`'s do.
+  await reactions.finished();
   await inbox.close();
   await status?.close();
   log(`stopped (${String(signal.reason)}): ${counts.stored} stored, ${counts.duplicates} duplicates, ${counts.refused} refused`);
@@ -145,13 +154,13 @@ export const webhookServeCommand = leafCommand<ServeArgs>({
   command: 'serve',
   describe: 'Receive the service\'s member events and store each in the inbox before answering 2xx',
   builder: (y: Argv) =>
-    withInbox(y, 'On stopping, one JSON line on stdout with what was received')
+    withInbox(withReactions(y), 'On stopping, one JSON line on stdout with what was received')
       .option('port', { type: 'number', demandOption: true, describe: 'The port deliveries come to; 0 picks a free one (printed)' })
       .option('host', { type: 'string', default: '127.0.0.1', describe: 'The address to listen on (0.0.0.0: every interface)' })
       .option('path', { type: 'string', default: '/', describe: 'The path deliveries are posted to; others answer 404' })
       .option('tls-cert', { type: 'string', describe: 'HTTPS: the certificate chain (PEM), with --tls-key' })
       .option('tls-key', { type: 'string', describe: 'HTTPS: its private key (PEM)' })
-      .option('token-file', { type: 'string', describe: 'A file holding the webhook setting\'s secret (else env WDS_WEBHOOK_TOKEN)' })
+      .option('token-file', { type: 'string', describe: 'The webhook setting\'s secret, from FILE (else env WDS_WEBHOOK_TOKEN)' })
       .option('status-port', { type: 'number', describe: 'Serve /healthz and /metrics (Prometheus) on this port; 0 picks a free one' })
       .option('status-host', { type: 'string', default: '127.0.0.1', describe: 'Address the status port listens on' }) as unknown as Argv<ServeArgs>,
   handler: (argv) => withEnding(argv, 'webhook serve', (ending) => serve(argv, ending)),
@@ -159,9 +168,10 @@ export const webhookServeCommand = leafCommand<ServeArgs>({
   examples: [
     ['WDS_WEBHOOK_TOKEN=... wds-files webhook serve --port 8443 --tls-cert cert.pem --tls-key key.pem --host 0.0.0.0', 'HTTPS facing the service directly'],
     ['wds-files webhook serve --port 8080 --token-file /etc/wds/webhook-token --status-port 9464', 'behind a reverse proxy that ends TLS, with /healthz and /metrics'],
+    ['wds-files webhook serve --port 8080 --token-file /etc/wds/webhook-token --pipelines pipelines/', 'also reconciling every 6 h, and running the pipelines whose on: names the events'],
   ],
-  exits: { 0: 'stopped by SIGTERM or Ctrl-C once the deliveries under way were stored and answered', 1: 'the inbox cannot be opened', 2: 'a bad option, no secret, or the port cannot be served' },
-  env: ['WDS_WEBHOOK_TOKEN', 'XDG_STATE_HOME'],
+  exits: { 0: 'stopped by SIGTERM or Ctrl-C once the deliveries under way were stored and answered', 1: 'the inbox cannot be opened', 2: 'a bad option, no secret, a pipeline file with a problem, or the port cannot be served' },
+  env: [...CONNECTION_ENV, 'WDS_WEBHOOK_TOKEN', 'WDS_TIMEZONE'],
 });
 
 // ---- webhook events ----
