@@ -132,4 +132,38 @@ describe.skipIf(server === null)('archive runs into a bucket', { timeout: 180_00
     const check = await runCli(['archive', 'check', address, '--read-data', '100'], s3.env);
     expect(check.code, check.stdout + check.stderr).toBe(0);
   });
+
+  it('two runs into one bucket archive at once: the second refuses, naming the first', async () => {
+    const bucket = await newBucket(s3);
+    const address = `s3://${bucket}/two`;
+    const dir = tempDir('wds-bucket-two-');
+    const file = join(dir, 'two.yaml');
+    await writeFile(file, [
+      'name: bucket-two',
+      `connection: { base_url: "${emu().url}", consumer_key: ${KEY}, consumer_secret: ${SECRET} }`,
+      'from: { service: attachments }',
+      `to: { archive: "${address}" }`,
+      '',
+    ].join('\n'));
+    const client = s3Client(s3);
+    const { GetObjectCommand } = await import('@aws-sdk/client-s3');
+    const first = spawnCli(['run', file], s3.env);
+    const firstDone = finished(first);
+    let text = '';
+    for (let i = 0; i < 800 && !text; i += 1) {
+      text = await client.send(new GetObjectCommand({ Bucket: bucket, Key: 'two/locks/archive' })).then((a) => a.Body!.transformToString(), () => '');
+      if (!text) await sleep(25);
+    }
+    client.destroy();
+    expect(text).toContain(`"pid":${first.pid}`);
+    // Stopped while it holds the lock, so that it cannot end before the second run asks.
+    first.kill('SIGSTOP');
+    const second = await runCli(['run', file], s3.env);
+    first.kill('SIGCONT');
+    const one = await firstDone;
+    expect(one.code, one.stderr).toBe(0);
+    expect(second.code).not.toBe(0);
+    expect(second.stdout + second.stderr).toContain(`another run holds ${address}/locks/archive (pid ${first.pid}`);
+    expect(second.stdout + second.stderr).not.toContain(SECRET_KEY);
+  });
 });
