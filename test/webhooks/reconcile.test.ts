@@ -14,6 +14,7 @@ import { useEmulator } from '../helpers/emulator.js';
 import { connectionArgs, runCli } from '../helpers/cli-process.js';
 import { readInboxEvents, WebhookInbox, type InboxEvent } from '../../src/webhooks/inbox.js';
 import { MEMBER_LIST_FILE } from '../../src/webhooks/reconcile.js';
+import { inboxFolder, startServe, TOKEN } from '../helpers/webhook-serve.js';
 
 const emu = useEmulator({ allowHttpWebhooks: true });
 
@@ -98,5 +99,28 @@ describe('webhook reconcile', { timeout: 180_000 }, () => {
     expect(JSON.parse(run.stdout)).toMatchObject({ created: 2, updated: 1, deleted: 0, announced: 1, stored: 2 });
     const stored = (await eventsOf(inbox)).filter((e) => e.source === 'reconciled');
     expect(stored.map((e) => `${e.event} ${e.codes.join(',')}`).sort()).toEqual(['member_created R0102', 'member_updated R0001']);
+  });
+
+  it('runs while webhook serve holds the same inbox: the delivered creation is counted announced, the deletion no setting delivers is stored', async () => {
+    const inbox = inboxFolder();
+    // A new minute of service time: the tests before used up its five update requests.
+    await emu().control('POST', '/clock', { advance_seconds: 61 });
+    await changeMembers('POST', '/members', { member_data: [{ code: 'R0200', name: 'Soon Gone' }] });
+    const serve = await startServe(inbox, ['--reconcile-every', '0']);
+    const hook = await emu().api('POST', '/webhook', { url: `${serve.url}/`, events: ['member_created'], secret_token: TOKEN });
+    expect(hook.status).toBe(200);
+    expect((await reconcile(inbox)).code).toBe(0);
+    await changeMembers('POST', '/members', { member_data: [{ code: 'R0201', name: 'Delivered While Serving' }] });
+    await changeMembers('POST', '/members/delete', { codes: ['R0200'] });
+    await emu().emulator.webhooks.settle();
+    expect((await eventsOf(inbox)).map((e) => `${e.event} ${e.codes.join(',')} ${e.source}`)).toEqual(['member_created R0201 delivery']);
+
+    const run = await reconcile(inbox, ['--json']);
+    expect(run.code, run.stderr).toBe(0);
+    expect(JSON.parse(run.stdout)).toMatchObject({ created: 1, deleted: 1, announced: 1, stored: 1 });
+    expect((await eventsOf(inbox)).map((e) => `${e.event} ${e.codes.join(',')} ${e.source}`)).toEqual(['member_created R0201 delivery', 'member_deleted R0200 reconciled']);
+    serve.child.kill('SIGTERM');
+    expect((await serve.ended).code).toBe(0);
+    await emu().api('DELETE', `/webhook/${hook.body.id}`);
   });
 });
