@@ -5,7 +5,7 @@
  * and a container maps the port when it wants it seen.
  */
 import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { listenOn } from '../util/listen.js';
 
 /** What `/healthz` reports: 200 when ok, else 503 with what fails (the scheduler's pipelines, the receiver's inbox). */
 export interface StatusHealth {
@@ -47,17 +47,9 @@ export async function startStatusServer(options: { port: number; host: string; h
     }
     res.writeHead(404, { 'Content-Type': 'text/plain' }).end('this server answers /healthz and /metrics\n');
   });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port, options.host, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
-  const address = server.address() as AddressInfo;
-  const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  const authority = await listenOn(server, options.port, options.host);
   return {
-    url: `http://${host}:${address.port}`,
+    url: `http://${authority}`,
     close: () => new Promise<void>((resolve) => {
       server.close(() => resolve());
       server.closeAllConnections();

@@ -11,9 +11,8 @@ import { link, readFile, readdir, rename, stat, unlink } from 'node:fs/promises'
 import { basename, dirname, join } from 'node:path';
 import { hostname } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { PROCESS_TOKEN, alive } from '../stages/import/journal/file.js';
+import { PROCESS_TOKEN, alive, holderIsStale as isStale, parseHolder, type LockHolder } from '../stages/import/journal/file.js';
 
-const FOREIGN_STALE_MS = 30_000;
 
 /** Thrown when the lock stays held by a live process for longer than the wait allowed. */
 export class InboxLockedError extends Error {
@@ -76,30 +75,14 @@ export async function sweepLockLeftovers(lock: string): Promise<void> {
   }
 }
 
-interface Holder {
-  text: string;
-  pid: number;
-  host: string;
-  token: string;
-  mtimeMs: number;
-}
-
-async function readHolder(lock: string): Promise<Holder | null> {
+async function readHolder(lock: string): Promise<LockHolder | null> {
   try {
     const [text, info] = await Promise.all([readFile(lock, 'utf8'), stat(lock)]);
-    const [pid, host, token] = text.split(' ');
-    return { text, pid: Number(pid), host: host ?? '', token: token ?? '', mtimeMs: info.mtimeMs };
+    return parseHolder(text, info.mtimeMs);
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
     throw error;
   }
-}
-
-function isStale(holder: Holder): boolean {
-  // Not written yet: its maker is between the create and the write, or died there.
-  if (!holder.text.endsWith('\n')) return Date.now() - holder.mtimeMs > FOREIGN_STALE_MS;
-  if (holder.host === hostname()) return !alive(holder.pid, holder.token);
-  return Date.now() - holder.mtimeMs > FOREIGN_STALE_MS;
 }
 
 /** Moves a stale lock aside; if a live holder's fresh lock was moved instead, puts it back. */

@@ -5,8 +5,8 @@
  */
 import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
-import type { AddressInfo } from 'node:net';
 import { WEBHOOK_TIMEOUT_MS } from '../spec/limits.js';
+import { listenOn } from '../util/listen.js';
 
 export interface WebhookServer {
   /** `http(s)://host:port`, the port chosen when 0 was asked. */
@@ -40,17 +40,9 @@ export async function startWebhookServer(options: WebhookServerOptions): Promise
     });
     options.handler(req, res);
   });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port, options.host, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
-  const address = server.address() as AddressInfo;
-  const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  const authority = await listenOn(server, options.port, options.host);
   return {
-    url: `${options.tls ? 'https' : 'http'}://${host}:${address.port}`,
+    url: `${options.tls ? 'https' : 'http'}://${authority}`,
     close: async () => {
       closing = true;
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));

@@ -116,7 +116,8 @@ function tryCreate(lock: string, text: string): boolean {
   return true;
 }
 
-interface Holder {
+/** Who holds a short lock (the journal's, the webhook inbox's): `pid host token` and a newline, and when it was written. */
+export interface LockHolder {
   text: string;
   pid: number;
   host: string;
@@ -124,21 +125,30 @@ interface Holder {
   mtimeMs: number;
 }
 
-function readHolder(lock: string): Holder | null {
-  return ifPresent(lock, (fd) => {
-    const text = readFileSync(fd, 'utf8');
-    const [pid, host, token] = text.split(' ');
-    return { text, pid: Number(pid), host: host ?? '', token: token ?? '', mtimeMs: fstatSync(fd).mtimeMs };
-  });
+/** The holder written in a lock file's text. */
+export function parseHolder(text: string, mtimeMs: number): LockHolder {
+  const [pid, host, token] = text.split(' ');
+  return { text, pid: Number(pid), host: host ?? '', token: token ?? '', mtimeMs };
 }
 
-function isStale(holder: Holder): boolean {
-  // Not written yet: its maker is between the create and the write.
+function readHolder(lock: string): LockHolder | null {
+  return ifPresent(lock, (fd) => parseHolder(readFileSync(fd, 'utf8'), fstatSync(fd).mtimeMs));
+}
+
+/**
+ * Whether a short lock's holder is gone: one of this machine whose process ended, or one written
+ * elsewhere (or not written yet) longer ago than any holder keeps it. `ownIsStale` counts a lock
+ * of this very process as stale, for locks never held while another is asked for.
+ */
+export function holderIsStale(holder: LockHolder, ownIsStale = false): boolean {
+  // Not written yet: its maker is between the create and the write, or died there.
   if (!holder.text.endsWith('\n')) return Date.now() - holder.mtimeMs > FOREIGN_STALE_MS;
-  // The lock is taken and released within one synchronous call: one of this process is never held while another is asked for.
-  if (holder.host === hostname()) return !alive(holder.pid, holder.token) || holder.pid === process.pid;
+  if (holder.host === hostname()) return !alive(holder.pid, holder.token) || (ownIsStale && holder.pid === process.pid);
   return Date.now() - holder.mtimeMs > FOREIGN_STALE_MS;
 }
+
+// The journal's lock is taken and released within one synchronous call: one of this process is never held while another is asked for.
+const isStale = (holder: LockHolder): boolean => holderIsStale(holder, true);
 
 function breakStale(lock: string, stale: string): void {
   const aside = `${lock}.stale-${randomBytes(6).toString('hex')}`;
