@@ -15,6 +15,7 @@
  * - Two reconciles of one inbox (serve's own and a `webhook reconcile`) take turns under a lock;
  *   `serve` appending deliveries meanwhile is safe, as the inbox takes appends from several processes.
  */
+import { lockTarget } from '../pipelines/target-lock.js';
 import { createHash } from 'node:crypto';
 import { mkdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -23,12 +24,12 @@ import type { WdsClient } from '../client/client.js';
 import type { WebhookEvent } from '../spec/events.js';
 import type { Member } from '../spec/schemas.js';
 import { writeFileAtomically } from '../sinks/atomic-file.js';
-import { acquireTargetLock } from '../util/target-lock.js';
 import { readInboxEvents, type InboxEvent, type InboxEventInput, type WebhookInbox } from './inbox.js';
 
 /** The last list, beside the inbox's events. */
 export const MEMBER_LIST_FILE = 'members.json';
-const LOCK_FILE = '.reconcile.lock';
+/** What reconcile locks: `.reconcile` in the inbox folder, whose lock file is `.reconcile.lock`. */
+const LOCKED = '.reconcile';
 /** A reconcile waits this long for another one of the same inbox to end. */
 const LOCK_WAIT_MS = 10 * 60_000;
 /** Fields the service computes or that change without a member event (the photo): not part of "updated". */
@@ -123,7 +124,7 @@ export async function readMemberList(folder: string): Promise<MemberList | null>
 export async function reconcile(client: WdsClient, inbox: WebhookInbox, options: ReconcileOptions = {}): Promise<ReconcileResult> {
   const folder = inbox.folder;
   await mkdir(folder, { recursive: true, mode: 0o700 });
-  const lock = await acquireTargetLock(join(folder, LOCK_FILE), {
+  const lock = await lockTarget({ kind: 'file', path: join(folder, LOCKED) }, {
     command: options.command ?? 'wds-files webhook reconcile',
     waitMs: LOCK_WAIT_MS,
     signal: options.signal,
