@@ -17,7 +17,7 @@
 import type { WebhookEvent } from '../spec/events.js';
 import { redact } from '../util/redact.js';
 import type { PipelineRunner } from './pipelines.js';
-import { lineOf } from './scheduler.js';
+import { lineOf, notifyAfter, runGuarded } from './scheduler.js';
 import { probeService, waitForService } from './service-time.js';
 import type { RunOutcome } from './types.js';
 
@@ -123,7 +123,7 @@ export class EventRuns {
     }
     log(`${runner.name}: starting (after member events)`);
     this.options.onStart?.(runner.name);
-    const outcome = await this.run(runner);
+    const outcome = await runGuarded(runner, signal, log);
     if (outcome.busy) {
       log(redact(`${runner.name}: busy (${outcome.error ?? 'another run holds its lock'}); trying again in ${formatSeconds(slot.pipeline.debounceMs)}`));
       if (!signal.aborted && !slot.again) this.wait(slot);
@@ -131,25 +131,7 @@ export class EventRuns {
     }
     log(redact(lineOf(runner.name, outcome)));
     this.options.onRun?.(runner.name, outcome);
-    try {
-      await runner.afterRun?.(outcome);
-    } catch (error) {
-      log(redact(`${runner.name}: the notification was not sent: ${(error as Error).message}`));
-    }
-  }
-
-  /** The run; a run function that throws is a failed run, not a stopped receiver. */
-  private async run(runner: PipelineRunner): Promise<RunOutcome> {
-    const started = new Date();
-    try {
-      return await runner.run({ signal: this.options.signal, log: (line) => this.options.log(`${runner.name}: ${line}`) });
-    } catch (error) {
-      const finished = new Date();
-      return {
-        status: 'failed', started_at: started.toISOString(), finished_at: finished.toISOString(), duration_ms: finished.getTime() - started.getTime(),
-        files: 0, bytes: 0, error: (error as Error).message,
-      };
-    }
+    await notifyAfter(runner, outcome, log);
   }
 
   private clearTimer(slot: Slot): void {

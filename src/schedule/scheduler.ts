@@ -226,27 +226,11 @@ export class Scheduler {
     slot.coveredUntil = null;
     this.save(slot);
     this.options.onRun?.(job, outcome);
-    if (job.afterRun) {
-      try {
-        await job.afterRun(outcome);
-      } catch (error) {
-        log(redact(`${job.name}: the notification was not sent: ${(error as Error).message}`));
-      }
-    }
+    await notifyAfter(job, outcome, log);
   }
 
-  /** The run; a run function that throws is a failed run, not a stopped scheduler. */
-  private async runJob(job: ScheduledJob): Promise<RunOutcome> {
-    const started = new Date();
-    try {
-      return await job.run({ signal: this.options.signal, log: (line) => this.options.log(`${job.name}: ${line}`) });
-    } catch (error) {
-      const finished = new Date();
-      return {
-        status: 'failed', started_at: started.toISOString(), finished_at: finished.toISOString(), duration_ms: finished.getTime() - started.getTime(),
-        files: 0, bytes: 0, error: (error as Error).message,
-      };
-    }
+  private runJob(job: ScheduledJob): Promise<RunOutcome> {
+    return runGuarded(job, this.options.signal, this.options.log);
   }
 
   /** Every due time up to `at` has been dealt with (handled_until never goes back). */
@@ -268,4 +252,34 @@ export function lineOf(name: string, outcome: RunOutcome): string {
   // A pipeline's errors name it, for `run` prints them alone; the line names it once.
   const error = outcome.error?.startsWith(`${name}: `) ? outcome.error.slice(name.length + 2) : outcome.error;
   return `${name}: ${outcome.status}, ${files}, ${formatBytes(outcome.bytes)}, ${formatDuration(outcome.duration_ms)}${error ? `: ${error}` : ''}`;
+}
+
+/** What a run needs of a scheduled job or an event-started pipeline. */
+interface Runnable {
+  name: string;
+  run: ScheduledJob['run'];
+  afterRun?: ScheduledJob['afterRun'];
+}
+
+/** Runs `job` once; a run function that throws is a failed run, not a stopped scheduler or receiver. */
+export async function runGuarded(job: Runnable, signal: AbortSignal, log: (line: string) => void): Promise<RunOutcome> {
+  const started = new Date();
+  try {
+    return await job.run({ signal, log: (line) => log(`${job.name}: ${line}`) });
+  } catch (error) {
+    const finished = new Date();
+    return {
+      status: 'failed', started_at: started.toISOString(), finished_at: finished.toISOString(), duration_ms: finished.getTime() - started.getTime(),
+      files: 0, bytes: 0, error: (error as Error).message,
+    };
+  }
+}
+
+/** Sends the job's notification of `outcome`; one that fails is logged, never the run's failure. */
+export async function notifyAfter(job: Runnable, outcome: RunOutcome, log: (line: string) => void): Promise<void> {
+  try {
+    await job.afterRun?.(outcome);
+  } catch (error) {
+    log(redact(`${job.name}: the notification was not sent: ${(error as Error).message}`));
+  }
 }
