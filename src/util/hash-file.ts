@@ -38,6 +38,9 @@ function theWorker(): Worker {
   const started = startWorker('hash-worker', import.meta.url, { resourceLimits: { maxOldGenerationSizeMb: 16, maxYoungGenerationSizeMb: 2 } });
   started.unref();
   started.once('online', keepMemoryTuning);
+  // Run from source, the thread then registers tsx, whose loader thread's start undoes the tuning
+  // again; by its first answer the thread has started all it ever starts.
+  started.once('message', keepMemoryTuning);
   started.on('message', (reply: HashReply) => {
     const waiting = pending.get(reply.id);
     if (!waiting) return;

@@ -53,6 +53,7 @@ export type S3Settings = z.infer<typeof s3SettingsSchema>;
 export const objectLockSchema = z.strictObject({
   /** governance: users with a special permission may still delete; compliance: nobody may, until it lapses. */
   mode: z.enum(['governance', 'compliance']),
+  /** Days each object written stays locked (retain-until), from its writing; extended while a kept snapshot names it. */
   days: z.number().int().min(1).max(36_500),
 }).describe('S3 Object Lock: every object written is kept unchangeable for `days`; objects kept snapshots name are extended');
 export type ObjectLock = z.infer<typeof objectLockSchema>;
