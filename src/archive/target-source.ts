@@ -6,6 +6,9 @@ import { open, stat } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { MANIFEST_NAME, parseManifest } from '../sinks/manifest.js';
 import { SourceMismatchError, sameSource, type ExportSource } from '../sinks/source.js';
+import type { BucketOptions } from './archive-store.js';
+import { isBucketAddress } from './bucket/address.js';
+import type { BucketStore } from './bucket/store.js';
 
 export type TargetKind = 'folder' | 'zip' | 'archive';
 
@@ -24,8 +27,23 @@ async function firstLine(path: string, limit = 64 * 1024): Promise<string> {
   }
 }
 
-/** The source `out` records, or null when it records none (a new target, or one made before sources were recorded). */
-export async function recordedSource(out: string, kind: TargetKind): Promise<ExportSource | null> {
+/** A bucket archive's answer to `ask`, the store closed after; its module and the AWS SDK load only for an s3:// address. */
+async function askBucket<T>(address: string, s3: BucketOptions, ask: (store: BucketStore) => Promise<T>): Promise<T> {
+  const { BucketStore } = await import('./bucket/store.js');
+  const store = BucketStore.open(address, s3);
+  try {
+    return await ask(store);
+  } finally {
+    store.close();
+  }
+}
+
+/**
+ * The source `out` records, or null when it records none (a new target, or one made before
+ * sources were recorded). `s3` is how to reach an `s3://` archive.
+ */
+export async function recordedSource(out: string, kind: TargetKind, s3: BucketOptions = {}): Promise<ExportSource | null> {
+  if (kind === 'archive' && isBucketAddress(out)) return askBucket(out, s3, (store) => store.recordedSource());
   const target = resolve(out);
   if (kind === 'archive') {
     const { archiveSource } = await import('./store.js');
@@ -52,8 +70,8 @@ export async function recordedSource(out: string, kind: TargetKind): Promise<Exp
  * that records another company's files. Answers the recorded source, null when there is none: a
  * target made before sources were recorded is adopted, and records this run's source from then on.
  */
-export async function checkTargetSource(out: string, kind: TargetKind, source: ExportSource, shown = out): Promise<ExportSource | null> {
-  const recorded = await recordedSource(out, kind);
+export async function checkTargetSource(out: string, kind: TargetKind, source: ExportSource, shown = out, s3: BucketOptions = {}): Promise<ExportSource | null> {
+  const recorded = await recordedSource(out, kind, s3);
   if (recorded && !sameSource(recorded, source)) throw new SourceMismatchError(shown, recorded, source);
   return recorded;
 }
@@ -63,7 +81,8 @@ export async function checkTargetSource(out: string, kind: TargetKind, source: E
  * zip`, `a snapshot archive`), or null when it is new: a run with no base URL writes the embedded
  * emulator's sample company only to a new target.
  */
-export async function existingExport(out: string, kind: TargetKind): Promise<string | null> {
+export async function existingExport(out: string, kind: TargetKind, s3: BucketOptions = {}): Promise<string | null> {
+  if (kind === 'archive' && isBucketAddress(out)) return (await askBucket(out, s3, (store) => store.holdsAnything())) ? 'a snapshot archive' : null;
   const target = resolve(out);
   if (kind === 'archive') {
     const { archiveHolding } = await import('./store.js');

@@ -214,9 +214,8 @@ async function checkSource(pipeline: LoadedPipeline, options: RunPipelineOptions
   const source = await settingsSource(pipeline, options);
   if (!source) return;
   const [kind, out] = 'archive' in to ? ['archive', to.archive] as const : 'folder' in to ? ['folder', to.folder] as const : ['zip', to.zip] as const;
-  if (isBucketAddress(out)) return;
   const { checkTargetSource } = await import('../archive/target-source.js');
-  await checkTargetSource(out, kind, source, `to.${kind} ${out}`);
+  await checkTargetSource(out, kind, source, `to.${kind} ${out}`, 'archive' in to ? to.s3 : undefined);
 }
 
 async function takeLock(pipeline: LoadedPipeline, options: RunPipelineOptions, log: (line: string) => void): Promise<TargetLock> {

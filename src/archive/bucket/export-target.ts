@@ -10,7 +10,7 @@
  */
 import { manifestChunks, manifestKey, sortLines, type ManifestLine } from '../../sinks/manifest.js';
 import type { EntryWriter, ExportSink } from '../../sinks/sink.js';
-import type { ExportSource } from '../../sinks/source.js';
+import { SourceMismatchError, sameSource, type ExportSource } from '../../sinks/source.js';
 import type { ExportRecorder } from '../../stages/export/record.js';
 import type { ExportTarget, OpenedSink } from '../../stages/export/target.js';
 import { digestOf, type FileDigest } from '../../util/hash-file.js';
@@ -87,6 +87,8 @@ export interface BucketTargetOptions {
   maxDelete?: MaxDelete;
   /** Object Lock asked for (`lock:`), else the one the archive records. */
   lock?: ObjectLock;
+  /** The archive as a refusal names it (default its address). */
+  shown?: string;
 }
 
 export class BucketTarget implements ExportTarget<SnapshotInfo> {
@@ -111,8 +113,12 @@ export class BucketTarget implements ExportTarget<SnapshotInfo> {
     const ids = await store.listIds();
     this.unfinished = [...ids].filter(([, o]) => !o.doc && o.started).map(([id]) => id);
     const latest = await store.readLatest();
-    if (latest && ids.get(latest)?.doc) {
-      const entry = await store.readEntry(latest);
+    const entry = latest && ids.get(latest)?.doc ? await store.readEntry(latest) : null;
+    // Under the lock, before anything is written: another company's files are never mixed in.
+    // The latest snapshot's source is at hand; an archive whose latest records none is asked.
+    const recorded = entry?.doc?.source ?? (ids.size > 0 ? await store.recordedSource() : null);
+    if (recorded && !sameSource(recorded, source)) throw new SourceMismatchError(this.options.shown ?? store.where, recorded, source);
+    if (latest && entry) {
       const manifest = await store.readManifest(entry);
       this.previous = { id: latest, doc: entry.doc, lines: manifest.lines, lockedUntil: store.lockedUntil.get(latest) ?? null };
       for (const line of manifest.lines.values()) this.known.add(line.sha256);
@@ -121,7 +127,8 @@ export class BucketTarget implements ExportTarget<SnapshotInfo> {
     if (this.unfinished.length > 0) for (const [sha, o] of await store.listData()) this.held.set(sha, o.size);
     this.lock = await store.lockToUse(this.options.lock);
     this.id = nextSnapshotId(this.startedAt, [...ids.keys()]);
-    await store.putStarted(this.id, { pipeline: this.options.pipeline, started_at: this.startedAt.toISOString() });
+    // The source too: a run stopped before its snapshot still says whose files the archive holds.
+    await store.putStarted(this.id, { pipeline: this.options.pipeline, started_at: this.startedAt.toISOString(), source });
     this.sink = new BucketSink(`${store.where}/snapshots/${this.id}`, async (digest, bytes) => {
       if (this.held.get(digest.sha256) === digest.size || this.known.has(digest.sha256)) return;
       await this.held_();

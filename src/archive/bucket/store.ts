@@ -15,6 +15,7 @@ import { z } from 'zod';
 import { MANIFEST_NAME, parseManifestInTurns, type ManifestLine, type ManifestLines } from '../../sinks/manifest.js';
 import { LATEST_FILE, SNAPSHOT_FILE, SNAPSHOTS_DIR, parseSnapshotId, compareSnapshotIds, pickSnapshot, snapshotDocSchema, type SnapshotEntry } from '../store.js';
 import type { ArchiveStore, BucketOptions } from '../archive-store.js';
+import { readSource, type ExportSource } from '../../sinks/source.js';
 import { formatBucketAddress, objectLockSchema, parseBucketAddress, type ObjectLock } from './address.js';
 import { Bucket, BucketError } from './s3.js';
 
@@ -106,6 +107,42 @@ export class BucketStore implements ArchiveStore {
   async readLatest(): Promise<string | null> {
     const bytes = await this.bucket.get(LATEST_FILE);
     return bytes?.toString('utf8').trim() || null;
+  }
+
+  /**
+   * Where the archive's files come from, as archiveSource says of a folder: the source of the
+   * snapshot `latest` names, else of the newest snapshot that records one, else of an unfinished
+   * run's started.json. Null for a new archive, or one made before sources were recorded. Two
+   * requests when `latest` records one, as it does once a run has finished.
+   */
+  async recordedSource(): Promise<ExportSource | null> {
+    const latest = await this.readLatest();
+    if (latest) {
+      const named = (await this.readEntry(latest)).doc?.source;
+      if (named) return named;
+    }
+    const ids = await this.listIds();
+    const newestFirst = [...ids.keys()].sort(compareSnapshotIds).reverse();
+    for (const id of newestFirst.filter((i) => i !== latest && ids.get(i)!.doc)) {
+      const source = (await this.readEntry(id)).doc?.source;
+      if (source) return source;
+    }
+    for (const id of newestFirst.filter((i) => !ids.get(i)!.doc && ids.get(i)!.started)) {
+      const bytes = await this.bucket.get(`${SNAPSHOTS_DIR}/${id}/${STARTED_FILE}`);
+      let source: ExportSource | null = null;
+      try {
+        source = bytes ? readSource((JSON.parse(bytes.toString('utf8')) as { source?: unknown }).source) : null;
+      } catch {
+        // A started.json that is not JSON records nothing.
+      }
+      if (source) return source;
+    }
+    return null;
+  }
+
+  /** Whether the archive holds anything yet: `latest`, or any snapshot finished or begun. */
+  async holdsAnything(): Promise<boolean> {
+    return (await this.readLatest()) !== null || (await this.listIds()).size > 0;
   }
 
   async writeLatest(id: string): Promise<void> {

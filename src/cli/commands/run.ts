@@ -34,7 +34,7 @@ async function refuseEmbeddedInto(file: string, to: LoadedPipeline['to']): Promi
   const [kind, out] = 'archive' in to ? ['archive', to.archive] as const : 'folder' in to ? ['folder', to.folder] as const : 'zip' in to ? ['zip', to.zip] as const : [null, null];
   if (kind === null) return;
   const { existingExport } = await import('../../archive/target-source.js');
-  const there = await existingExport(out, kind);
+  const there = await existingExport(out, kind, 'archive' in to ? to.s3 : undefined);
   if (!there) return;
   throw new UsageError(`${file}: to.${kind} ${out} holds ${there}, and there is no connection.base_url or WDS_BASE_URL: the run would add the embedded emulator's sample company to it. Set one, or name a new target; to run against the sample company all the same, add --emulator. Nothing was changed.`);
 }
