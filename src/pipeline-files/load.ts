@@ -117,7 +117,7 @@ export function checkPipelineText(text: string, shown: string, file: string, env
  * `$`. A plain scalar that is only a substitution is read as YAML again, so `sheet: ${SHEET}`
  * gives a number.
  */
-function substituteVariables(doc: Document, env: NodeJS.ProcessEnv, at: (offset: number, message: string) => void): [number, number][] {
+export function substituteVariables(doc: Document, env: NodeJS.ProcessEnv, at: (offset: number, message: string) => void): [number, number][] {
   const unsetRanges: [number, number][] = [];
   visit(doc, {
     Scalar(_key, node) {
