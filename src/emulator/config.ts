@@ -14,6 +14,7 @@ import { DEFAULT_TASK_TIMING } from './tasks.js';
 import { seedFromDirectory } from './seed.js';
 import { seedGenerated, generateOptionsSchema, type GenerateOptions } from './generate.js';
 import { OPERATIONS, type OperationId } from '../spec/operations.js';
+import { describeIssues } from '../spec/schemas.js';
 import { REQUESTS_PER_HOUR, TOKENS_PER_HOUR, UPDATE_REQUESTS_PER_MINUTE } from '../spec/limits.js';
 
 export const DEFAULT_CONSUMER_KEY = 'demo-key';
@@ -185,7 +186,7 @@ export async function buildEmulatorConfig(options: EmulatorOptions): Promise<Emu
     companies = checked.value.companies.map((c) => settingsFrom(c, dirname(path)));
     fileClock = checked.value.clock;
   } else {
-    const company = companySchema.parse({
+    const parsed = companySchema.safeParse({
       name: 'default',
       consumer_key: options.consumerKey ?? DEFAULT_CONSUMER_KEY,
       consumer_secret: options.consumerSecret ?? DEFAULT_CONSUMER_SECRET,
@@ -207,7 +208,9 @@ export async function buildEmulatorConfig(options: EmulatorOptions): Promise<Emu
       ...(options.generate ? { generate: options.generate } : {}),
       ...(options.seed && !options.generate ? { seed: resolve(options.seed) } : {}),
     });
-    companies = [settingsFrom(company, process.cwd())];
+    // The generated company's shape comes from the user's options (`--photo-bytes` and the like).
+    if (!parsed.success) throw new EmulatorConfigError(`the emulator cannot start with these options:\n  ${describeIssues(parsed.error).join('\n  ')}`);
+    companies = [settingsFrom(parsed.data, process.cwd())];
   }
   const timeZone = options.timeZone ?? fileClock?.time_zone;
   const startText = options.clockStart ?? fileClock?.start;

@@ -135,6 +135,29 @@ describe('the emulator command', () => {
     }
   });
 
+  it('--generate with --photo-bytes, --photo-ratio, --attachments-per-member and --attachment-bytes serves a company of that shape', async () => {
+    const child = spawnCli(['emulator', '--port', '0', '--no-maintenance', '--json', '--generate', '40', '--photo-ratio', '1',
+      '--photo-bytes', '9000', '--attachments-per-member', '2', '--attachment-bytes', '3000-3100']);
+    try {
+      const baseUrl = (JSON.parse(await waitFor(child, /\n/)) as { base_url: string }).base_url;
+      const state = (await (await fetch(`${baseUrl}/_emulator/state`)).json()) as { members: { photo: { size: number } | null }[]; attachments: { size: number }[] };
+      expect(state.members.map((m) => m.photo?.size)).toEqual(Array.from({ length: 40 }, () => 9000));
+      expect(state.attachments).toHaveLength(80);
+      for (const a of state.attachments) expect(a.size >= 3000 && a.size <= 3100, `an attachment of ${a.size} bytes`).toBe(true);
+    } finally {
+      child.kill('SIGTERM');
+    }
+    const refused = await runCli(['emulator', '--port', '0', '--generate', '5', '--photo-bytes', '100']);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toMatch(/photo_bytes.*8192/);
+    const bad = await runCli(['emulator', '--port', '0', '--generate', '5', '--attachments-per-member', 'two']);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('--attachments-per-member takes a whole number N or a range MIN-MAX, got "two"');
+    const alone = await runCli(['emulator', '--port', '0', '--photo-ratio', '1']);
+    expect(alone.code).toBe(2);
+    expect(alone.stderr).toContain('--photo-ratio shapes a generated company: give it with --generate N');
+  });
+
   it('started by npm run wds, stops when npm is sent SIGTERM', async () => {
     await underNpm([], async (npm) => {
       const banner = await waitFor(npm, /Press Ctrl-C/);

@@ -7,6 +7,7 @@ import { resolve } from 'node:path';
 import { SAMPLE_COMPANY_DIR } from '../paths.js';
 import { UsageError } from '../connection.js';
 import { leafCommand } from '../help-text.js';
+import type { GenerateOptions } from '../../emulator/generate.js';
 
 interface EmulatorArgs {
   port: number;
@@ -14,6 +15,10 @@ interface EmulatorArgs {
   seed?: string;
   generate?: number;
   files: boolean;
+  'photo-bytes'?: string;
+  'photo-ratio'?: number;
+  'attachments-per-member'?: string;
+  'attachment-bytes'?: string;
   'clock-speed'?: number;
   'clock-start'?: string;
   timezone?: string;
@@ -41,6 +46,10 @@ export const emulatorCommand = leafCommand<EmulatorArgs>({
       .option('seed', { type: 'string', describe: 'Seed folder of the company (default: the sample company)' })
       .option('generate', { type: 'number', describe: 'Generate a synthetic company of N members instead of a seed' })
       .option('files', { type: 'boolean', default: true, describe: 'With --generate: photos and attachments (--no-files for none)' })
+      .option('photo-bytes', { type: 'string', describe: 'With --generate: photo sizes in bytes, N or MIN-MAX (default 20000-500000)' })
+      .option('photo-ratio', { type: 'number', describe: 'With --generate: share of members with a photo, 0 to 1 (default 0.9)' })
+      .option('attachments-per-member', { type: 'string', describe: 'With --generate: attachments per member, N or MIN-MAX (default 1-3)' })
+      .option('attachment-bytes', { type: 'string', describe: 'With --generate: attachment sizes in bytes, N or MIN-MAX (default 5000-200000)' })
       .option('clock-speed', { type: 'number', describe: 'Service seconds per real second (default 1)' })
       .option('clock-start', { type: 'string', describe: 'Service time at start, "YYYY-MM-DD HH:MM:SS" (default: now)' })
       .option('timezone', { type: 'string', describe: 'IANA time zone of service local time (default Asia/Tokyo)' })
@@ -54,6 +63,11 @@ export const emulatorCommand = leafCommand<EmulatorArgs>({
           throw new Error(`--generate takes a whole number of members, got ${argv.generate}`);
         }
         if (argv.generate !== undefined && argv.seed) throw new Error('give either --seed or --generate, not both');
+        for (const name of SHAPE_OPTIONS) {
+          if (argv[name] === undefined) continue;
+          if (argv.generate === undefined) throw new Error(`--${name} shapes a generated company: give it with --generate N`);
+          if (name !== 'photo-ratio') wholeRange(name, argv[name] as string);
+        }
         if (argv['clock-speed'] !== undefined && !(argv['clock-speed'] > 0)) {
           throw new Error(`--clock-speed must be a positive number, got ${argv['clock-speed']}`);
         }
@@ -66,7 +80,7 @@ export const emulatorCommand = leafCommand<EmulatorArgs>({
       port: argv.port,
       host: argv.host,
       seed: argv.generate === undefined ? resolve(argv.seed ?? SAMPLE_COMPANY_DIR) : undefined,
-      generate: argv.generate === undefined ? undefined : { members: argv.generate, files: argv.files },
+      generate: argv.generate === undefined ? undefined : generateOptions(argv, argv.generate),
       clockSpeed: argv['clock-speed'],
       clockStart: argv['clock-start'],
       timeZone: argv.timezone,
@@ -108,11 +122,34 @@ export const emulatorCommand = leafCommand<EmulatorArgs>({
   examples: [
     ['wds-files emulator', 'the sample company on http://127.0.0.1:8787; prints the --base-url and credentials to use'],
     ['wds-files emulator --generate 2000 --clock-speed 60', 'a synthetic company of 2,000 members, a service minute per real second'],
+    ['wds-files emulator --generate 200000 --photo-ratio 1 --photo-bytes 8192 --attachments-per-member 0', '200,000 photos of 8 KB, made on each download'],
     ['wds-files emulator --config companies.yaml --state-dir .emulator-state', 'several companies, kept across restarts'],
   ],
   exits: { 0: 'stopped by Ctrl-C or SIGTERM', 1: 'it could not start (the port is taken, say)', 2: 'a bad option, config file or seed folder (each problem at its line)' },
   env: [],
 });
+
+const SHAPE_OPTIONS = ['photo-bytes', 'photo-ratio', 'attachments-per-member', 'attachment-bytes'] as const;
+
+/** `N` or `MIN-MAX` of whole numbers, as [min, max]; the emulator checks the bounds of each. */
+function wholeRange(name: string, text: string): [number, number] {
+  const match = /^\s*(\d+)\s*(?:-\s*(\d+)\s*)?$/.exec(String(text));
+  if (!match) throw new Error(`--${name} takes a whole number N or a range MIN-MAX, got "${text}"`);
+  const min = Number(match[1]);
+  return [min, match[2] === undefined ? min : Number(match[2])];
+}
+
+/** The generated company's shape from the options: the emulator's defaults for those left out. */
+function generateOptions(argv: EmulatorArgs, members: number): GenerateOptions {
+  return {
+    members,
+    files: argv.files,
+    ...(argv['photo-bytes'] === undefined ? {} : { photo_bytes: wholeRange('photo-bytes', argv['photo-bytes']) }),
+    ...(argv['photo-ratio'] === undefined ? {} : { photo_ratio: argv['photo-ratio'] }),
+    ...(argv['attachments-per-member'] === undefined ? {} : { attachments_per_member: wholeRange('attachments-per-member', argv['attachments-per-member']) }),
+    ...(argv['attachment-bytes'] === undefined ? {} : { attachment_bytes: wholeRange('attachment-bytes', argv['attachment-bytes']) }),
+  };
+}
 
 /**
  * Under `npm run`, a SIGTERM to npm reaches only the shell npm runs the script in, and the shell
