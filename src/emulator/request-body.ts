@@ -4,7 +4,7 @@
  * holding a large body in memory while it arrives.
  */
 import { createWriteStream, type WriteStream } from 'node:fs';
-import { readFile, rm } from 'node:fs/promises';
+import { open, rm } from 'node:fs/promises';
 import type { IncomingMessage } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -115,10 +115,14 @@ export async function readBody(req: IncomingMessage, limit: number, timeouts: Bo
         stop();
         if (!spill) return resolve(Buffer.concat(chunks, total));
         const { path, stream } = spill;
-        const head = Buffer.concat(chunks, held);
+        // The body is read back straight behind the part held in memory: one buffer of its
+        // size, not a copy of the file joined to a copy of the head.
+        const body = Buffer.allocUnsafe(total);
+        let at = 0;
+        for (const chunk of chunks) at += chunk.copy(body, at);
         chunks = [];
         stream.end(() => {
-          readFile(path).then((rest) => resolve(Buffer.concat([head, rest], total)), () => reject(new HttpError(500, 'the emulator could not read back the request body')));
+          readInto(path, body, held).then(() => resolve(body), () => reject(new HttpError(500, 'the emulator could not read back the request body')));
         });
       };
       const onError = (): void => fail(new HttpError(400, 'the request body could not be read'));
@@ -141,3 +145,16 @@ export async function readBody(req: IncomingMessage, limit: number, timeouts: Bo
 }
 
 const limitText = (limit: number): string => (limit >= 1024 * 1024 ? `${Math.round(limit / 1024 / 1024)} MB` : `${Math.round(limit / 1024)} KB`);
+
+async function readInto(path: string, body: Buffer, from: number): Promise<void> {
+  const file = await open(path);
+  try {
+    for (let at = from; at < body.length;) {
+      const { bytesRead } = await file.read(body, at, body.length - at, at - from);
+      if (bytesRead === 0) throw new Error(`${path} ended early`);
+      at += bytesRead;
+    }
+  } finally {
+    await file.close();
+  }
+}

@@ -322,6 +322,9 @@ describe('file rules of register and partial update (api-v2.md 4.4 Sheets 9)', (
     ['unpadded base64', 'YWJj ZA'],
     ['base64 without its padding', 'YWJjZA'],
     ['a data: prefix', 'data:application/pdf;base64,YWJj'],
+    ['the URL-safe alphabet', 'YWJj-_8A'],
+    ['padding inside the text', 'YQ==YWJj'],
+    ['a space inside the text', 'YW JjZA='],
     ['an empty file', ''],
   ])('refuses %s, naming the member and file', async (_name, content) => {
     const { id, codes, path } = arrange(1);
