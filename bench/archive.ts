@@ -29,6 +29,8 @@
  *                                                     1 % change of its own); figures for both
  *   npx tsx bench/archive.ts --cpu-prof DIR           node --cpu-prof of each incremental run into DIR
  *   npx tsx bench/archive.ts --log DIR                each incremental run's request lines (-vv) into DIR
+ *   npx tsx bench/archive.ts --store s3               the archive in an S3 bucket, beside the folder
+ *                                                     archive and restic (bench/archive-s3.ts)
  *   npx tsx bench/archive.ts --floor                  after the runs, `cp -al` of the latest snapshot:
  *                                                     what its folders and links alone cost this disk
  *                                                     on one thread (GNU cp), against the full run
@@ -360,4 +362,8 @@ function summarise(rounds: Round[]): void {
   check(median(disk) <= 0.02, `1 % run: adds ${ratio(disk)} x the full run's bytes on disk, folders and manifest included (target <= 0.02); its new files alone ${ratio(newFiles)} x`);
 }
 
-await main();
+// The bucket archive's bench, beside the folder archive and restic (bench/archive-s3.ts).
+const STORE = argValue('store') ?? 'folder';
+if (STORE !== 'folder' && STORE !== 's3') throw new Error(`--store must be folder or s3, got ${STORE}`);
+if (STORE === 's3') await (await import('./archive-s3.js')).benchS3();
+else await main();

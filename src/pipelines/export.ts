@@ -109,7 +109,7 @@ async function runBucketExport(options: ExportOptions, archive: NonNullable<Expo
     try {
       const lock = own ?? options.held;
       const source = sourceOf(options.client.options.baseUrl, options.client.options.consumerKey);
-      const target = new BucketTarget(store, { pipeline: archive.pipeline, maxDelete: archive.maxDelete, lock: archive.objectLock }, async () => lock?.assertHeld());
+      const target = new BucketTarget(store, { pipeline: archive.pipeline, maxDelete: archive.maxDelete, lock: archive.objectLock }, lock);
       return await new ExportRun(options, { where, since: undefined, concurrency, lock, source }, target).run();
     } finally {
       await own?.release();

@@ -3,6 +3,7 @@
 # OSD keeping its data in memory, one RADOS gateway (radosgw) answering S3 on PORT.
 #   s3-server.sh start DIR PORT   prints the endpoint once the gateway answers (about 13 s)
 #   s3-server.sh stop DIR         ends what start began, by the pid files under DIR/run
+# S3_MEMSTORE_BYTES sets how much the OSD may hold in memory (default 2 GiB; benches want more).
 # Packages: ceph-mon ceph-osd radosgw uuid-runtime (.ci/run installs them).
 # Two settings matter beyond the obvious: without authentication every messenger mode must be crc
 # (else the gateway waits 300 s on its first monitor request), and a cluster of one OSD needs pools
@@ -61,7 +62,7 @@ mon allow pool size one = true
 mon warn on pool no redundancy = false
 osd crush chooseleaf type = 0
 osd objectstore = memstore
-memstore device bytes = 2147483648
+memstore device bytes = ${S3_MEMSTORE_BYTES:-2147483648}
 mon data avail warn = 1
 mon data avail crit = 1
 run dir = $dir/run

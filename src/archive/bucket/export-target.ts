@@ -14,6 +14,7 @@ import { SourceMismatchError, sameSource, type ExportSource } from '../../sinks/
 import type { ExportRecorder } from '../../stages/export/record.js';
 import type { ExportTarget, OpenedSink } from '../../stages/export/target.js';
 import { digestOf, type FileDigest } from '../../util/hash-file.js';
+import type { TargetLock } from '../../util/target-lock.js';
 import { DEFAULT_MAX_DELETE, tooManyDeleted, type MaxDelete, type SnapshotInfo } from '../build.js';
 import { isAccepted, nextSnapshotId, type SnapshotDoc } from '../store.js';
 import type { ObjectLock } from './address.js';
@@ -105,7 +106,13 @@ export class BucketTarget implements ExportTarget<SnapshotInfo> {
   /** Ids of snapshots interrupted runs left unfinished. */
   private unfinished: string[] = [];
 
-  constructor(readonly store: BucketStore, private readonly options: BucketTargetOptions, private readonly held_: () => Promise<void>) {}
+  /**
+   * `archiveLock` is the lock of the archive the run holds. A content object is written under its sha256 with a
+   * conditional write, so one written after the lock was lost harms nothing: uploads look only at
+   * the lock's signal, which its heartbeat aborts once another run holds it (a read of the lock per
+   * upload would double the run's requests); the snapshot and `latest` are written after a read.
+   */
+  constructor(readonly store: BucketStore, private readonly options: BucketTargetOptions, private readonly archiveLock: TargetLock | undefined) {}
 
   async open(source: ExportSource): Promise<OpenedSink> {
     this.source = source;
@@ -131,7 +138,7 @@ export class BucketTarget implements ExportTarget<SnapshotInfo> {
     await store.putStarted(this.id, { pipeline: this.options.pipeline, started_at: this.startedAt.toISOString(), source });
     this.sink = new BucketSink(`${store.where}/snapshots/${this.id}`, async (digest, bytes) => {
       if (this.held.get(digest.sha256) === digest.size || this.known.has(digest.sha256)) return;
-      await this.held_();
+      this.archiveLock?.signal.throwIfAborted();
       await store.putData(digest.sha256, digest.size, bytes, this.lock);
       this.held.set(digest.sha256, digest.size);
       this.sink.uploaded.objects += 1;
@@ -192,7 +199,7 @@ export class BucketTarget implements ExportTarget<SnapshotInfo> {
       pipeline: this.options.pipeline, started_at: this.startedAt.toISOString(), finished_at: new Date().toISOString(), complete, counts,
       bytes: { total, new: newBytes }, previous: this.previous?.id ?? null, ...(held ? { held } : {}), ...(this.source ? { source: this.source } : {}),
     };
-    await this.held_();
+    await this.archiveLock?.assertHeld();
     // Objects taken over keep their own retain-until, which the previous snapshot's marker says;
     // a marker is written only when it is known.
     const lock = this.lock;

@@ -46,6 +46,12 @@ describe.skipIf(server === null)('archive runs into a bucket', { timeout: 180_00
     const files = full.snapshot!.counts.files;
     expect(await storageDownloads(emu())).toBe(files);
     expect(full.report.notes.join('\n')).toMatch(new RegExp(`(\\d+) objects uploaded`));
+    // An upload costs one PUT and no read of the archive's lock: the reads are the lock's own, the
+    // previous snapshot's and the few before the snapshot is written.
+    const fullNote = full.report.notes.join('\n');
+    const uploads = Number(/(\d+) objects uploaded/.exec(fullNote)![1]);
+    expect(uploads).toBeGreaterThan(50);
+    expect(Number(/GET (\d+)/.exec(fullNote)![1])).toBeLessThanOrEqual(10);
 
     await resetStats(emu());
     const same = await run();
