@@ -146,8 +146,9 @@ const common = {
   target: 'node20.19',
   // sharp loads its native binary, pino starts its transports from files beside its modules, and
   // heic-decode's wasm build is large and needed only for HEIC, and the AWS SDK (1.5 MB bundled)
-  // only for a bucket archive: each stays a package loaded at run time.
-  external: ['sharp', 'pino', 'heic-decode', '@aws-sdk/client-s3'],
+  // only for a bucket archive, and pg (its optional native binding cannot be bundled) and pg-boss
+  // only with a database: each stays a package loaded at run time.
+  external: ['sharp', 'pino', 'heic-decode', '@aws-sdk/client-s3', 'pg', 'pg-boss'],
   allowOverwrite: true,
   legalComments: 'eof',
   logLevel: 'warning',

@@ -12,6 +12,7 @@ export { WdsClient } from './client/client.js';
 export type { WdsClientOptions, WdsClientLimits, WdsClientRetry, Logger, WindowOption } from './client/options.js';
 export type { CallOptions } from './client/transport.js';
 export type { WaitEvent, WaitReason } from './client/limiter.js';
+export type { WindowStore, WindowStamps, WindowName } from './client/window-store.js';
 export type { RetryPolicy } from './client/retry.js';
 export type { Tasks, WaitOptions } from './client/tasks.js';
 export type { StreamedBody, TaskRef, UpdateOptions } from './client/resources/common.js';

@@ -8,6 +8,10 @@ import type { WaitEvent } from '../client/limiter.js';
 import type { Endpoint, PipelineConnection } from '../pipeline-files/connection.js';
 import { EMBEDDED_EMULATOR } from './embedded.js';
 import { clientLogger, say as sayLine } from './log.js';
+import { UsageError } from './usage-error.js';
+import { DATABASE_OPTION } from './database.js';
+
+export { UsageError } from './usage-error.js';
 
 export interface ConnectionArgs {
   'base-url'?: string;
@@ -15,6 +19,7 @@ export interface ConnectionArgs {
   'consumer-secret'?: string;
   'consumer-secret-file'?: string;
   'dry-run'?: boolean;
+  database?: string;
   json?: boolean;
   quiet?: boolean;
 }
@@ -25,6 +30,7 @@ export function withConnection<T>(yargs: Argv<T>): Argv<T & ConnectionArgs> {
     .option('consumer-key', { type: 'string', describe: 'Consumer key (env WDS_CONSUMER_KEY)' })
     .option('consumer-secret', { type: 'string', describe: 'Consumer secret (env WDS_CONSUMER_SECRET); a flag shows in ps: prefer --consumer-secret-file or the variable' })
     .option('consumer-secret-file', { type: 'string', describe: 'Read the consumer secret from FILE (its first line), e.g. /run/secrets/wds' })
+    .option('database', { type: 'string', describe: DATABASE_OPTION })
     .option('json', { type: 'boolean', default: false, describe: 'One JSON summary on stdout; logs on stderr' }) as Argv<T & ConnectionArgs>;
 }
 
@@ -73,8 +79,10 @@ export async function resolveEndpoint(args: ConnectionArgs): Promise<Endpoint> {
 export async function connect(args: ConnectionArgs, extra: ConnectOptions = {}): Promise<Connection> {
   if (!(args['base-url'] ?? process.env.WDS_BASE_URL) && extra.writes && !extra.writes.allowEmbedded) throw new UsageError(EMBEDDED_WRITE_REFUSAL);
   const endpoint = await resolveEndpoint(args);
-  const { clientFor } = await import('../pipeline-files/connection.js');
-  return clientFor(endpoint, {
+  const [{ clientFor }, { openSharedDatabase }] = await Promise.all([import('../pipeline-files/connection.js'), import('./database.js')]);
+  // The embedded emulator is a fresh company: nothing of it is shared.
+  const shared = endpoint.embedded ? undefined : await openSharedDatabase(args);
+  const connection = await clientFor(endpoint, {
     dryRun: args['dry-run'] ?? false,
     logger: clientLogger,
     onWait: (event) => {
@@ -83,8 +91,16 @@ export async function connect(args: ConnectionArgs, extra: ConnectOptions = {}):
     },
     // Runs back to back share a token rather than each taking one of the hour's.
     tokenCache: true,
+    windowStores: shared?.windowStores,
     fail: (message) => new UsageError(message),
+  }).catch(async (error: unknown) => {
+    await shared?.close();
+    throw error;
   });
+  return { ...connection, close: async () => {
+    await connection.close();
+    await shared?.close();
+  } };
 }
 
 const EMBEDDED_WRITE_REFUSAL = [
@@ -93,11 +109,3 @@ const EMBEDDED_WRITE_REFUSAL = [
   'or at a running emulator: start `wds-files emulator` in another terminal and pass the --base-url it prints.',
   'To try the import against the embedded emulator all the same, add --emulator.',
 ].join('\n  ');
-
-/** A mistake in how the command was called: exit code 2. */
-export class UsageError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'UsageError';
-  }
-}

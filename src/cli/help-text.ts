@@ -14,6 +14,7 @@ export const ENVIRONMENT = {
   WDS_CLIENT_LIMITS: "the client's own limit windows: off, or e.g. update=5/1m,request=3000/1h",
   WDS_LEGACY_LIMITS: "the legacy client's own limit windows: off, or e.g. request=60/1h,token=5/1h",
   WDS_TOKEN_CACHE: 'off: issue a token every run rather than reuse the last one still valid',
+  WDS_DATABASE_URL: "PostgreSQL URL (as --database): the company's limit windows shared with every machine",
   WDS_WEBHOOK_TOKEN: 'the webhook secret token, for webhook register and serve (never printed)',
   WDS_TIMEZONE: "the service's time zone for schedule's cron times (default Asia/Tokyo)",
   NO_COLOR: 'any value: no colour on stderr (none either when stderr is not a terminal)',
@@ -28,7 +29,7 @@ export type EnvName = keyof typeof ENVIRONMENT;
 const EVERY_COMMAND: readonly EnvName[] = ['NO_COLOR', 'WDS_CODE_CACHE'];
 
 /** What a command that talks to the service through API v2 reads (src/cli/connection.ts). */
-export const CONNECTION_ENV: readonly EnvName[] = ['WDS_BASE_URL', 'WDS_CONSUMER_KEY', 'WDS_CONSUMER_SECRET', 'WDS_CLIENT_LIMITS', 'WDS_TOKEN_CACHE', 'XDG_STATE_HOME', 'XDG_CACHE_HOME'];
+export const CONNECTION_ENV: readonly EnvName[] = ['WDS_BASE_URL', 'WDS_CONSUMER_KEY', 'WDS_CONSUMER_SECRET', 'WDS_CLIENT_LIMITS', 'WDS_TOKEN_CACHE', 'WDS_DATABASE_URL', 'XDG_STATE_HOME', 'XDG_CACHE_HOME'];
 
 /** What a legacy command reads: the same connection, with the legacy interface's own windows. */
 export const LEGACY_ENV: readonly EnvName[] = CONNECTION_ENV.map((name) => (name === 'WDS_CLIENT_LIMITS' ? 'WDS_LEGACY_LIMITS' : name));

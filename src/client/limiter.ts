@@ -1,7 +1,7 @@
 /**
  * The service's limits as sliding windows on the client side (api-v2.md 8): 5 update requests a
  * minute, 3,000 requests and 1,000 tokens an hour. Shared by every concurrent caller of a client,
- * and across processes through a state file. The mechanism is here; the policy (which window a
+ * and across processes through a state file or another shared store. The mechanism is here; the policy (which window a
  * request takes) is the client's. A request the limiter knows would be refused waits instead, and
  * the wait is announced through `onWait`.
  *
@@ -10,7 +10,8 @@
  * moment, so a window held from the second stamp can never end before the service's does.
  */
 import { sleep } from './retry.js';
-import { StateFile, emptyStamps, type WindowName, type WindowStamps } from './state-file.js';
+import { StateFile } from './state-file.js';
+import { emptyStamps, type WindowName, type WindowStamps, type WindowStore } from './window-store.js';
 import type { WaitMeter } from './wait-meter.js';
 
 export interface WindowLimit {
@@ -42,7 +43,8 @@ export interface LimiterOptions {
    * of a window shorter than 5 s (see {@link DEFAULT_MARGIN_MS}).
    */
   marginRatio?: number;
-  stateFile?: StateFile | null;
+  /** Where the windows are shared with other processes; null or absent: this limiter's memory. */
+  store?: WindowStore | null;
   onWait?: (event: WaitEvent) => void;
   /** Counts the time spent waiting for a window or for the state file's lock. */
   meter?: WaitMeter;
@@ -108,7 +110,7 @@ export class Limiter {
       return { stamps, result: undefined };
     };
     try {
-      const file = this.options.stateFile;
+      const file = this.options.store;
       if (file) await file.update(restamp, this.options.meter);
       else restamp(this.memory);
     } catch {
@@ -130,7 +132,7 @@ export class Limiter {
       return { stamps, result: undefined };
     };
     try {
-      const file = this.options.stateFile;
+      const file = this.options.store;
       if (file) await file.update(drop, this.options.meter);
       else drop(this.memory);
     } catch {
@@ -183,7 +185,7 @@ export class Limiter {
       for (const name of names) stamps[name].push(now);
       return { stamps, result: [0, undefined, now] };
     };
-    const file = this.options.stateFile;
+    const file = this.options.store;
     if (file) return file.update(decide, this.options.meter);
     const { stamps, result } = decide(this.memory);
     this.memory = stamps;
@@ -192,7 +194,7 @@ export class Limiter {
 
   /** How many of a window's slots are in use now (for progress displays and tests). */
   async used(name: WindowName): Promise<number> {
-    const file = this.options.stateFile;
+    const file = this.options.store;
     const count = (stamps: WindowStamps): number => stamps[name].filter((t) => t > Date.now() - this.span(name)).length;
     if (file) return file.update((stamps) => ({ stamps, result: count(stamps) }));
     return count(this.memory);
@@ -207,13 +209,14 @@ function formatWindow(ms: number): string {
 
 /**
  * A client's limiter from its options: null when its limits are off, else its windows kept in
- * `stateFile` (or the client's default file), or in memory alone when `stateFile` is false.
+ * `windowStore` when given, else in `stateFile` (or the client's default file), or in memory alone
+ * when `stateFile` is false.
  */
 export function limiterFor<L extends { marginRatio?: number }>(
-  options: { limits: false | L; stateFile?: string | false },
+  options: { limits: false | L; stateFile?: string | false; windowStore?: WindowStore },
   setup: { defaultFile: () => string; windows: (limits: L) => Record<WindowName, WindowLimit>; meter: WaitMeter; onWait: (event: WaitEvent) => void },
 ): Limiter | null {
   if (options.limits === false) return null;
-  const stateFile = options.stateFile === false ? null : new StateFile(options.stateFile ?? setup.defaultFile());
-  return new Limiter({ windows: setup.windows(options.limits), marginRatio: options.limits.marginRatio, stateFile, meter: setup.meter, onWait: setup.onWait });
+  const store = options.windowStore ?? (options.stateFile === false ? null : new StateFile(options.stateFile ?? setup.defaultFile()));
+  return new Limiter({ windows: setup.windows(options.limits), marginRatio: options.limits.marginRatio, store, meter: setup.meter, onWait: setup.onWait });
 }

@@ -6,7 +6,7 @@
  */
 import { OptionsError } from './errors.js';
 import type { WindowLimit } from './limiter.js';
-import type { WindowName } from './state-file.js';
+import type { WindowName } from './window-store.js';
 
 export type LimitsSetting = false | Partial<Record<WindowName, WindowLimit>>;
 

@@ -8,6 +8,7 @@ import type { Dispatcher } from 'undici';
 import { OptionsError } from './errors.js';
 import { DEFAULT_RETRY } from './retry.js';
 import { redactUrl } from '../util/redact.js';
+import type { WindowStore } from './window-store.js';
 
 /** Where the client writes what it does; each line is already free of secrets. */
 export interface Logger {
@@ -57,6 +58,10 @@ export const credentialFields = {
 };
 
 export const stateFileSchema = z.union([z.string().min(1), z.literal(false)]).optional();
+
+export const windowStoreSchema = z
+  .custom<WindowStore>((v) => !!v && typeof v === 'object' && typeof (v as WindowStore).update === 'function', 'windowStore must have an update method')
+  .optional();
 
 export const tokenCacheSchema = z.union([z.boolean(), z.string().min(1)]).default(false);
 

@@ -4,10 +4,11 @@
  * and a compile-time check keeps the two the same.
  */
 import { z } from 'zod';
+import type { WindowStore } from './window-store.js';
 import type { Dispatcher } from 'undici';
 import type { WaitEvent } from './limiter.js';
 import {
-  credentialFields, connectionFields, limitsSchema, loggerSchema, onWaitSchema, parseOptions, retrySchema, stateFileSchema, timingFields, tokenCacheSchema, windowSchema,
+  credentialFields, connectionFields, limitsSchema, loggerSchema, onWaitSchema, parseOptions, retrySchema, stateFileSchema, timingFields, tokenCacheSchema, windowSchema, windowStoreSchema,
   type Logger,
 } from './option-schema.js';
 import { REQUESTS_PER_HOUR, TOKENS_PER_HOUR, UPDATE_REQUESTS_PER_MINUTE } from '../spec/limits.js';
@@ -87,6 +88,11 @@ export interface WdsClientOptions {
    */
   stateFile?: string | false;
   /**
+   * A store shared by many processes or machines that keeps the windows instead of `stateFile`,
+   * such as the fleet's table in PostgreSQL. Default: none.
+   */
+  windowStore?: WindowStore;
+  /**
    * Keep the access token between runs, so that a run shortly after another uses its token rather
    * than taking another of the hour's: `true` for the default file,
    * `$XDG_STATE_HOME/wds-files/tokens/v2-<hash of the base URL and the consumer key>.json`
@@ -123,6 +129,7 @@ const optionsSchema = z.strictObject({
     token: windowSchema.default({ limit: TOKENS_PER_HOUR, windowMs: 3_600_000 }),
   }),
   stateFile: stateFileSchema,
+  windowStore: windowStoreSchema,
   tokenCache: tokenCacheSchema,
   retry: retrySchema,
   ...timingFields,

@@ -10,9 +10,7 @@ import { cacheFolder } from '../util/xdg.js';
 import { dirname, join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import type { WaitMeter } from './wait-meter.js';
-
-export type WindowName = 'update' | 'request' | 'token';
-export type WindowStamps = Record<WindowName, number[]>;
+import { emptyStamps, type WindowStamps, type WindowStore } from './window-store.js';
 
 const STALE_LOCK_MS = 5_000;
 
@@ -28,11 +26,7 @@ export function defaultStateFile(consumerKey: string, prefix = 'limits'): string
   return join(cacheFolder(), `${prefix}-${id}.json`);
 }
 
-export function emptyStamps(): WindowStamps {
-  return { update: [], request: [], token: [] };
-}
-
-export class StateFile {
+export class StateFile implements WindowStore {
   private readonly lockPath: string;
 
   constructor(readonly path: string) {

@@ -21,7 +21,7 @@ import { CERTIFICATE_REFUSED, certificateRefusedMessage } from './tls-errors.js'
 import type { TokenManager } from './auth.js';
 import type { ResolvedOptions } from './options.js';
 import { backoffDelay, parseRetryAfter, sleep, untilAborted } from './retry.js';
-import type { WindowName } from './state-file.js';
+import type { WindowName } from './window-store.js';
 
 /** One call of {@link WdsClient.call}: its path parameters, query and body. */
 export interface CallOptions {

@@ -11,6 +11,7 @@ import { WdsClient } from '../client/client.js';
 import type { WaitEvent } from '../client/limiter.js';
 import { parseLimitsSetting } from '../client/limits-setting.js';
 import type { Logger } from '../client/options.js';
+import type { WindowStores } from '../client/window-store.js';
 import { baseUrlProblem } from '../client/option-schema.js';
 import { redactUrl, registerSecret } from '../util/redact.js';
 import type { LoadedPipeline } from './load.js';
@@ -46,6 +47,8 @@ export interface ConnectOptions {
   logger?: Logger;
   /** Keep the access token between runs (see {@link ClientSettings.tokenCache}). Default false. */
   tokenCache?: boolean;
+  /** Where the company's limit windows are shared (see {@link ClientSettings.windowStores}). */
+  windowStores?: WindowStores;
 }
 
 /** A connection problem a person fixes in the file or the environment. */
@@ -142,6 +145,11 @@ export interface ClientSettings {
    * `off` or the run uses the embedded emulator, which is a new company each time. Default false.
    */
   tokenCache?: boolean;
+  /**
+   * Where the company's limit windows are shared with other machines (the fleet's database),
+   * instead of the state file on this one. Not used with the embedded emulator. Default: none.
+   */
+  windowStores?: WindowStores;
   /** The error to throw for a WDS_CLIENT_LIMITS that does not read. */
   fail: (message: string) => Error;
 }
@@ -170,7 +178,7 @@ export async function clientFor(endpoint: Endpoint, settings: ClientSettings): P
     // `off` reads as false, which switches the windows off: only no setting leaves the defaults.
     ...(limits !== undefined ? { limits } : {}),
     // The embedded emulator is a fresh company each run: its windows are not shared with others.
-    ...(embedded ? { stateFile: false as const } : {}),
+    ...(embedded ? { stateFile: false as const } : settings.windowStores ? { windowStore: settings.windowStores.storeFor(consumerKey, 'v2') } : {}),
     tokenCache: keepsToken(settings.tokenCache, !!embedded, settings.env),
     ...(settings.logger ? { logger: settings.logger } : {}),
     ...(settings.onWait ? { onWait: settings.onWait } : {}),
@@ -197,6 +205,6 @@ export async function connectPipeline(pipeline: LoadedPipeline, options: Connect
   }, env);
   return clientFor(endpoint, {
     env, dryRun: options.dryRun, logger: options.logger, onWait: (event) => options.log?.(event.message), fail: (message) => new PipelineConnectionError(message),
-    tokenCache: options.tokenCache,
+    tokenCache: options.tokenCache, windowStores: options.windowStores,
   });
 }

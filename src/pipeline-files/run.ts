@@ -79,6 +79,8 @@ export interface RunPipelineOptions {
   tokenCache?: boolean;
   /** An archive run's snapshot becomes `latest` however many files were deleted (`max_delete` set aside). */
   allowDeletions?: boolean;
+  /** Where the company's limit windows are shared with other machines (the fleet's database). Default: the state file. */
+  windowStores?: import('../client/window-store.js').WindowStores;
 }
 
 /** A run's summary, with the per-file report and lines for a person when there is one. */
@@ -293,7 +295,7 @@ async function executeWith(
   // The client and the stages load here, after the lock and while a snapshot starts.
   const { connectPipeline } = await import('./connection.js');
   const connection = await connectPipeline(pipeline, {
-    env: options.env, embedded: options.embedded, dryRun, log, logger: options.logger, tokenCache: options.tokenCache,
+    env: options.env, embedded: options.embedded, dryRun, log, logger: options.logger, tokenCache: options.tokenCache, windowStores: options.windowStores,
   });
   try {
     const { client } = connection;

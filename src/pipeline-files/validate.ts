@@ -5,6 +5,7 @@
  */
 import { PipelineFileError, loadPipelineFile, locate, type LoadedPipeline, type PipelineProblem } from './load.js';
 import type { EmbeddedService } from './connection.js';
+import type { WindowStores } from '../client/window-store.js';
 
 export interface ValidateOptions {
   env?: NodeJS.ProcessEnv;
@@ -12,6 +13,8 @@ export interface ValidateOptions {
   /** Online checks with no base URL run against this (the CLI's embedded emulator). */
   embedded?: EmbeddedService;
   log?: (line: string) => void;
+  /** Where the company's limit windows are shared with other machines (the fleet's database). */
+  windowStores?: WindowStores;
 }
 
 /** Members a source names that the service lacks, listed at most this many at once. */
@@ -54,7 +57,7 @@ async function onlineProblems(pipeline: LoadedPipeline, shown: string, options: 
   const problems: PipelineProblem[] = [];
   let connection;
   try {
-    connection = await connectPipeline(pipeline, { env: options.env, embedded: options.embedded, log: options.log });
+    connection = await connectPipeline(pipeline, { env: options.env, embedded: options.embedded, log: options.log, windowStores: options.windowStores });
   } catch (error) {
     return [await locate(pipeline.file, shown, ['connection'], (error as Error).message)];
   }

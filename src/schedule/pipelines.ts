@@ -8,6 +8,7 @@ import { readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { loadPipelineFile, PipelineFileError, type LoadedPipeline, type PipelineProblem } from '../pipeline-files/load.js';
 import { runPipelineFile, type PipelineRunSummary } from '../pipeline-files/run.js';
+import type { WindowStores } from '../client/window-store.js';
 import { notifyRun } from '../pipeline-files/notify.js';
 import type { RunOutcome, ScheduledJob } from './types.js';
 
@@ -106,6 +107,14 @@ function summaryOf(pipeline: LoadedPipeline, outcome: RunOutcome): PipelineRunSu
   return { pipeline: pipeline.name, exit_code: exitCode, counts: {}, ...outcome };
 }
 
+export interface RunnerOptions {
+  env?: NodeJS.ProcessEnv;
+  log?: (line: string) => void;
+  onSummary?: (summary: PipelineRunSummary) => void;
+  /** Where the company's limit windows are shared with other machines (the fleet's database). */
+  windowStores?: WindowStores;
+}
+
 /** How a pipeline is run and notified, whatever starts it (its schedule, or member events). */
 export type PipelineRunner = Omit<ScheduledJob, 'cron' | 'catchUp'>;
 
@@ -113,14 +122,14 @@ export type PipelineRunner = Omit<ScheduledJob, 'cron' | 'catchUp'>;
 export function runnerOf(
   pipeline: LoadedPipeline,
   command: string,
-  options: { env?: NodeJS.ProcessEnv; log?: (line: string) => void; onSummary?: (summary: PipelineRunSummary) => void } = {},
+  options: RunnerOptions = {},
 ): PipelineRunner {
   const env = options.env ?? process.env;
   return {
     name: pipeline.name,
     file: pipeline.file,
     baseUrl: pipeline.connection.base_url ?? env.WDS_BASE_URL,
-    run: ({ signal, log }) => runPipelineFile(pipeline, { signal, log, env, command }),
+    run: ({ signal, log }) => runPipelineFile(pipeline, { signal, log, env, command, windowStores: options.windowStores }),
     afterRun: async (outcome) => {
       const summary = summaryOf(pipeline, outcome);
       options.onSummary?.(summary);
@@ -132,7 +141,7 @@ export function runnerOf(
 /** A loaded pipeline as the scheduler's job: run with runPipelineFile, then notified. */
 export function jobOf(
   pipeline: LoadedPipeline,
-  options: { env?: NodeJS.ProcessEnv; log?: (line: string) => void; onSummary?: (summary: PipelineRunSummary) => void } = {},
+  options: RunnerOptions = {},
 ): ScheduledJob {
   return {
     ...runnerOf(pipeline, `wds-files schedule (${pipeline.name})`, options),

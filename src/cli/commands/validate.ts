@@ -5,6 +5,7 @@
  */
 import type { Argv } from 'yargs';
 import { UsageError, say } from '../connection.js';
+import { DATABASE_OPTION } from '../database.js';
 import { EXIT } from '../exit-codes.js';
 import { EMBEDDED_EMULATOR } from '../embedded.js';
 import { withEnding } from '../ending.js';
@@ -16,6 +17,7 @@ interface ValidateArgs {
   schema: boolean;
   json: boolean;
   report?: string;
+  database?: string;
   quiet?: boolean;
 }
 
@@ -27,7 +29,8 @@ export const validateCommand = leafCommand<ValidateArgs>({
       .option('online', { type: 'boolean', default: false, describe: 'Also ask the service whether the sheets, file parts and members named exist' })
       .option('schema', { type: 'boolean', default: false, describe: 'Print the JSON Schema of pipeline files and exit' })
       .option('json', { type: 'boolean', default: false, describe: 'The problems as one JSON document on stdout' })
-      .option('report', { type: 'string', describe: 'Write each file and its problems (FILE, line, column, message) as JSON to FILE' }) as unknown as Argv<ValidateArgs>,
+      .option('report', { type: 'string', describe: 'Write each file and its problems (FILE, line, column, message) as JSON to FILE' })
+      .option('database', { type: 'string', describe: DATABASE_OPTION }) as unknown as Argv<ValidateArgs>,
   handler: (argv) => withEnding(argv, 'validate', async (ending) => {
     if (argv.schema) {
       const { pipelineJsonSchema } = await import('../../pipeline-files/schema.js');
@@ -42,11 +45,15 @@ export const validateCommand = leafCommand<ValidateArgs>({
     await ending.checkReport(files.map((f) => ({ path: f, folder: false, what: 'a pipeline file validated' })));
     const report = ending.body;
     report.online = argv.online;
+    const { openSharedDatabase } = await import('../database.js');
+    // Only --online asks the service anything.
+    const shared = argv.online ? await openSharedDatabase(argv) : undefined;
     const { problems } = await validatePipelineFiles(files, {
       online: argv.online,
       embedded: EMBEDDED_EMULATOR,
       log: (line) => say(argv, line),
-    });
+      windowStores: shared?.windowStores,
+    }).finally(() => shared?.close());
     report.files = files.map((file) => {
       const own = problems.filter((p) => p.file === file);
       return { file, ok: own.length === 0, problems: own };

@@ -4,11 +4,12 @@
  * legacy interface's own (api-v1-legacy.md 8): 60 requests an hour and 5 tokens in 60 minutes.
  */
 import { z } from 'zod';
+import type { WindowStore } from '../window-store.js';
 import type { Dispatcher } from 'undici';
 import { defaultStateFile } from '../state-file.js';
 import type { Logger, WdsClientRetry, WindowOption } from '../options.js';
 import {
-  credentialFields, connectionFields, limitsSchema, loggerSchema, onWaitSchema, parseOptions, retrySchema, stateFileSchema, timingFields, tokenCacheSchema, windowSchema,
+  credentialFields, connectionFields, limitsSchema, loggerSchema, onWaitSchema, parseOptions, retrySchema, stateFileSchema, timingFields, tokenCacheSchema, windowSchema, windowStoreSchema,
 } from '../option-schema.js';
 import { LEGACY_VERSIONS, type LegacyVersion } from './operations.js';
 
@@ -95,6 +96,11 @@ export interface LegacyClientOptions {
    */
   stateFile?: string | false;
   /**
+   * A store shared by many processes or machines that keeps the windows instead of `stateFile`,
+   * such as the fleet's table in PostgreSQL. Default: none.
+   */
+  windowStore?: WindowStore;
+  /**
    * Keep the access token between runs, so that a run shortly after another uses its token rather
    * than taking one of the 5 an hour: `true` for the default file,
    * `$XDG_STATE_HOME/wds-files/tokens/legacy-<version>-<hash of the base URL and the consumer key>.json`
@@ -132,6 +138,7 @@ const optionsSchema = z.strictObject({
     token: windowSchema.default({ limit: LEGACY_TOKENS_PER_HOUR, windowMs: 3_600_000 }),
   }),
   stateFile: stateFileSchema,
+  windowStore: windowStoreSchema,
   tokenCache: tokenCacheSchema,
   retry: retrySchema,
   ...timingFields,

@@ -1,0 +1,197 @@
+/**
+ * The fleet's one shared part (DESIGN.md section 14): a PostgreSQL pool that pg-boss and the
+ * fleet's own tables share, and those tables, made or brought up to date at start. An outage is
+ * told once when it starts and once when it ends, not at every failed query. Messages name the
+ * database's host, never its password.
+ */
+import { setTimeout as delay } from 'node:timers/promises';
+import pg from 'pg';
+import { redact, redactUrl, registerSecret } from '../util/redact.js';
+
+/** What pg-boss needs of a database (its `db` option): one statement at a time. */
+export interface Executor {
+  executeSql(text: string, values?: unknown[]): Promise<{ rows: Record<string, unknown>[]; rowCount?: number | null }>;
+}
+
+/** Errors that mean the database cannot be reached now, rather than a wrong statement. */
+const OUTAGE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', '57P01', '57P02', '57P03', '08000', '08003', '08006', '08001', '08004']);
+
+export function isOutage(error: unknown): boolean {
+  const { code, message } = (error ?? {}) as { code?: string; message?: string };
+  return (code !== undefined && OUTAGE_CODES.has(code)) || /Connection terminated|connect ECONNREFUSED|timeout exceeded when trying to connect|Client has encountered a connection error|terminating connection/i.test(message ?? '');
+}
+
+/** The database could not be used: the message names its host and the cause, never the password. */
+export class DatabaseError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(redact(message), options);
+    this.name = 'DatabaseError';
+  }
+}
+
+/** Why a URL cannot be used, or null: it must be `postgres://` or `postgresql://` with a host. */
+export function databaseUrlProblem(url: string): string | null {
+  const parsed = URL.canParse(url) ? new URL(url) : null;
+  if (!parsed?.hostname || !/^postgres(ql)?:$/.test(parsed.protocol)) return 'must be a URL such as postgres://user:password@host:5432/database';
+  return null;
+}
+
+/** Where a URL points, for messages: `host:port/database`, without user or password. */
+export function databasePlace(url: string): string {
+  const parsed = new URL(url);
+  return `${parsed.hostname}:${parsed.port || '5432'}/${parsed.pathname.replace(/^\//, '') || '(default database)'}`;
+}
+
+/** An error of the database as words: its code when the message lacks it. */
+function causeOf(error: unknown): string {
+  const { code, message } = (error ?? {}) as { code?: string; message?: string };
+  const text = message || String(error);
+  return code && !text.includes(code) ? `${code}: ${text}` : text;
+}
+
+export class FleetDatabase implements Executor {
+  readonly pool: pg.Pool;
+  private downSince: number | null = null;
+
+  constructor(readonly url: string, private readonly log: (line: string) => void, options: { max?: number } = {}) {
+    const problem = databaseUrlProblem(url);
+    if (problem) throw new DatabaseError(`the database URL ${problem}`);
+    registerSecret(decodeURIComponent(new URL(url).password));
+    this.pool = new pg.Pool({ connectionString: url, max: options.max ?? 10, connectionTimeoutMillis: 10_000, application_name: 'wds-files' });
+    // An idle connection the server closed (a restart) is an outage to tell, not a crash.
+    this.pool.on('error', (error) => this.failed(error));
+  }
+
+  /** The database's address without its password, for messages. */
+  get shown(): string {
+    return redactUrl(this.url);
+  }
+
+  /** `host:port/database`, for messages that name where the database is. */
+  get place(): string {
+    return databasePlace(this.url);
+  }
+
+  /** Whether the last statement reached the database. */
+  get up(): boolean {
+    return this.downSince === null;
+  }
+
+  async executeSql(text: string, values?: unknown[]): Promise<{ rows: Record<string, unknown>[]; rowCount?: number | null }> {
+    try {
+      const result = await this.pool.query(text, values as unknown[]);
+      this.reached();
+      return result;
+    } catch (error) {
+      this.failed(error);
+      throw error;
+    }
+  }
+
+  /** `fn` in one transaction on one connection; rolled back when it throws. */
+  async transaction<T>(fn: (tx: Executor) => Promise<T>): Promise<T> {
+    let client: pg.PoolClient;
+    try {
+      client = await this.pool.connect();
+    } catch (error) {
+      this.failed(error);
+      throw error;
+    }
+    let broken = false;
+    try {
+      await client.query('BEGIN');
+      const result = await fn({ executeSql: (text, values) => client.query(text, values as unknown[]) });
+      await client.query('COMMIT');
+      this.reached();
+      return result;
+    } catch (error) {
+      broken = isOutage(error);
+      if (!broken) await client.query('ROLLBACK').catch(() => undefined);
+      this.failed(error);
+      throw error;
+    } finally {
+      // A connection the server dropped is let go rather than handed to the next caller.
+      client.release(broken);
+    }
+  }
+
+  /** Runs `fn` until it succeeds, waiting `everyMs` after each outage; other errors are thrown. Stops when `until` says so. */
+  async untilReached<T>(fn: () => Promise<T>, options: { everyMs: number; until?: () => boolean }): Promise<T> {
+    for (;;) {
+      try {
+        return await fn();
+      } catch (error) {
+        if (!isOutage(error) || options.until?.()) throw error;
+        await delay(options.everyMs);
+      }
+    }
+  }
+
+  /**
+   * `fn` in one transaction, waited through an outage of up to `outageMs` (default 5 minutes)
+   * and then failed with a DatabaseError naming the host: what a run's limit windows and journal
+   * use, so that a restart of the database stalls a run rather than failing it.
+   */
+  async patiently<T>(fn: (tx: Executor) => Promise<T>, outageMs = 300_000): Promise<T> {
+    const started = Date.now();
+    try {
+      return await this.untilReached(() => this.transaction(fn), { everyMs: 1000, until: () => Date.now() - started >= outageMs });
+    } catch (error) {
+      const outage = isOutage(error) ? ` (out of reach for ${Math.round((Date.now() - started) / 1000)} s)` : '';
+      throw new DatabaseError(`PostgreSQL at ${this.place}: ${causeOf(error)}${outage}`, { cause: error });
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.pool.end();
+  }
+
+  private reached(): void {
+    if (this.downSince === null) return;
+    this.log(`PostgreSQL at ${this.place} answers again after ${Math.round((Date.now() - this.downSince) / 1000)} s; going on`);
+    this.downSince = null;
+  }
+
+  private failed(error: unknown): void {
+    if (!isOutage(error) || this.downSince !== null) return;
+    this.downSince = Date.now();
+    this.log(redact(`PostgreSQL at ${this.place} cannot be reached (${causeOf(error)}); waiting for it`));
+  }
+}
+
+/** The fleet's own tables, made or brought up to date at start; pg-boss makes its own schema. */
+const SCHEMA = `
+CREATE SCHEMA IF NOT EXISTS wds_fleet;
+-- The company's limit windows (section 8), one row per company and interface (v2, v1), keyed by
+-- the consumer key's sha256 so that the table never shows the key.
+CREATE TABLE IF NOT EXISTS wds_fleet.limit_windows (
+  company text NOT NULL,
+  api text NOT NULL,
+  windows jsonb NOT NULL,
+  updated_at timestamptz NOT NULL DEFAULT now(),
+  PRIMARY KEY (company, api)
+);
+`;
+
+/** Makes the fleet's tables; processes starting together take turns through an advisory lock. */
+export async function migrate(db: FleetDatabase): Promise<void> {
+  await db.transaction(async (tx) => {
+    await tx.executeSql("SELECT pg_advisory_xact_lock(hashtext('wds_fleet.migrate'))");
+    await tx.executeSql(SCHEMA);
+  });
+}
+
+/**
+ * Connects to `url` and brings the tables up to date: a database out of reach, or refusing us, is
+ * a DatabaseError naming its host at once, before anything is sent to the service.
+ */
+export async function openDatabase(url: string, log: (line: string) => void, options: { max?: number } = {}): Promise<FleetDatabase> {
+  const db = new FleetDatabase(url, log, options);
+  try {
+    await migrate(db);
+  } catch (error) {
+    await db.close().catch(() => undefined);
+    throw new DatabaseError(`cannot use PostgreSQL at ${db.place}: ${causeOf(error)}`, { cause: error });
+  }
+  return db;
+}
