@@ -13,7 +13,14 @@
  *   npx tsx bench/export.ts --cli DIR/cli/main.js  a build of its own (`npx tsc -p tsconfig.build.json
  *                                                --outDir DIR`, DIR one folder below a package.json, as
  *                                                dist/ is), which a `npm run build` elsewhere cannot remove
- *   npx tsx bench/export.ts --files 50 --runs 1  every set shrunk to 50 files: checks the bench runs
+ *   npx tsx bench/export.ts --files 2000,20000,200000
+ *                                                as the company grows: a photo export to a folder and an
+ *                                                attachment export to a folder and to a zip at each size
+ *                                                (photos of 20 KB; two attachments of 5 KB a member), one
+ *                                                run each unless --runs; prints time a file and peak RSS
+ *                                                against the targets (200 MB; time a file at the largest
+ *                                                size within 1.2 x its value at 20,000) and uptime
+ *   npx tsx bench/export.ts --files 50 --no-build  a quick check that the bench runs
  *
  * Sets: `photos` (2,000 photos of 100 KB), `mix` (2,000 photos of the generated company's default
  * sizes, 20 to 500 KB), `photos-large` and `mix-large` (the same with 20,000 photos), `large`
@@ -84,26 +91,30 @@ const flag = (name: string): boolean => process.argv.includes(`--${name}`);
 const list = (name: string, fallback: string): string[] => (argValue(name) ?? fallback).split(',').filter(Boolean);
 
 const sweep = flag('sweep');
-const runs = Number(argValue('runs') ?? 3);
-const warmups = Number(argValue('warmup') ?? 1);
-const setNames = list('sets', sweep ? 'photos,attachments' : 'photos,mix,photos-large,mix-large,attachments,large');
+/** Company sizes of the scaling sets (`--files 2000,20000,200000`); the named sets without it. */
+const SIZES = argValue('files') === undefined ? undefined : argValue('files')!.split(',').map((n) => Number(n.replaceAll('_', '')));
+if (SIZES && !SIZES.every((n) => Number.isInteger(n) && n >= 2)) throw new Error(`--files must be whole numbers of 2 or more, separated by commas, got ${argValue('files')}`);
+const runs = Number(argValue('runs') ?? (SIZES ? 1 : 3));
+const warmups = Number(argValue('warmup') ?? (argValue('files') === undefined ? 1 : 0));
+/** Photos of 20 KB, and attachments of 5 KB two a member (file counts as asked): the files' count, not their bytes, is what grows. */
+const SCALE_PHOTO_BYTES = 20_000;
+const SCALE_ATTACHMENT_BYTES = 5_000;
+for (const files of SIZES ?? []) {
+  SETS[`photos-${files}`] = { name: `photos-${files}`, what: 'photos', files, bytes: files * SCALE_PHOTO_BYTES, peers: false, generate: photosOf(files, SCALE_PHOTO_BYTES) };
+  SETS[`attachments-${files}`] = {
+    name: `attachments-${files}`, what: 'attachments', files: 2 * Math.ceil(files / 2), bytes: 2 * Math.ceil(files / 2) * SCALE_ATTACHMENT_BYTES, peers: false,
+    generate: { members: Math.ceil(files / 2), photo_ratio: 0, attachments_per_member: [2, 2], attachment_bytes: [SCALE_ATTACHMENT_BYTES, SCALE_ATTACHMENT_BYTES] },
+  };
+}
+const setNames = SIZES ? SIZES.flatMap((n) => [`photos-${n}`, `attachments-${n}`])
+  : list('sets', sweep ? 'photos,attachments' : 'photos,mix,photos-large,mix-large,attachments,large');
 const cliArg = argValue('cli') === undefined ? undefined : resolve(argValue('cli')!);
 const build = !flag('no-build') && cliArg === undefined;
-const latencies = list('latencies', sweep ? '20' : '0,20').map(Number);
+const latencies = list('latencies', sweep ? '20' : SIZES ? '0' : '0,20').map(Number);
 const sweepConcurrency = list('concurrency', '8,16,32,64').map(Number);
-const withPeers = !flag('no-peers') && !sweep;
+const withPeers = !flag('no-peers') && !sweep && !SIZES;
 const withZip = !flag('no-zip') && !sweep;
 for (const name of setNames) if (!SETS[name]) throw new Error(`unknown set ${name}; sets: ${Object.keys(SETS).join(', ')}`);
-// --files N shrinks every set to N files: a quick check that the bench runs, not a measurement.
-const smallFiles = argValue('files') === undefined ? undefined : Number(argValue('files'));
-if (smallFiles !== undefined) {
-  if (!Number.isInteger(smallFiles) || smallFiles < 1) throw new Error(`--files must be a whole number of at least 1, got ${argValue('files')}`);
-  for (const set of Object.values(SETS)) {
-    if (set.bytes !== undefined) set.bytes = (set.bytes / set.files) * smallFiles;
-    set.files = smallFiles;
-    set.generate = { ...set.generate, members: smallFiles };
-  }
-}
 if (!Number.isInteger(runs) || runs < 1) throw new Error(`--runs must be a whole number, got ${runs}`);
 if (!Number.isInteger(warmups) || warmups < 0) throw new Error(`--warmup must be a whole number, got ${warmups}`);
 
@@ -212,7 +223,8 @@ async function runOurs(emulator: Emulator, set: BenchSet, work: string, concurre
   const result = { files: summary.counts.ok, bytes: summary.bytes };
   check(set, `ours (${sink})`, result);
   if (sink === 'folder') check(set, 'ours (folder on disk)', await folderTotals(out));
-  else if ((await stat(out)).size < result.bytes) throw new Error(`the zip is smaller than its files: ${(await stat(out)).size}`);
+  // Photos do not compress; generated attachments (PDFs and CSVs of repeated padding) do.
+  else if (set.what === 'photos' && (await stat(out)).size < result.bytes) throw new Error(`the zip is smaller than its files: ${(await stat(out)).size}`);
   return { concurrency, ...result, ms: exit.ms, peakKb: exit.maxRssKb, cpuS: exit.userS + exit.systemS };
 }
 
@@ -342,6 +354,36 @@ function ratios(rows: Row[]): string[] {
   return out;
 }
 
+/** Peak RSS of the shipped CLI at any size, and time a file at the largest size against 20,000 files' (issue 46). */
+const SCALE_RSS_MB = 200;
+const SCALE_TIME_RATIO = 1.2;
+
+/** By command: files, peak RSS and time a file at each size, against the targets. */
+function scaling(rows: Row[], sizes: number[]): string[] {
+  const out = ['command                          files    peak RSS MB   ms a file'];
+  const commands: { label: string; what: 'photos' | 'attachments'; tool: string }[] = [
+    { label: 'photos export, folder', what: 'photos', tool: 'ours' },
+    { label: 'attachments export, folder', what: 'attachments', tool: 'ours' },
+    { label: 'attachments export, zip', what: 'attachments', tool: 'ours (zip)' },
+  ];
+  for (const { label, what, tool } of commands) {
+    const at = sizes.map((n) => rows.find((r) => r.set === `${what}-${n}` && r.tool === tool)).filter((r): r is Row => r !== undefined);
+    for (const r of at) {
+      out.push(`${label.padEnd(32)} ${String(r.files).padStart(6)}  ${r.maxPeakMb.toFixed(0).padStart(12)}  ${((r.wallS * 1000) / r.files).toFixed(3).padStart(10)}`);
+    }
+    const largest = at[at.length - 1];
+    const base = at.find((r) => r.files === 2 * Math.ceil(20_000 / 2) || r.files === 20_000);
+    const peak = Math.max(...at.map((r) => r.maxPeakMb));
+    let verdict = `${label}: peak RSS ${peak.toFixed(0)} MB (target ${SCALE_RSS_MB} MB: ${peak <= SCALE_RSS_MB ? 'met' : 'NOT met'})`;
+    if (largest && base && largest !== base) {
+      const ratio = largest.wallS / largest.files / (base.wallS / base.files);
+      verdict += `; time a file at ${largest.files} is ${ratio.toFixed(2)} x its value at ${base.files} (target ${SCALE_TIME_RATIO}: ${ratio <= SCALE_TIME_RATIO ? 'met' : 'NOT met'})`;
+    }
+    if (at.length) out.push(verdict);
+  }
+  return out;
+}
+
 // ---------------------------------------------------------------------------------------------
 
 async function main(): Promise<void> {
@@ -363,7 +405,8 @@ async function main(): Promise<void> {
           const ourConcurrency = sweep ? sweepConcurrency : [...new Set([defaultConcurrency(set.what), ...(set.peers && peers.length ? [PEER_CONCURRENCY] : [])])];
           const tools: { tool: string; go: (work: string) => Promise<Omit<Sample, 'set' | 'latency' | 'tool'>> }[] = [];
           for (const c of ourConcurrency) tools.push({ tool: 'ours', go: (w) => runOurs(emulator, set, w, c, 'folder') });
-          if (withZip) tools.push({ tool: 'ours (zip)', go: (w) => runOurs(emulator, set, w, defaultConcurrency(set.what), 'zip') });
+          // As the company grows, the zip is measured on attachments (a photo export to a zip is the same run).
+          if (withZip && !(SIZES && set.what === 'photos')) tools.push({ tool: 'ours (zip)', go: (w) => runOurs(emulator, set, w, defaultConcurrency(set.what), 'zip') });
           if (set.peers && peers.includes('aria2c')) tools.push({ tool: 'aria2c', go: (w) => runAria2(emulator, set, w) });
           if (set.peers && peers.includes('curl')) tools.push({ tool: 'curl', go: (w) => runCurl(emulator, set, w) });
           // A first, untimed export warms the emulator up (its JIT, its sockets' buffers): a cold
@@ -398,8 +441,13 @@ async function main(): Promise<void> {
   console.log(table(rows));
   console.log('');
   for (const line of ratios(rows)) console.log(line);
+  if (SIZES) {
+    console.log('');
+    for (const line of scaling(rows, SIZES)) console.log(line);
+    console.log(`uptime: ${spawnSync('uptime', { encoding: 'utf8' }).stdout.trim()}`);
+    return;
+  }
   for (const line of bounds(rows)) console.log(line);
-  if (smallFiles !== undefined) console.log(`(every set shrunk to ${smallFiles} files with --files: not a measurement)`);
 }
 
 await main();

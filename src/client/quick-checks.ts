@@ -23,17 +23,30 @@ function memberData(entry: (value: Record<string, unknown>) => boolean): (value:
 const listedFile = (file: Record<string, unknown>): boolean =>
   typeof file.file_name === 'string' && typeof file.download_url === 'string' && typeof file.updated_at === 'string';
 
+/** An entry of the face image listing. */
+const photoEntry = (member: Record<string, unknown>): boolean => typeof member.code === 'string' && listedFile(member);
+
+/** An entry of an attachment listing: a member and its records. */
+const attachmentEntry = (member: Record<string, unknown>): boolean => {
+  if (typeof member.code !== 'string' || !Array.isArray(member.records)) return false;
+  for (const record of member.records) if (!isObject(record) || !listedFile(record)) return false;
+  return true;
+};
+
 const checks = new Map<z.ZodType, (value: unknown) => boolean>([
-  [faceImageListSchema, memberData((member) => typeof member.code === 'string' && listedFile(member))],
-  [
-    attachmentListSchema,
-    memberData((member) => {
-      if (typeof member.code !== 'string' || !Array.isArray(member.records)) return false;
-      for (const record of member.records) if (!isObject(record) || !listedFile(record)) return false;
-      return true;
-    }),
-  ],
+  [faceImageListSchema, memberData(photoEntry)],
+  [attachmentListSchema, memberData(attachmentEntry)],
 ]);
+
+const entryChecks = new Map<z.ZodType, (value: Record<string, unknown>) => boolean>([
+  [faceImageListSchema, photoEntry],
+  [attachmentListSchema, attachmentEntry],
+]);
+
+/** Whether `entry`, an element of `schema`'s `member_data`, passes it, known without zod; false when not known that way. */
+export function entryPassesQuickly(schema: z.ZodType, entry: unknown): boolean {
+  return isObject(entry) && (entryChecks.get(schema)?.(entry) ?? false);
+}
 
 /** Whether `value` passes `schema`, known without zod; false when not known that way. */
 export function passesQuickly(schema: z.ZodType, value: unknown): boolean {

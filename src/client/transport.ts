@@ -16,7 +16,8 @@ import {
 } from './errors.js';
 import type { Limiter, Slot, WaitEvent } from './limiter.js';
 import { WaitMeter } from './wait-meter.js';
-import { passesQuickly } from './quick-checks.js';
+import { entryPassesQuickly, passesQuickly } from './quick-checks.js';
+import { JsonItemReader } from './json-items.js';
 import { CERTIFICATE_REFUSED, certificateRefusedMessage } from './tls-errors.js';
 import type { TokenManager } from './auth.js';
 import type { ResolvedOptions } from './options.js';
@@ -48,6 +49,54 @@ export interface CallOptions {
   bodyStream?: () => AsyncIterable<Uint8Array>;
   /** Sees the headers of the successful answer (the lister reads `Date` to place URL deadlines). */
   onHeaders?: (headers: Record<string, string | string[] | undefined>) => void;
+  /**
+   * Hands each element of the successful JSON answer's array `key` to `item` as it arrives, and
+   * leaves that array empty in the answer: a listing's files are not held as one text and one
+   * array. `start` is given the answer's headers before its first element, at each attempt: a
+   * read cut short and sent again hands the elements over again from the first.
+   */
+  items?: StreamedItems;
+}
+
+/** See CallOptions.items. */
+export interface StreamedItems {
+  key: string;
+  /** Called with the answer's headers before its first element. */
+  start: (headers: Record<string, string | string[] | undefined>) => void;
+  item: (value: unknown) => void;
+}
+
+/**
+ * `items` whose elements are checked against the element schema of `schema`'s array `key` before
+ * `item` sees them; the first that fails stops the handing over, and `problem` says why.
+ */
+function checkedItems(items: StreamedItems, schema: z.ZodType | undefined): StreamedItems & { problem: () => string | null } {
+  let problem: string | null = null;
+  let index = 0;
+  const shape = (schema as unknown as { shape?: Record<string, { element?: z.ZodType }> } | undefined)?.shape;
+  const element = shape?.[items.key]?.element;
+  return {
+    key: items.key,
+    start: (headers) => {
+      problem = null;
+      index = 0;
+      items.start(headers);
+    },
+    item: (value) => {
+      if (problem !== null) return;
+      const at = index++;
+      if (schema && !entryPassesQuickly(schema, value) && element) {
+        const parsed = element.safeParse(value);
+        if (!parsed.success) {
+          const first = parsed.error.issues[0];
+          problem = `${[items.key, at, ...(first?.path ?? [])].join('.')}: ${first?.message}`;
+          return;
+        }
+      }
+      items.item(value);
+    },
+    problem: () => problem,
+  };
 }
 
 /** Error codes that prove the request never reached the service. */
@@ -185,7 +234,7 @@ export class Transport {
   }
 
   /** @internal One request and its answer, read whole (the legacy client sends through it too). */
-  async send(method: string, url: string, headers: Record<string, string>, body: string | Readable | undefined, signal?: AbortSignal): Promise<RawAnswer> {
+  async send(method: string, url: string, headers: Record<string, string>, body: string | Readable | undefined, signal?: AbortSignal, items?: StreamedItems): Promise<RawAnswer> {
     this.counters.requests += 1;
     const started = Date.now();
     // The path alone: the query and the headers are left out of the line, so it names no secret.
@@ -208,9 +257,25 @@ export class Transport {
       throw error;
     }
     this.answered = true;
+    const type = String(res.headers['content-type'] ?? '');
+    if (items && res.statusCode >= 200 && res.statusCode < 300 && type.includes('json')) {
+      const reader = new JsonItemReader(items.key, items.item);
+      items.start(res.headers);
+      let parsed: unknown;
+      try {
+        for await (const chunk of res.body) reader.push(chunk as Buffer);
+        parsed = reader.end();
+      } catch (error) {
+        if (!(error instanceof SyntaxError)) throw error;
+        // Not JSON after all: the schema's check of the answer says what is wrong with it.
+        await res.body.dump().catch(() => undefined);
+        parsed = '';
+      }
+      this.log('debug', `${line} ${res.statusCode} ${Date.now() - started} ms`);
+      return { status: res.statusCode, headers: res.headers, body: parsed };
+    }
     const text = await res.body.text();
     this.log('debug', `${line} ${res.statusCode} ${Date.now() - started} ms`);
-    const type = String(res.headers['content-type'] ?? '');
     let parsed: unknown = text;
     // wire-format.md: a proxy or maintenance page may answer plain text; read JSON only when said.
     if (type.includes('json') && text) {
@@ -269,6 +334,7 @@ export class Transport {
     const waits = call.signal && call.stopBeforeSending ? AbortSignal.any([call.signal, call.stopBeforeSending]) : call.signal ?? call.stopBeforeSending;
     waits?.throwIfAborted();
     let first: string | undefined = await untilAborted(this.tokens().get(), waits);
+    const items = call.items ? checkedItems(call.items, schema) : undefined;
     const target: RequestTarget = { method: op.method, path, url: url.split('?')[0]!, windows, mutating, fixedPath: !op.path.includes(':') };
     const answer = await this.withRetries(target, async () => {
       let token: string;
@@ -285,7 +351,7 @@ export class Transport {
       const payload = call.bodyStream ? Readable.from(drained(call.bodyStream(), streamed!), { objectMode: false }) : body;
       let raw: RawAnswer;
       try {
-        raw = await this.send(op.method, url, headers, payload, call.signal);
+        raw = await this.send(op.method, url, headers, payload, call.signal, items);
       } catch (error) {
         if (streamed?.failed) {
           const failed = streamed.failed;
@@ -303,6 +369,8 @@ export class Transport {
       }
       return raw;
     }, call.signal, call.stopBeforeSending);
+    const itemProblem = items?.problem();
+    if (itemProblem) throw new ResponseShapeError(itemProblem, { method: op.method, path });
     if (!schema) return answer as T;
     if (passesQuickly(schema, answer)) return answer as T;
     const parsed = schema.safeParse(answer);

@@ -264,6 +264,9 @@ export class ExportRun {
     const { feed, downloading, downloads, recorder } = stage;
     feed.push(plan.jobs);
     feed.end();
+    // The feed holds the jobs now, and lets each go once it is done: the plan keeps none of them
+    // (held here to the end of the run, every file and its URL would be).
+    plan.jobs = [];
     let linking: Promise<DownloadJob[]> | null = null;
     if (plan.link.length > 0) {
       const { link } = plan;

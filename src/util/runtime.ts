@@ -75,6 +75,13 @@ const youngBytes = (): number => getHeapSpaceStatistics().find((space) => space.
  */
 const EXPORT_OLD_GROWTH = '--heap-growing-percent=100';
 
+/** Bounds the old generation's growth for an export (EXPORT_OLD_GROWTH), in a tuned process. */
+function boundOldGrowth(): void {
+  if (!tuned) return;
+  forExport = true;
+  setFlagsFromString(EXPORT_OLD_GROWTH);
+}
+
 /**
  * Prepares a tuned process for an export's downloads: lets the young generation grow to
  * EXPORT_YOUNG_BYTES, as V8 decides from what survives its collections (`fileLanded` stops it
@@ -83,8 +90,7 @@ const EXPORT_OLD_GROWTH = '--heap-growing-percent=100';
  */
 export function tuneForExport(): void {
   if (!tuned) return;
-  forExport = true;
-  setFlagsFromString(EXPORT_OLD_GROWTH);
+  boundOldGrowth();
   if (growing || youngBytes() >= EXPORT_YOUNG_BYTES) return;
   growing = true;
   sinceCheck = 0;
@@ -97,9 +103,14 @@ let exportsRunning = 0;
 /** V8's own bound on the old generation's growth, which tuneMemory leaves in place. */
 const DEFAULT_OLD_GROWTH = '--heap-growing-percent=0';
 
-/** Marks an export's start; to be paired with exportEnded, which undoes tuneForExport. */
+/**
+ * Marks an export's start; to be paired with exportEnded, which undoes tuneForExport. The old
+ * generation's bound applies from here, not from the first download: a full collection while the
+ * service lists would otherwise set V8's limit from V8's own larger factor, for the whole run.
+ */
 export function exportStarted(): void {
   exportsRunning += 1;
+  boundOldGrowth();
 }
 
 /**

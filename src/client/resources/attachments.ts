@@ -40,6 +40,19 @@ export class Attachments {
     return answer.member_data;
   }
 
+  /** `list` handed over one member's entry at a time as the answer arrives (see `faceImages.each`). */
+  async each(sheetId: number, fieldId: number, onEntry: (entry: AttachmentListEntry) => void, options: ListOptions & { start?: (headers: Record<string, string | string[] | undefined>) => void } = {}): Promise<void> {
+    await this.t.call(
+      'attachments.list',
+      {
+        params: { sheet_id: sheetId, custom_field_id: fieldId },
+        query: { updated_since: options.updatedSince }, signal: options.signal, onHeaders: options.onHeaders,
+        items: { key: 'member_data', start: (headers) => options.start?.(headers), item: (entry) => onEntry(entry as AttachmentListEntry) },
+      },
+      attachmentListSchema,
+    );
+  }
+
   /**
    * Adds files: at most 1,000 files of 5 MB each and 250 MB in all per request; a name must not be
    * one the member already holds in that file part.

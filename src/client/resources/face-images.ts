@@ -43,6 +43,22 @@ export class FaceImages {
   }
 
   /**
+   * `list` handed over one entry at a time as the answer arrives, never held whole: for listings of
+   * many thousand photos. `start` is called before the first entry, and again should the answer
+   * be asked for again after a read cut short (its entries then come again from the first).
+   */
+  async each(onEntry: (entry: FaceImageListEntry) => void, options: ListOptions & { start?: (headers: Record<string, string | string[] | undefined>) => void } = {}): Promise<void> {
+    await this.t.call(
+      'faceImages.list',
+      {
+        query: { updated_since: options.updatedSince }, signal: options.signal, onHeaders: options.onHeaders,
+        items: { key: 'member_data', start: (headers) => options.start?.(headers), item: (entry) => onEntry(entry as FaceImageListEntry) },
+      },
+      faceImageListSchema,
+    );
+  }
+
+  /**
    * Adds photos of members without one: at most 100 photos of 5 MB (jpg, gif or png) per request.
    * A streamed body carries `enable_trimming` itself, so `trimming` is not read then.
    */

@@ -147,33 +147,37 @@ export class UrlLister {
       // The Date header has whole seconds: half a second is the expected error.
       if (!Number.isNaN(date)) serviceNow = date + 500;
     };
-    const files = new Map<string, RemoteFile>();
+    // The answer is read entry by entry (client `each`), never held whole beside its files. The
+    // deadlines wait for the whole answer: its Date header comes first, but a retried request's
+    // may differ.
+    let files = new Map<string, RemoteFile>();
+    const start = (): void => {
+      files = new Map();
+    };
+    const options = { updatedSince: this.since, onHeaders, signal: this.signal, start };
     if (target.kind === 'photo') {
-      const entries = await this.client.faceImages.list({ updatedSince: this.since, onHeaders, signal: this.signal });
-      for (const e of entries) {
+      await this.client.faceImages.each((e) => {
         const file: RemoteFile = {
           key: photoKey(e.code), kind: 'photo', code: e.code, sheet_id: null, custom_field_id: null, record_index: null,
           file_name: e.file_name, updated_at: e.updated_at, url: e.download_url, deadline: 0, target: target.id, listedAt,
         };
-        file.deadline = deadlineOf(file.url, listedAt, serviceNow);
         files.set(file.key, file);
-      }
+      }, options);
     } else {
       const sheetId = target.sheetId!;
       const fieldId = target.fieldId!;
-      const entries = await this.client.attachments.list(sheetId, fieldId, { updatedSince: this.since, onHeaders, signal: this.signal });
-      for (const member of entries) {
+      await this.client.attachments.each(sheetId, fieldId, (member) => {
         member.records.forEach((r, index) => {
           const file: RemoteFile = {
             key: attachmentKey(sheetId, fieldId, member.code, index, r.file_name), kind: 'attachment', code: member.code,
             sheet_id: sheetId, custom_field_id: fieldId, record_index: index, file_name: r.file_name,
             updated_at: r.updated_at, url: r.download_url, deadline: 0, target: target.id, listedAt,
           };
-          file.deadline = deadlineOf(file.url, listedAt, serviceNow);
           files.set(file.key, file);
         });
-      }
+      }, options);
     }
+    for (const file of files.values()) file.deadline = deadlineOf(file.url, listedAt, serviceNow);
     this.latest.set(target.id, { listedAt, files });
     return files;
   }
