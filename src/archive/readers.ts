@@ -20,7 +20,8 @@ import { HEARTBEAT_MS, holderGone, processStart } from '../util/target-lock.js';
 
 export const READERS_DIR = '.wds-readers';
 
-type Kind = 'read' | 'remove';
+export type MarkKind = 'read' | 'remove';
+type Kind = MarkKind;
 
 /** A mark found: who reads or removes a snapshot, and since when. */
 export interface Mark {
@@ -41,12 +42,13 @@ export interface HeldMark {
 
 const readersDir = (archive: string): string => join(archive, READERS_DIR);
 
-function nameOf(id: string, kind: Kind): string {
+/** A mark's name: the snapshot, what is done, and who does it (also a bucket archive's, bucket/readers.ts). */
+export function nameOf(id: string, kind: Kind): string {
   const start = processStart(process.pid) ?? '-';
   return [id, kind, process.pid, start, randomBytes(6).toString('hex'), Buffer.from(hostname()).toString('base64url')].join('.');
 }
 
-function parseName(name: string): Omit<Mark, 'since'> | null {
+export function parseName(name: string): Omit<Mark, 'since'> | null {
   const parts = name.split('.');
   if (parts.length !== 6) return null;
   const [id, kind, pid, start, , host] = parts as [string, string, string, string, string, string];

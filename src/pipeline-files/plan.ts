@@ -13,6 +13,7 @@ import { MANIFEST_NAME, manifestKey, parseManifest, type ManifestLine } from '..
 import { listSnapshots, partialDir, readLatest, readSnapshotManifest, snapshotDir } from '../archive/store.js';
 import type { ImportJournal } from '../stages/import/journal/journal.js';
 import type { LoadedPipeline } from './load.js';
+import { isBucketAddress, type S3Settings } from '../archive/bucket/address.js';
 
 export interface PipelinePlan {
   pipeline: string;
@@ -83,8 +84,29 @@ async function planExport(pipeline: LoadedPipeline, client: WdsClient): Promise<
   };
 }
 
+/**
+ * What a bucket archive's latest snapshot holds: a run names those files again without a request.
+ * A stopped run's objects spare only uploads, not downloads (each file is downloaded to be hashed).
+ */
+async function bucketLines(address: string, s3: S3Settings | undefined, notes: string[]): Promise<Map<string, ManifestLine>> {
+  const { BucketStore } = await import('../archive/bucket/store.js');
+  const store = BucketStore.open(address, s3);
+  try {
+    const latest = await store.readLatest();
+    if (!latest) {
+      notes.push(`${address} holds no complete snapshot yet: the first snapshot downloads every file`);
+      return new Map();
+    }
+    notes.push(`files unchanged since snapshot ${latest} are named again without a request, not downloaded`);
+    return (await store.readManifest(await store.readEntry(latest))).lines;
+  } finally {
+    store.close();
+  }
+}
+
 /** What the target already holds: the archive's latest snapshot, or a folder's manifest. */
 async function earlierLines(to: LoadedPipeline['to'], notes: string[]): Promise<Map<string, ManifestLine>> {
+  if ('archive' in to && isBucketAddress(to.archive)) return bucketLines(to.archive, to.s3, notes);
   if ('archive' in to) {
     const latest = await readLatest(to.archive).catch(() => null);
     // A stopped run's .partial is continued: what it holds is not downloaded again either.

@@ -5,7 +5,9 @@
  * them, to name them in a snapshot it has not written yet). Under Object Lock nothing still locked
  * is deleted or even tried: a snapshot or object whose retain-until is ahead stays, and the result
  * says until when. The snapshots kept get the retain-until of their objects extended before it
- * lapses (once less than half of the lock's days is left), as kopia's maintenance does.
+ * lapses (once less than half of the lock's days is left), as kopia's maintenance does. A
+ * snapshot a restore is reading (its mark under `readers/`, bucket/readers.ts) stays, with its
+ * objects, for the next forget.
  */
 import { applyRetention } from '../retention.js';
 import { SNAPSHOT_FILE, SNAPSHOTS_DIR, isAccepted, parseSnapshotId, type SnapshotEntry } from '../store.js';
@@ -14,6 +16,8 @@ import { describeSource, sameSource, type ExportSource } from '../../sinks/sourc
 import type { TargetLock } from '../../util/target-lock.js';
 import { retainUntil } from './s3.js';
 import { dataName, type BucketStore } from './store.js';
+import { whoReads, type HeldMark } from '../readers.js';
+import { bucketReadersOf, markBucketRemoving } from './readers.js';
 import type { ObjectLock } from './address.js';
 
 /** How old an object no snapshot names must be before forget deletes it: a day, as a run of the archive takes far less. */
@@ -62,10 +66,42 @@ export async function forgetBucketSnapshots(store: BucketStore, policy: Retentio
       decision.keep.push({ id, reasons: [`locked until ${until.toISOString()} (Object Lock); a forget after that removes it`] });
     }
   }
+  // A snapshot a restore reads stays, and so do its objects; the next forget removes it.
+  const busy: string[] = [];
+  const marks = new Map<string, HeldMark>();
+  for (const { id } of [...decision.remove]) {
+    if (!options.dryRun) await options.lock?.assertHeld();
+    const { readers, mark } = options.dryRun ? { readers: await bucketReadersOf(store, id), mark: null } : await markBucketRemoving(store, id);
+    if (mark) marks.set(id, mark);
+    if (readers.length === 0) continue;
+    busy.push(id);
+    decision.remove = decision.remove.filter((r) => r.id !== id);
+    decision.keep.push({ id, reasons: [`being read (${readers.map(whoReads).join('; ')}); the next forget removes it`] });
+  }
+  try {
+    return await forgetUnread(store, decision, { ...options, now, snapshots, partial, locked, busy, marks });
+  } finally {
+    for (const mark of marks.values()) await mark.release();
+  }
+}
+
+interface Decided extends BucketForgetOptions {
+  now: Date;
+  snapshots: SnapshotEntry[];
+  partial: string[];
+  locked: { id: string; until: string }[];
+  busy: string[];
+  /** The removal marks this forget holds, by snapshot: each released once its snapshot is gone. */
+  marks: Map<string, HeldMark>;
+}
+
+/** Removes the snapshots decided on, then the objects no remaining snapshot names. */
+async function forgetUnread(store: BucketStore, decision: BucketForgetResult['decision'], options: Decided): Promise<BucketForgetResult> {
+  const { now, snapshots, partial, locked, busy } = options;
   decision.keep.sort((a, b) => (a.id < b.id ? 1 : a.id > b.id ? -1 : 0));
   const removing = new Set(decision.remove.map((r) => r.id));
   const result: BucketForgetResult = {
-    keep: decision.keep.map((k) => k.id), remove: decision.remove.map((r) => r.id), decision, busy: [], locked,
+    keep: decision.keep.map((k) => k.id), remove: decision.remove.map((r) => r.id), decision, busy, locked,
     objects: { removed: 0, young: 0, locked: 0 }, extended: { objects: 0, snapshots: [] },
   };
   // What the snapshots that stay name, unfinished ones' manifests included.
@@ -105,6 +141,7 @@ export async function forgetBucketSnapshots(store: BucketStore, policy: Retentio
     // snapshot.json first: a removal cut short leaves an unfinished snapshot, never one that looks whole.
     await store.bucket.remove(names.filter((n) => n.endsWith(`/${SNAPSHOT_FILE}`)));
     await store.bucket.remove(names.filter((n) => !n.endsWith(`/${SNAPSHOT_FILE}`)));
+    await options.marks.get(id)?.release();
   }
   // Only after the snapshots are gone: none of them names an object deleted.
   await options.lock?.assertHeld();

@@ -27,8 +27,8 @@ export type RequestKind = 'GET' | 'PUT' | 'HEAD' | 'LIST' | 'DELETE' | 'RETENTIO
 /** A request the bucket refused or that failed after its retries: the message names the bucket and key, never a credential. */
 export class BucketError extends Error {
   override readonly name = 'BucketError';
-  constructor(readonly where: string, readonly status: number | undefined, readonly code: string, cause: unknown) {
-    super(`${where}: ${code}${status ? ` (HTTP ${status})` : ''}`, { cause });
+  constructor(readonly where: string, readonly status: number | undefined, readonly code: string, cause: unknown, hint = '') {
+    super(`${where}: ${code}${status ? ` (HTTP ${status})` : ''}${hint}`, { cause });
   }
 }
 
@@ -136,8 +136,17 @@ export class Bucket {
       return true;
     } catch (error) {
       if (options.ifAbsent && statusOf(error) === 412) return false;
-      throw new BucketError(this.where(name), statusOf(error), codeOf(error), error);
+      throw new BucketError(this.where(name), statusOf(error), codeOf(error), error, statusOf(error) === 400 ? this.storageHint() : '');
     }
+  }
+
+  /** The storage settings a write carried, named in its refusal: a server without that class or encryption refuses every write. */
+  private storageHint(): string {
+    const asked = [
+      ...(this.storage.StorageClass ? [`storage_class ${this.storage.StorageClass}`] : []),
+      ...(this.storage.ServerSideEncryption ? [`sse ${this.storage.ServerSideEncryption}`] : []),
+    ];
+    return asked.length ? `; the write asked for ${asked.join(' and ')}, which this storage may not offer` : '';
   }
 
   /** Sets an object's retain-until to `until` (Object Lock only ever lets it move later). */

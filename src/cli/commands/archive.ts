@@ -223,8 +223,10 @@ const restoreCommand = leafCommand<RestoreArgs>({
     const { mixedRestoreProblem, planRestore, restoreSnapshot, UnknownMembersError } = await import('../../archive/restore.js');
     const members = argv.member?.map(String);
     // Marked as read before anything of it is: forget and a run's retention leave it until the
-    // restore ends. A bucket archive's forget deletes only objects older than a day.
-    const reading = archive.kind === 'folder' ? await (await import('../../archive/readers.js')).markReading(archive.where, snapshot.id, snapshot.dir) : null;
+    // restore ends, in a folder (`.wds-readers/`) as in a bucket (`readers/`).
+    const reading = archive.kind === 'folder'
+      ? await (await import('../../archive/readers.js')).markReading(archive.where, snapshot.id, snapshot.dir)
+      : await (await import('../../archive/bucket/readers.js')).markBucketReading(archive as BucketStore, snapshot.id);
     const preflight = await preflightOf(argv);
     try {
       // Planned before the target is touched: a code the snapshot does not hold makes nothing there.
@@ -396,6 +398,15 @@ async function forgetBucket(argv: ForgetArgs, policy: RetentionPolicy, report: R
   }
 }
 
+/**
+ * Why `repair` leaves bucket archives alone: what it mends in a folder (a file changed in place,
+ * a change time out of place) cannot happen to an object, written once under its sha256 and
+ * checked before a snapshot names it; a damaged object is the storage's fault, and under Object
+ * Lock its bytes cannot be replaced at all.
+ */
+const BUCKET_REPAIR = 'archive repair works on folder archives only: a bucket archive\'s objects are written once, each under its sha256 and checked before a snapshot names it, and are never changed in place (under Object Lock they cannot be). '
+  + 'archive check --read-data 100 names any object whose bytes the storage changed; keep a second copy of the archive (archive copy) to restore such files from';
+
 interface RepairArgs extends ArchiveArgs, Omit<ConnectionArgs, 'json' | 'quiet'> { 'wait-lock'?: string; emulator: boolean }
 
 const repairCommand = leafCommand<RepairArgs>({
@@ -410,6 +421,7 @@ const repairCommand = leafCommand<RepairArgs>({
       return true;
     }) as unknown as Argv<RepairArgs>,
   handler: (argv) => reported(argv, 'repair', async (report) => {
+    if (isBucket(argv.archive)) throw new UsageError(BUCKET_REPAIR);
     const dir = await archiveDir(argv.archive);
     report.archive = dir;
     // The sample company of the embedded emulator holds none of the archive's files.

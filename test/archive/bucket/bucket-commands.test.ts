@@ -171,6 +171,43 @@ describe.skipIf(server === null)('archive commands on a bucket archive', { timeo
     expect(check.code, check.stdout).toBe(0);
   });
 
+  it('forget keeps a snapshot a restore is reading, with its objects; the next forget removes it', async () => {
+    const bucket = await newBucket(s3);
+    const address = `s3://${bucket}/read`;
+    expect((await cli(['archive', 'copy', folder, address])).code).toBe(0);
+    const out = join(tempDir('wds-bucket-reading-'), 'out');
+    const restore = spawnCli(['archive', 'restore', address, `@${ids[0]}`, '--out', out], s3.env);
+    const restored = finished(restore);
+    // The restore's mark appears once it has marked the snapshot as read.
+    const client = s3Client(s3);
+    const { ListObjectsV2Command } = await import('@aws-sdk/client-s3');
+    let marks = 0;
+    for (let i = 0; i < 800 && marks === 0; i += 1) {
+      marks = (await client.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: `read/readers/${ids[0]}/` }))).KeyCount ?? 0;
+      if (marks === 0) await new Promise((r) => setTimeout(r, 25));
+    }
+    client.destroy();
+    expect(marks).toBe(1);
+    // Stopped while it reads, so that the forget finds it reading.
+    restore.kill('SIGSTOP');
+    const forget = await cli(['archive', 'forget', address, '--keep-last', '1', '--unused-older-than', '0s', '--json']);
+    restore.kill('SIGCONT');
+    expect(forget.code, forget.stderr).toBe(0);
+    const kept = JSON.parse(forget.stdout);
+    expect(kept.remove).toEqual([]);
+    expect(kept.keep.find((k: { id: string }) => k.id === ids[0]).reasons[0]).toMatch(new RegExp(`^being read \\(pid ${restore.pid} on `));
+    expect(kept.objects.removed).toBe(0);
+    const done = await restored;
+    expect(done.code, done.stderr).toBe(0);
+    expect((await verifyExport(out)).problems).toEqual([]);
+
+    const again = await cli(['archive', 'forget', address, '--keep-last', '1', '--unused-older-than', '0s', '--json']);
+    expect(again.code, again.stderr).toBe(0);
+    expect(JSON.parse(again.stdout).remove.map((r: { id: string }) => r.id)).toEqual([ids[0]]);
+    const check = await cli(['archive', 'check', address, '--read-data', '100']);
+    expect(check.code, check.stdout).toBe(0);
+  });
+
   it('a second writer of one bucket archive refuses at once, naming the one that holds it', async () => {
     const bucket = await newBucket(s3);
     const address = `s3://${bucket}/two`;

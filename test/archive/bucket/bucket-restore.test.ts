@@ -66,6 +66,11 @@ describe.skipIf(server === null)('restore from a bucket archive', { timeout: 240
     expect(objects).toBe(new Set(original.map((a) => a.sha256)).size);
     expect(objects).toBe(original.length - 1);
 
+    // `plan` reads the bucket archive's latest snapshot: nothing would be downloaded again.
+    const plan = await cli(['plan', pipeline, '--json']);
+    expect(plan.code, plan.stderr).toBe(0);
+    expect(JSON.parse(plan.stdout)).toMatchObject({ files: { total: original.length, transfer: 0, kept: original.length } });
+
     const out = join(dir, 'restored');
     const restore = await cli(['archive', 'restore', address, 'latest', '--out', out]);
     expect(restore.code, restore.stderr).toBe(0);
