@@ -7,16 +7,18 @@
  * earlier snapshot: links are made, never opened for writing, and a changed file is written under
  * a temporary name and renamed over its link (FolderSink).
  */
-import { chmod, readFile, rename, rm, rmdir, writeFile } from 'node:fs/promises';
+import { chmod, rename, rm, rmdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Linker, type LinkItem } from './linker.js';
 import { damagedStill } from './damaged.js';
+import { ManifestIndex } from './manifest-index.js';
 import { readWrites, trimWrites, type WriteWindows } from './writes.js';
 import {
-  SNAPSHOT_FILE, isAccepted, listSnapshots, nextSnapshotId, partialDir, readSnapshotManifest, snapshotDir, writeLatest,
+  SNAPSHOT_FILE, isAccepted, listSnapshots, nextSnapshotId, partialDir, snapshotDir, writeLatest,
   type SnapshotCounts, type SnapshotDoc, type SnapshotEntry,
 } from './store.js';
-import { MANIFEST_NAME, isSourceLine, manifestKey, type ManifestLine } from '../sinks/manifest.js';
+import { MANIFEST_NAME, checkManifestLine, manifestKey, type ManifestLine } from '../sinks/manifest.js';
+import { readLines } from '../util/line-reader.js';
 import type { ExportSource } from '../sinks/source.js';
 import { TargetRefusedError } from '../sinks/target-error.js';
 
@@ -66,12 +68,8 @@ export function tooManyDeleted(deleted: number, before: number, max: MaxDelete):
 const REMOVALS_AT_ONCE = 64;
 
 export class SnapshotBuild {
-  /** The latest version of each file in the snapshots this one is compared with. */
-  private earlier = new Map<string, ManifestLine>();
-  /** The folder of the newest snapshot read, which holds the files of `earlier` but those of `olderDirs`. */
-  private newestDir = '';
-  /** Files of `earlier` in an older snapshot than the newest read, with its folder; null when one was read. */
-  private olderDirs: Map<string, string> | null = null;
+  /** The latest version of each file in the snapshots this one is compared with, on disk. */
+  private earlier = new ManifestIndex();
   /** Whether no two files of `earlier` have one path (EarlyDownloads). */
   pathsUnique = true;
   private deleted = 0;
@@ -111,33 +109,9 @@ export class SnapshotBuild {
     // A snapshot held back counts as an incomplete one: its deletions are counted again.
     const from = Math.max(0, finished.findLastIndex((s) => isAccepted(s.doc)));
     this.baseline = finished[from]?.id ?? null;
-    for (const snapshot of finished.slice(from)) {
-      // A snapshot whose manifest cannot be read gives nothing to link: its files are downloaded.
-      const manifest = await readSnapshotManifest(snapshot.dir, onTurn && ((turn) => onTurn(turn, snapshot.dir))).catch(() => null);
-      if (!manifest) continue;
-      if (this.newestDir === '') {
-        // Most runs read one snapshot: its map of lines is taken as it is.
-        this.earlier = manifest.lines;
-        this.newestDir = snapshot.dir;
-        continue;
-      }
-      // A newer (incomplete) snapshot read over older ones: the lines it does not replace keep their folder.
-      const older = (this.olderDirs ??= new Map());
-      for (const key of this.earlier.keys()) if (!older.has(key)) older.set(key, this.newestDir);
-      this.newestDir = snapshot.dir;
-      for (const [key, line] of manifest.lines) {
-        this.earlier.set(key, line);
-        older.delete(key);
-      }
-    }
-    const paths = new Set<string>();
-    for (const line of this.earlier.values()) paths.add(line.path);
-    this.pathsUnique = paths.size === this.earlier.size;
-  }
-
-  /** The folder of the earlier snapshot that holds the file of `key`. */
-  private dirOf(key: string): string {
-    return this.olderDirs?.get(key) ?? this.newestDir;
+    // A snapshot whose manifest cannot be read gives nothing to link: its files are downloaded.
+    this.earlier = await ManifestIndex.read(finished.slice(from).map((s) => s.dir), onTurn);
+    this.pathsUnique = this.earlier.pathsUnique();
   }
 
   /**
@@ -197,11 +171,13 @@ export class SnapshotBuild {
       // The threads placing ahead finish first: they would make folders in what is removed.
       await this.linker.placedAhead().catch(() => undefined);
       await this.linker.release();
+      this.earlier.close();
       await rm(this.dir, { recursive: true, force: true });
       return;
     }
-    const lines = await this.ownLines().catch(() => new Map<string, ManifestLine>());
-    this.used = usedBy(lines.values());
+    // What this run's folder sink left in the manifest (lines an interrupted run left were checked
+    // when it started), read without counting it.
+    await this.readOwnManifest((line) => this.noteUsed(line)).catch(() => undefined);
     await this.removeUnused(true);
     if (this.resumed === null) await rmdir(this.dir).catch(() => undefined);
   }
@@ -240,15 +216,16 @@ export class SnapshotBuild {
   async linkUnchanged(lines: ManifestLine[], onPlaced: (line: ManifestLine) => Promise<void>, signal?: AbortSignal, after?: Promise<unknown>): Promise<ManifestLine[]> {
     const refused: ManifestLine[] = [];
     const items: (LinkItem & { line: ManifestLine })[] = [];
-    if (this.olderDirs === null) {
+    if (!this.earlier.layered) {
       // One snapshot read: each line (of `realign`'s, as planExport gives them) is an earlier line or
       // a copy of one with its record's new index, at the same path and size, in that snapshot.
-      for (const line of lines) items.push({ root: this.newestDir, from: line.path, to: line.path, size: line.size, line });
+      const root = this.earlier.newestDir;
+      for (const line of lines) items.push({ root, from: line.path, to: line.path, size: line.size, line });
     } else {
       for (const line of lines) {
         const key = this.earlierKey(manifestKey(line));
         const from = this.earlier.get(key);
-        if (from) items.push({ root: this.dirOf(key), from: from.path, to: line.path, size: line.size, line });
+        if (from) items.push({ root: this.earlier.dirOf(key)!, from: from.path, to: line.path, size: line.size, line });
         else refused.push(line);
       }
     }
@@ -278,6 +255,7 @@ export class SnapshotBuild {
   async finish(failed: number, maxDelete: MaxDelete = DEFAULT_MAX_DELETE): Promise<SnapshotInfo> {
     const { counts, bytes } = this.tally(failed);
     await this.removeUnused(true);
+    this.earlier.close();
     const complete = failed === 0;
     const held = complete && tooManyDeleted(counts.deleted, this.earlier.size, maxDelete)
       ? `${counts.deleted} of the ${this.earlier.size} files of snapshot ${this.baseline} are not listed any more, more than max_delete ${maxDelete} allows`
@@ -310,11 +288,17 @@ export class SnapshotBuild {
   async pause(failed: number): Promise<SnapshotInfo> {
     const { counts, bytes } = this.tally(failed);
     await this.removeUnused(false);
+    this.earlier.close();
     return { id: this.id, path: this.dir, complete: false, counts, bytes };
   }
 
-  /** The manifest's paths, and the folders they are in with those above them, from the last tally. */
-  private used: { files: Set<string>; folders: Set<string> } = { files: new Set(), folders: new Set() };
+  /** The folders of the manifest's files, with those above them (`noteUsed`). */
+  private usedFolders = new Set<string>();
+
+  /** Notes the folders of a line of this snapshot's manifest, which stay. */
+  private noteUsed(line: Pick<ManifestLine, 'path'>): void {
+    for (let folder = folderOf(line.path); folder !== '.' && !this.usedFolders.has(folder); folder = folderOf(folder)) this.usedFolders.add(folder);
+  }
 
   /**
    * Removes what the snapshot does not use: with `files`, the files placed ahead that the
@@ -327,13 +311,16 @@ export class SnapshotBuild {
     const candidates = this.resumed === null ? await this.linker.placedAhead() : this.earlierPaths();
     // No run links after this: the threads that made folders ahead are done.
     await this.linker.release();
-    if (files) {
-      const stray = candidates.files.filter((path) => !this.used.files.has(path));
+    if (files && candidates.files.length > 0) {
+      // Rare (a continued `.partial`): the manifest's paths are read for it.
+      const used = new Set<string>();
+      await this.readOwnManifest((line) => used.add(line.path)).catch(() => undefined);
+      const stray = candidates.files.filter((path) => !used.has(path));
       for (let at = 0; at < stray.length; at += REMOVALS_AT_ONCE) {
         await Promise.all(stray.slice(at, at + REMOVALS_AT_ONCE).map((path) => rm(join(this.dir, path), { force: true }).catch(() => undefined)));
       }
     }
-    const unused = candidates.folders.filter((folder) => !this.used.folders.has(folder));
+    const unused = candidates.folders.filter((folder) => !this.usedFolders.has(folder));
     unused.sort((a, b) => b.length - a.length);
     for (const folder of unused) await rmdir(join(this.dir, folder)).catch(() => undefined);
   }
@@ -344,16 +331,34 @@ export class SnapshotBuild {
     return { files, folders: [...foldersAbove(files)] };
   }
 
-  /** This snapshot's manifest, by key, as the folder sink wrote it (`noteLine`). */
-  private lines = new Map<string, Pick<ManifestLine, 'path' | 'size' | 'sha256' | 'updated_at'>>();
+  /** What the snapshot holds against the earlier one, counted as the folder sink writes the final manifest (`noteLine`). */
+  private counted = { files: 0, new: 0, changed: 0, unchanged: 0, repaired: 0, bytesTotal: 0, bytesNew: 0 };
 
   /**
-   * Given each line of the manifest as the folder sink reads it to write the final one, so that
-   * `finish` and `pause` count the snapshot without reading the manifest again (a second pass over
-   * 20,000 lines at the end of every run). Of a file's lines, the last counts.
+   * Given each line of the final manifest as the folder sink writes it, once the files are all
+   * placed: counts the snapshot as it goes, so that neither its lines nor a second pass over them
+   * are needed at the end of the run.
    */
   readonly noteLine = (line: ManifestLine): void => {
-    this.lines.set(manifestKey(line), line);
+    const c = this.counted;
+    c.files += 1;
+    c.bytesTotal += line.size;
+    this.noteUsed(line);
+    const key = manifestKey(line);
+    const before = this.earlier.get(this.earlierKey(key));
+    if (before && before.updated_at === line.updated_at && before.sha256 === line.sha256) {
+      // Unchanged at the service, but its earlier copy was missing or damaged: a fresh one.
+      if (this.refetched.has(key)) {
+        c.repaired += 1;
+        c.bytesNew += line.size;
+        return;
+      }
+      c.unchanged += 1;
+      if (this.copied) c.bytesNew += line.size;
+      return;
+    }
+    c[before ? 'changed' : 'new'] += 1;
+    c.bytesNew += line.size;
   };
 
   /** Unchanged files downloaded again, their link refused (a damaged earlier snapshot): counted `repaired`. */
@@ -364,52 +369,19 @@ export class SnapshotBuild {
   }
 
   private tally(failed: number): { counts: SnapshotCounts; bytes: { total: number; new: number } } {
-    const counts: SnapshotCounts = { files: 0, new: 0, changed: 0, unchanged: 0, repaired: 0, deleted: this.deleted, failed };
-    const bytes = { total: 0, new: 0 };
-    const lines = this.lines;
-    for (const [key, line] of lines) {
-      counts.files += 1;
-      bytes.total += line.size;
-      const before = this.earlier.get(this.earlierKey(key));
-      if (before && before.updated_at === line.updated_at && before.sha256 === line.sha256) {
-        // Unchanged at the service, but its earlier copy was missing or damaged: a fresh one.
-        if (this.refetched.has(key)) {
-          counts.repaired = (counts.repaired ?? 0) + 1;
-          bytes.new += line.size;
-          continue;
-        }
-        counts.unchanged += 1;
-        if (this.copied) bytes.new += line.size;
-        continue;
-      }
-      counts[before ? 'changed' : 'new'] += 1;
-      bytes.new += line.size;
-    }
-    this.used = usedBy(lines.values());
-    return { counts, bytes };
+    const c = this.counted;
+    const counts: SnapshotCounts = { files: c.files, new: c.new, changed: c.changed, unchanged: c.unchanged, repaired: c.repaired, deleted: this.deleted, failed };
+    return { counts, bytes: { total: c.bytesTotal, new: c.bytesNew } };
   }
 
-  /**
-   * The lines of this snapshot's manifest as this run's folder sink left it (lines an interrupted
-   * run left were checked when it started), for a run that ends without finishing or pausing:
-   * read without checking each line again as an untrusted manifest is checked.
-   */
-  private async ownLines(): Promise<Map<string, Pick<ManifestLine, 'path' | 'size' | 'sha256' | 'updated_at'>>> {
-    const lines = new Map<string, ManifestLine>();
-    for (const text of (await readFile(join(this.dir, MANIFEST_NAME), 'utf8')).split('\n')) {
-      if (!text) continue;
-      const line = JSON.parse(text) as ManifestLine;
-      if (isSourceLine(line)) continue;
-      lines.set(manifestKey(line), line);
+  /** Each line of this snapshot's manifest as this run's folder sink left it, read a block at a time. */
+  private async readOwnManifest(onLine: (line: ManifestLine) => void): Promise<void> {
+    const into = { problems: [] as string[] };
+    for await (const { bytes, number } of readLines(join(this.dir, MANIFEST_NAME))) {
+      const line = checkManifestLine(bytes.toString('utf8'), number, into);
+      if (line) onLine(line);
     }
-    return lines;
   }
-}
-
-/** The paths of manifest lines, and the folders they are in with those above them. */
-function usedBy(lines: Iterable<Pick<ManifestLine, 'path'>>): { files: Set<string>; folders: Set<string> } {
-  const files = new Set([...lines].map((line) => line.path));
-  return { files, folders: foldersAbove(files) };
 }
 
 /** The folders the paths are in, and every folder above them (not the top). */

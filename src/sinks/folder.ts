@@ -11,7 +11,7 @@ import { rest } from './zip-output.js';
 import { isLockFileName } from '../util/target-lock.js';
 import { digestOf, hashFile } from '../util/hash-file.js';
 import { LinkCheck, MANIFEST_NAME, formatLine, manifestChunks, manifestKey, parseManifest, sortLines, type ManifestLine } from './manifest.js';
-import { LineIndex, syncFolder, writeSortedManifest } from './manifest-sort.js';
+import { syncFolder, writeSortedManifest } from './manifest-sort.js';
 import { sourceLineText, type ExportSource } from './source.js';
 
 const TMP = '.wds-tmp';
@@ -47,8 +47,6 @@ export class FolderSink implements ExportSink {
   private manifestSize = 0;
   private counter = 0;
   private readonly madeDirs = new Set<string>();
-  /** Where each line of the manifest is, for the final manifest (LineIndex). */
-  private index = new LineIndex();
   /** Folders on the way to the files, checked for links once each. */
   private readonly links: LinkCheck;
   /** The first folder `create` made for the target, if it was not there. */
@@ -75,9 +73,6 @@ export class FolderSink implements ExportSink {
     const temp = join(this.target, TMP, MANIFEST_NAME);
     await writeFile(temp, manifestChunks(lines, this.source));
     await rename(temp, join(this.target, MANIFEST_NAME));
-    this.index = new LineIndex();
-    this.index.skip(Buffer.byteLength(this.header));
-    for (const line of lines) this.index.add(line, Buffer.byteLength(formatLine(line)));
   }
 
   /**
@@ -296,8 +291,6 @@ export class FolderSink implements ExportSink {
         at += bytesWritten;
       }
       this.manifestSize += data.length;
-      if (header) this.index.skip(Buffer.byteLength(header));
-      lines.forEach((line, i) => this.index.add(line, Buffer.byteLength(texts[i]!)));
     } catch (error) {
       await this.manifest?.truncate(this.manifestSize).catch(() => undefined);
       await Promise.all(lines.map((line) => rm(join(this.target, line.path), { force: true }).catch(() => undefined)));
@@ -328,7 +321,7 @@ export class FolderSink implements ExportSink {
     const temp = join(this.target, TMP, 'manifest.jsonl');
     // The lines are read back from the manifest appended to, rather than kept in memory while
     // the files download, where they grew with the run's files.
-    await writeSortedManifest(manifest, temp, onLine, this.index, this.header || undefined);
+    await writeSortedManifest(manifest, temp, onLine, this.header || undefined);
     await rename(temp, manifest);
     await syncFolder(this.target);
     await rm(join(this.target, TMP), { recursive: true, force: true });

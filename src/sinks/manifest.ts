@@ -107,6 +107,19 @@ export const isSourceLine = (value: unknown): boolean => typeof value === 'objec
 
 /** Reads one line of manifest text (number from 1) into `into`; answers the line if it is good. */
 function readManifestLine(raw: string, number: number, into: ManifestLines & { lineNumbers?: Map<string, number> }): ManifestLine | undefined {
+  const line = checkManifestLine(raw, number, into);
+  if (!line) return undefined;
+  const key = manifestKey(line);
+  into.lines.set(key, line);
+  into.lineNumbers?.set(key, number);
+  return line;
+}
+
+/**
+ * One line of manifest text (number from 1), if it is a good file's line; its problem goes to
+ * `into.problems`, and a source line to `into.source`.
+ */
+export function checkManifestLine(raw: string, number: number, into: Pick<ManifestLines, 'problems' | 'source'>): ManifestLine | undefined {
   if (!raw.trim()) return undefined;
   let value: unknown;
   try {
@@ -136,9 +149,6 @@ function readManifestLine(raw: string, number: number, into: ManifestLines & { l
     into.problems.push(`line ${number}: ${unsafe}`);
     return undefined;
   }
-  const key = manifestKey(line);
-  into.lines.set(key, line);
-  into.lineNumbers?.set(key, number);
   return line;
 }
 

@@ -50,8 +50,8 @@ export interface ExportSink {
   /** Records a committed file in the manifest. */
   record(line: ManifestLine): Promise<void>;
   /**
-   * Writes the final manifest and completes the output. `onLine` is given the manifest's lines as
-   * they are read for it; of a file's lines, the one that counts comes last.
+   * Writes the final manifest and completes the output. `onLine` is given each line of the final
+   * manifest (one a file), in its order.
    */
   finish(onLine?: (line: ManifestLine) => void): Promise<void>;
   /**

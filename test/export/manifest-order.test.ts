@@ -3,7 +3,7 @@
  * Codes and names compare by UTF-16 code unit, so the same files give the same manifest on every
  * machine, whatever its locale (`localeCompare` put `a` before `B` and `é` before `Z` here).
  */
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -50,7 +50,8 @@ describe('manifest order', () => {
 });
 
 describe('the final manifest of a folder, sorted from the lines appended', () => {
-  it('is the sorted manifest of the last line of each file, byte for byte, without a cut tail', async () => {
+  // 64 lines a run: the 702 lines are sorted in eleven runs on disk and merged, a file's later line in a later run.
+  it.each([['in memory', undefined], ['through runs on disk', 64]])('is the sorted manifest of the last line of each file, byte for byte, without a cut tail (%s)', async (_, linesPerRun) => {
     const dir = await mkdtemp(join(tmpdir(), 'manifest-sort-'));
     try {
       const appended: ManifestLine[] = [];
@@ -62,11 +63,15 @@ describe('the final manifest of a folder, sorted from the lines appended', () =>
       appended.push(line('photo', 'M0', { path: 'photos/M0.png', size: 2 }), line('attachment', 'M1', { record_index: 1, file_name: 'f 1 ✓.pdf', size: 3 }));
       const from = join(dir, 'appended.jsonl');
       await writeFile(from, `${appended.map(formatLine).join('')}{"kind":"photo","code":"cut`);
-      await writeSortedManifest(from, join(dir, 'sorted.jsonl'));
+      const given: ManifestLine[] = [];
+      await writeSortedManifest(from, join(dir, 'sorted.jsonl'), (l) => given.push(l), undefined, linesPerRun);
       const last = new Map(appended.map((l) => [manifestKey(l), l]));
       const expected = Buffer.concat([...manifestChunks(sortLines(last.values()))]);
       const written = await readFile(join(dir, 'sorted.jsonl'));
       expect(written.equals(expected)).toBe(true);
+      // Each line of the final manifest is given once, in its order; the runs are gone.
+      expect(given).toEqual(sortLines(last.values()));
+      expect((await readdir(dir)).sort()).toEqual(['appended.jsonl', 'sorted.jsonl']);
       expect(written.toString().split('\n')).toHaveLength(last.size + 1);
       expect(written.toString()).toContain('"path":"photos/M0.png","size":2');
     } finally {
