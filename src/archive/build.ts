@@ -19,6 +19,7 @@ import {
 } from './store.js';
 import { MANIFEST_NAME, checkManifestLine, manifestKey, type ManifestLine } from '../sinks/manifest.js';
 import { readLines } from '../util/line-reader.js';
+import { removeTree } from '../util/remove-tree.js';
 import type { ExportSource } from '../sinks/source.js';
 import { TargetRefusedError } from '../sinks/target-error.js';
 
@@ -172,7 +173,7 @@ export class SnapshotBuild {
       await this.linker.placedAhead().catch(() => undefined);
       await this.linker.release();
       this.earlier.close();
-      await rm(this.dir, { recursive: true, force: true });
+      await removeTree(this.dir);
       return;
     }
     // What this run's folder sink left in the manifest (lines an interrupted run left were checked

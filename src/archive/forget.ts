@@ -10,13 +10,14 @@
  * for the reader.
  */
 import { randomBytes } from 'node:crypto';
-import { readdir, rename, rm } from 'node:fs/promises';
+import { readdir, rename } from 'node:fs/promises';
 import { join } from 'node:path';
 import { applyRetention, type RetentionDecision, type RetentionPolicy } from './retention.js';
 import { archiveSource, isAccepted, listSnapshots, parseSnapshotId, snapshotsDir, type SnapshotEntry } from './store.js';
 import { describeSource, sameSource, type ExportSource } from '../sinks/source.js';
 import { markRemoving, readersOf, whoReads, type Mark } from './readers.js';
 import type { TargetLock } from '../util/target-lock.js';
+import { removeTree } from '../util/remove-tree.js';
 
 export type { RetentionPolicy } from './retention.js';
 
@@ -82,7 +83,7 @@ export async function forgetSnapshots(archiveDir: string, policy: RetentionPolic
       } finally {
         await mark?.release();
       }
-      await rm(aside, { recursive: true, force: true });
+      await removeTree(aside);
     }
   }
   for (const [id, readers] of busy) {
@@ -96,5 +97,5 @@ export async function forgetSnapshots(archiveDir: string, policy: RetentionPolic
 /** Snapshots an earlier forget had set aside but not finished deleting. */
 async function removeLeftovers(archiveDir: string): Promise<void> {
   const names = await readdir(snapshotsDir(archiveDir)).catch(() => [] as string[]);
-  for (const name of names.filter((n) => n.startsWith(REMOVING))) await rm(join(snapshotsDir(archiveDir), name), { recursive: true, force: true });
+  for (const name of names.filter((n) => n.startsWith(REMOVING))) await removeTree(join(snapshotsDir(archiveDir), name));
 }
