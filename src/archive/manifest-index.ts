@@ -66,7 +66,7 @@ export class ManifestIndex implements ReadonlyMap<string, ManifestLine> {
     this.fds.push(null);
     let turn: ManifestLine[] = [];
     const into = { problems: [] as string[] };
-    for await (const { bytes, number, offset } of readLines(join(dir, MANIFEST_NAME))) {
+    for await (const { bytes, number, offset } of readLines(join(dir, MANIFEST_NAME), { tail: true })) {
       const line = checkManifestLine(bytes.toString('utf8'), number, into);
       into.problems.length = 0;
       if (!line) continue;

@@ -8,7 +8,8 @@ import { randomBytes } from 'node:crypto';
 import { readFile, readdir, rename, stat, writeFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { z } from 'zod';
-import { MANIFEST_NAME, parseManifest, parseManifestInTurns, type ManifestLine, type ManifestLines } from '../sinks/manifest.js';
+import { MANIFEST_NAME, checkManifestLine, parseManifest, parseManifestInTurns, type ManifestLine, type ManifestLines } from '../sinks/manifest.js';
+import { readLines } from '../util/line-reader.js';
 import type { ExportSource } from '../sinks/source.js';
 
 export const SNAPSHOTS_DIR = 'snapshots';
@@ -241,6 +242,19 @@ const latestPath = (where: string): string => (where.startsWith('s3://') ? `${wh
 /** A snapshot's manifest, parsed (lines whose path is refused are among its problems). */
 export async function readSnapshotManifest(dir: string, onTurn?: (lines: ManifestLine[]) => void): Promise<ManifestLines> {
   return parseManifestInTurns(await readFile(join(dir, MANIFEST_NAME), 'utf8'), onTurn);
+}
+
+/**
+ * A snapshot's good file lines, in the order of its manifest, read a block at a time (lines that
+ * are not good file lines are passed over, as readSnapshotManifest counts them among its problems).
+ */
+export async function* readSnapshotLines(dir: string): AsyncGenerator<ManifestLine> {
+  const into = { problems: [] as string[] };
+  for await (const { bytes, number } of readLines(join(dir, MANIFEST_NAME), { tail: true })) {
+    const line = checkManifestLine(bytes.toString('utf8'), number, into);
+    into.problems.length = 0;
+    if (line) yield line;
+  }
 }
 
 /**

@@ -202,6 +202,15 @@ export function sortLines(lines: Iterable<ManifestLine>): ManifestLine[] {
         || byCodeUnits(a.code, b.code) || (a.record_index ?? 0) - (b.record_index ?? 0) || byCodeUnits(a.file_name, b.file_name));
 }
 
+/**
+ * The order of a final manifest (sortLines', a photo by its code alone, as its key is): 0 for
+ * two lines of one file.
+ */
+export const compareLines = (a: ManifestLine, b: ManifestLine): number =>
+  a.kind !== b.kind ? (a.kind === 'photo' ? -1 : 1)
+    : (a.sheet_id ?? 0) - (b.sheet_id ?? 0) || (a.custom_field_id ?? 0) - (b.custom_field_id ?? 0)
+      || byCodeUnits(a.code, b.code) || (a.kind === 'photo' ? 0 : (a.record_index ?? 0) - (b.record_index ?? 0) || byCodeUnits(a.file_name, b.file_name));
+
 /** Where a file goes in the export tree, before de-duplication (DESIGN.md section 4). */
 export function exportDir(line: Pick<ManifestLine, 'kind' | 'code' | 'sheet_id' | 'custom_field_id'>, safe: (s: string) => string): string {
   return line.kind === 'photo' ? 'photos' : `attachments/${line.sheet_id}/${line.custom_field_id}/${safe(line.code)}`;

@@ -18,9 +18,10 @@ export interface ReadLine {
 
 /**
  * The whole lines of the file at `path`, each ending in a newline; a tail without its newline (a
- * line cut by a stop) is left out. A missing file has no lines when `missingIsEmpty` is set.
+ * line cut by a stop, in a file appended to) is left out unless `tail` is set (a finished file,
+ * whose last line may lack one). A missing file has no lines when `missingIsEmpty` is set.
  */
-export async function* readLines(path: string, options: { missingIsEmpty?: boolean } = {}): AsyncGenerator<ReadLine> {
+export async function* readLines(path: string, options: { missingIsEmpty?: boolean; tail?: boolean } = {}): AsyncGenerator<ReadLine> {
   let handle: FileHandle;
   try {
     handle = await open(path, 'r');
@@ -35,7 +36,10 @@ export async function* readLines(path: string, options: { missingIsEmpty?: boole
     for (;;) {
       const block = Buffer.allocUnsafe(BLOCK);
       const { bytesRead } = await handle.read(block, 0, BLOCK, null);
-      if (bytesRead === 0) return;
+      if (bytesRead === 0) {
+        if (options.tail && rest.length > 0) yield { bytes: rest, number: number + 1, offset };
+        return;
+      }
       const data = rest.length > 0 ? Buffer.concat([rest, block.subarray(0, bytesRead)]) : block.subarray(0, bytesRead);
       let start = 0;
       for (let newline = data.indexOf(0x0a); newline >= 0; newline = data.indexOf(0x0a, start)) {
