@@ -10,7 +10,8 @@ import { REQUESTS_PER_HOUR, UPDATE_REQUESTS_PER_MINUTE } from '../spec/limits.js
 import { UrlLister, attachmentTargets, type ListTarget } from '../stages/export/list-urls.js';
 import { realign } from '../stages/export/plan.js';
 import { MANIFEST_NAME, manifestKey, parseManifest, type ManifestLine } from '../sinks/manifest.js';
-import { listSnapshots, partialDir, readLatest, readSnapshotManifest, snapshotDir } from '../archive/store.js';
+import { listSnapshots, partialDir, readLatest, snapshotDir } from '../archive/store.js';
+import { ManifestIndex } from '../archive/manifest-index.js';
 import type { ImportJournal } from '../stages/import/journal/journal.js';
 import type { LoadedPipeline } from './load.js';
 import { isBucketAddress, type S3Settings } from '../archive/bucket/address.js';
@@ -72,8 +73,10 @@ async function planExport(pipeline: LoadedPipeline, client: WdsClient): Promise<
   const files = await new UrlLister(client, targets, pipeline.steps.list.since).listAll();
   const notes: string[] = [];
   // A file whose record moved (a record before it was deleted) is kept as a run keeps it.
-  const earlier = realign(files, await earlierLines(to, notes)).lines;
+  const lines = await earlierLines(to, notes);
+  const earlier = realign(files, lines).lines;
   const kept = files.filter((f) => earlier.get(f.key)?.updated_at === f.updated_at).length;
+  if (lines instanceof ManifestIndex) lines.close();
   return {
     pipeline: pipeline.name,
     direction: 'export',
@@ -105,21 +108,23 @@ async function bucketLines(address: string, s3: S3Settings | undefined, notes: s
 }
 
 /** What the target already holds: the archive's latest snapshot, or a folder's manifest. */
-async function earlierLines(to: LoadedPipeline['to'], notes: string[]): Promise<Map<string, ManifestLine>> {
+async function earlierLines(to: LoadedPipeline['to'], notes: string[]): Promise<ReadonlyMap<string, ManifestLine>> {
   if ('archive' in to && isBucketAddress(to.archive)) return bucketLines(to.archive, to.s3, notes);
   if ('archive' in to) {
     const latest = await readLatest(to.archive).catch(() => null);
     // A stopped run's .partial is continued: what it holds is not downloaded again either.
     const { partial } = await listSnapshots(to.archive);
     const resumed = partial.at(-1);
-    const held = resumed ? await readSnapshotManifest(partialDir(to.archive, resumed)).then((m) => m.lines, () => new Map<string, ManifestLine>()) : new Map<string, ManifestLine>();
-    if (resumed) notes.push(`the run continues ${resumed}.partial, which holds ${held.size} file${held.size === 1 ? '' : 's'} already`);
-    if (!latest) {
-      if (!resumed) notes.push(`${to.archive} holds no complete snapshot yet: the first snapshot downloads every file`);
-      return held;
+    // Kept on disk, as a run keeps them: the plan of 200,000 files does not hold their lines.
+    const dirs = [...(latest ? [snapshotDir(to.archive, latest)] : []), ...(resumed ? [partialDir(to.archive, resumed)] : [])];
+    if (resumed) {
+      const held = await ManifestIndex.read([partialDir(to.archive, resumed)]);
+      notes.push(`the run continues ${resumed}.partial, which holds ${held.size} file${held.size === 1 ? '' : 's'} already`);
+      held.close();
     }
-    notes.push(`files unchanged since snapshot ${latest} are hard-linked, not downloaded`);
-    return new Map([...(await readSnapshotManifest(snapshotDir(to.archive, latest))).lines, ...held]);
+    if (!latest && !resumed) notes.push(`${to.archive} holds no complete snapshot yet: the first snapshot downloads every file`);
+    if (latest) notes.push(`files unchanged since snapshot ${latest} are hard-linked, not downloaded`);
+    return ManifestIndex.read(dirs);
   }
   if ('folder' in to) {
     const text = await readFile(join(to.folder, MANIFEST_NAME), 'utf8').catch(() => '');
