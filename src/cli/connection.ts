@@ -6,6 +6,7 @@
 import type { Argv } from 'yargs';
 import type { WaitEvent } from '../client/limiter.js';
 import type { Endpoint, PipelineConnection } from '../pipeline-files/connection.js';
+import type { JournalStores } from '../stages/import/journal/store.js';
 import { EMBEDDED_EMULATOR } from './embedded.js';
 import { clientLogger, say as sayLine } from './log.js';
 import { UsageError } from './usage-error.js';
@@ -34,8 +35,11 @@ export function withConnection<T>(yargs: Argv<T>): Argv<T & ConnectionArgs> {
     .option('json', { type: 'boolean', default: false, describe: 'One JSON summary on stdout; logs on stderr' }) as Argv<T & ConnectionArgs>;
 }
 
-/** A command's client, and the embedded emulator when it runs against that; close() closes both. */
-export type Connection = PipelineConnection;
+/**
+ * A command's client, and the embedded emulator when it runs against that; close() closes both.
+ * `journals` is the database's when the command was given one.
+ */
+export type Connection = PipelineConnection & { journals?: JournalStores };
 
 /** A stderr line, redacted. */
 export function say(args: { quiet?: boolean }, line: string): void {
@@ -97,7 +101,7 @@ export async function connect(args: ConnectionArgs, extra: ConnectOptions = {}):
     await shared?.close();
     throw error;
   });
-  return { ...connection, close: async () => {
+  return { ...connection, journals: shared?.journals, close: async () => {
     await connection.close();
     await shared?.close();
   } };

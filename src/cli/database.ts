@@ -1,9 +1,11 @@
 /**
  * `--database URL` (or WDS_DATABASE_URL) on every command that talks to the service: the
- * company's limit windows are then kept in that PostgreSQL database (DESIGN.md section 14), shared
- * with every fleet worker and every other run given it, instead of in a file on this machine.
+ * company's limit windows and import journal are then kept in that PostgreSQL database (DESIGN.md
+ * section 14), shared with every fleet worker and every other run given it, instead of in files
+ * on this machine.
  */
 import type { WindowStores } from '../client/window-store.js';
+import type { JournalStores } from '../stages/import/journal/store.js';
 import { UsageError } from './usage-error.js';
 import { sayError } from './log.js';
 
@@ -12,7 +14,7 @@ export interface DatabaseArgs {
 }
 
 /** `--database`, described once for every command that takes it. */
-export const DATABASE_OPTION = "PostgreSQL URL (env WDS_DATABASE_URL): keep the company's limit windows there, shared with every machine and fleet worker";
+export const DATABASE_OPTION = "PostgreSQL URL (env WDS_DATABASE_URL): keep the company's limit windows and import journal there, shared with every machine and fleet worker";
 
 /** The database a command was given: `--database`, else WDS_DATABASE_URL; undefined for neither. */
 export function databaseUrl(args: DatabaseArgs, env: NodeJS.ProcessEnv = process.env): string | undefined {
@@ -23,6 +25,8 @@ export function databaseUrl(args: DatabaseArgs, env: NodeJS.ProcessEnv = process
 /** A command's open database, with what the client takes from it. */
 export interface SharedDatabase {
   windowStores: WindowStores;
+  /** Import journals, instead of the files under $XDG_STATE_HOME. */
+  journals: JournalStores;
   close(): Promise<void>;
 }
 
@@ -35,10 +39,12 @@ export async function openSharedDatabase(args: DatabaseArgs & { quiet?: boolean 
   const url = databaseUrl(args);
   if (!url) return undefined;
   // Loaded only when asked for: pg is not part of a command that does not use it.
-  const [{ openDatabase, databaseUrlProblem }, { databaseWindowStores }] = await Promise.all([import('../fleet/database.js'), import('../fleet/limit-windows.js')]);
+  const [{ openDatabase, databaseUrlProblem }, { databaseWindowStores }, { databaseJournals }] = await Promise.all([
+    import('../fleet/database.js'), import('../fleet/limit-windows.js'), import('../fleet/journal-store.js'),
+  ]);
   const problem = databaseUrlProblem(url);
   if (problem) throw new UsageError(`${args.database !== undefined ? '--database' : 'WDS_DATABASE_URL'} ${problem}`);
   // Outages are said whatever --quiet says: a run that stalls on them must say why.
   const db = await openDatabase(url, (line) => sayError(`wds-files: ${line}`), { max: 4 });
-  return { windowStores: databaseWindowStores(db), close: () => db.close() };
+  return { windowStores: databaseWindowStores(db), journals: databaseJournals(db), close: () => db.close() };
 }

@@ -74,7 +74,7 @@ export function runImportCommand(label: string, argv: ImportCommandArgs, run: (c
         dryRun: argv['dry-run'],
         signal: stopSignal(),
         // The company's import journal; the embedded emulator is a new company each run, so it has none.
-        journal: connection.embedded ? undefined : ImportJournal.open(connection.client.options.consumerKey),
+        journal: connection.embedded ? undefined : await ImportJournal.of(connection.client.options.consumerKey, connection.journals),
         onProgress: (p) => progress.update(p),
       });
       progress.stop();

@@ -171,6 +171,14 @@ CREATE TABLE IF NOT EXISTS wds_fleet.limit_windows (
   updated_at timestamptz NOT NULL DEFAULT now(),
   PRIMARY KEY (company, api)
 );
+-- Import journals (section 8): each company's lines in the order written, by the same key.
+CREATE TABLE IF NOT EXISTS wds_fleet.journal_lines (
+  company text NOT NULL,
+  seq bigserial NOT NULL,
+  line text NOT NULL,
+  written_at timestamptz NOT NULL DEFAULT now(),
+  PRIMARY KEY (company, seq)
+);
 `;
 
 /** Makes the fleet's tables; processes starting together take turns through an advisory lock. */

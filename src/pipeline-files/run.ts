@@ -81,6 +81,8 @@ export interface RunPipelineOptions {
   allowDeletions?: boolean;
   /** Where the company's limit windows are shared with other machines (the fleet's database). Default: the state file. */
   windowStores?: import('../client/window-store.js').WindowStores;
+  /** Where imports keep their journal, shared with other machines (the fleet's database). Default: the file under the state folder. */
+  journals?: import('../stages/import/journal/store.js').JournalStores;
 }
 
 /** A run's summary, with the per-file report and lines for a person when there is one. */
@@ -353,7 +355,7 @@ async function executeWith(
     const { moveSettled, openPipelineSource } = await import('./move.js');
     const source = await openPipelineSource(from, { make: !dryRun, log });
     // The embedded emulator is a new company each run: it has no journal. A dry run writes none.
-    const journal = connection.embedded || dryRun ? undefined : ImportJournal.open(client.options.consumerKey);
+    const journal = connection.embedded || dryRun ? undefined : await ImportJournal.of(client.options.consumerKey, options.journals);
     // A lock another run took over stops the sending as a stop signal would (a request sent is
     // followed to its end): the files left are that run's to send.
     const signal = lock && options.signal ? AbortSignal.any([options.signal, lock.signal]) : lock?.signal ?? options.signal;

@@ -150,7 +150,7 @@ export class ImportRun<T extends { size: number }, L> {
   async noteApplied(kind: JournalKind, files: Omit<JournalFile, 'before'>[], listing: () => Promise<Map<string, string>>): Promise<void> {
     if (!this.journal || files.length === 0 || this.how === 'plan') return;
     try {
-      noteApplied(this.journal, kind, files, await listing());
+      await noteApplied(this.journal, kind, files, await listing());
     } catch {
       // Without it, a rerun takes the files as listed then.
     }

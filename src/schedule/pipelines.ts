@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { loadPipelineFile, PipelineFileError, type LoadedPipeline, type PipelineProblem } from '../pipeline-files/load.js';
 import { runPipelineFile, type PipelineRunSummary } from '../pipeline-files/run.js';
 import type { WindowStores } from '../client/window-store.js';
+import type { JournalStores } from '../stages/import/journal/store.js';
 import { notifyRun } from '../pipeline-files/notify.js';
 import type { RunOutcome, ScheduledJob } from './types.js';
 
@@ -113,6 +114,8 @@ export interface RunnerOptions {
   onSummary?: (summary: PipelineRunSummary) => void;
   /** Where the company's limit windows are shared with other machines (the fleet's database). */
   windowStores?: WindowStores;
+  /** Where imports keep their journal, shared with other machines (the fleet's database). */
+  journals?: JournalStores;
 }
 
 /** How a pipeline is run and notified, whatever starts it (its schedule, or member events). */
@@ -129,7 +132,7 @@ export function runnerOf(
     name: pipeline.name,
     file: pipeline.file,
     baseUrl: pipeline.connection.base_url ?? env.WDS_BASE_URL,
-    run: ({ signal, log }) => runPipelineFile(pipeline, { signal, log, env, command, windowStores: options.windowStores }),
+    run: ({ signal, log }) => runPipelineFile(pipeline, { signal, log, env, command, windowStores: options.windowStores, journals: options.journals }),
     afterRun: async (outcome) => {
       const summary = summaryOf(pipeline, outcome);
       options.onSummary?.(summary);

@@ -21,13 +21,13 @@ function deadPid(): number {
 }
 
 describe('the import journal', () => {
-  it('a later run reads what was applied, also after a last line cut short, and its next line stays whole', () => {
+  it('a later run reads what was applied, also after a last line cut short, and its next line stays whole', async () => {
     const folder = tempDir('wds-journal-');
     const first = ImportJournal.open('key-1', folder);
-    const id = first.sending('photo', 'register', [photo('A0001', 'aa'), photo('A0002', 'bb')]);
-    first.task(id, 41);
-    first.settled(id, [true, false], 'task 41 ended OK');
-    first.seen(targetOf('photo', { code: 'A0001' }), 'aa', '2026-04-01 10:00:05');
+    const id = await first.sending('photo', 'register', [photo('A0001', 'aa'), photo('A0002', 'bb')]);
+    await first.task(id, 41);
+    await first.settled(id, [true, false], 'task 41 ended OK');
+    await first.seen(targetOf('photo', { code: 'A0001' }), 'aa', '2026-04-01 10:00:05');
     // Readable by its owner only.
     expect(statSync(first.path).mode & 0o777).toBe(0o600);
     // A crash in the middle of a line.
@@ -38,8 +38,8 @@ describe('the import journal', () => {
     expect(second.applied('photo:A0001')).toEqual({ sha256: 'aa', at: expect.any(String), updated_at: '2026-04-01 10:00:05' });
     expect(second.applied('photo:A0002')).toBeUndefined();
     expect(second.unsettled('photo')).toEqual([]);
-    const next = second.sending('photo', 'update', [photo('A0002', 'cc')]);
-    second.settled(next, [true], 'task 42 ended OK');
+    const next = await second.sending('photo', 'update', [photo('A0002', 'cc')]);
+    await second.settled(next, [true], 'task 42 ended OK');
 
     const third = ImportJournal.open('key-1', folder);
     expect(third.applied('photo:A0002')).toMatchObject({ sha256: 'cc' });
@@ -49,7 +49,7 @@ describe('the import journal', () => {
     expect(lines.slice(0, -1).filter((l) => { try { JSON.parse(l); return false; } catch { return true; } })).toHaveLength(1);
   });
 
-  it('requests left open by a run that is gone are unsettled; those of a run still going are not; other companies have their own file', () => {
+  it('requests left open by a run that is gone are unsettled; those of a run still going are not; other companies have their own file', async () => {
     const folder = tempDir('wds-journal-');
     const journal = ImportJournal.open('key-2', folder);
     const gone = { t: 'send', id: 'gone-0', kind: 'photo', route: 'register', at: new Date().toISOString(), pid: deadPid(), host: hostname(), files: [photo('A0003', 'dd')] };
@@ -64,7 +64,7 @@ describe('the import journal', () => {
     expect(ImportJournal.open('key-3', folder).unsettled('photo')).toEqual([]);
   });
 
-  it('lives under $XDG_STATE_HOME/wds-files, named by a hash of the consumer key', () => {
+  it('lives under $XDG_STATE_HOME/wds-files, named by a hash of the consumer key', async () => {
     const saved = process.env.XDG_STATE_HOME;
     process.env.XDG_STATE_HOME = '/somewhere/state';
     try {

@@ -47,7 +47,7 @@ export const planCommand = leafCommand<PlanArgs>({
     try {
       // The run skips what the company's journal says was applied, so the plan reads it too.
       const { ImportJournal } = await import('../../stages/import/journal/journal.js');
-      const journal = connection.embedded || 'service' in pipeline.from ? undefined : ImportJournal.open(connection.client.options.consumerKey);
+      const journal = connection.embedded || 'service' in pipeline.from ? undefined : await ImportJournal.of(connection.client.options.consumerKey, shared?.journals);
       const plan = await planPipeline(pipeline, connection.client, { journal });
       report.plan = plan;
       const { total, transfer, kept, refused } = plan.files;

@@ -85,6 +85,7 @@ export const runCommand = leafCommand<RunArgs>({
       tokenCache: true,
       allowDeletions: argv['allow-deletions'],
       windowStores: shared?.windowStores,
+      journals: shared?.journals,
     }).finally(() => shared?.close());
     // A dry run changed nothing: no one is told about it.
     if (!argv['dry-run']) await notifyRun(pipeline, summary, log);

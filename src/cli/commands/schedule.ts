@@ -85,6 +85,7 @@ export const scheduleCommand = leafCommand<ScheduleArgs>({
     const jobs = loaded.pipelines.map((pipeline) => jobOf(pipeline, {
       log,
       windowStores: shared?.windowStores,
+      journals: shared?.journals,
       onSummary: argv.json ? (summary) => process.stdout.write(`${JSON.stringify(redactValue(summary))}\n`) : undefined,
     }));
     const scheduler = new Scheduler(jobs, { timeZone: options.timeZone, signal, log });

@@ -26,10 +26,11 @@ export interface SubmitStats {
 
 /** Where each request is written down before it is sent, and what became of it (the journal). */
 export interface RequestRecord<T> {
-  sending(items: T[]): string;
-  task(id: string, taskId: number): void;
+  /** Resolves once the request is written down; only then is it sent. */
+  sending(items: T[]): Promise<string>;
+  task(id: string, taskId: number): Promise<void>;
   /** Which items the service applied; `how` says how that is known. */
-  settled(id: string, applied: boolean[], how: string): void;
+  settled(id: string, applied: boolean[], how: string): Promise<void>;
 }
 
 /** Whether the service holds each item now (true), does not (false), or cannot tell (null). */
@@ -71,7 +72,7 @@ export function mentionsCode(code: string, message: string): boolean {
 
 export async function submitBatch<T>(client: WdsClient, items: T[], options: SubmitOptions<T>, retryUnnamed = true): Promise<BatchOutcome<T>[]> {
   const { record, stats } = options;
-  const id = record?.sending(items);
+  const id = await record?.sending(items);
   let ref: TaskRef;
   try {
     stats.requests += 1;
@@ -79,7 +80,7 @@ export async function submitBatch<T>(client: WdsClient, items: T[], options: Sub
   } catch (error) {
     if (stoppedBeforeSending(error, options.signal)) {
       stats.requests -= 1;
-      if (id !== undefined) record!.settled(id, items.map(() => false), 'not sent: the run was stopped while the request waited to leave');
+      if (id !== undefined) await record!.settled(id, items.map(() => false), 'not sent: the run was stopped while the request waited to leave');
       return [];
     }
     if (!isWdsError(error)) throw error;
@@ -87,7 +88,7 @@ export async function submitBatch<T>(client: WdsClient, items: T[], options: Sub
       // One file is not what was checked: the request was cut off before its end, so the service
       // has none of it; that file fails and the others go again without it.
       const { index, reason } = error.item;
-      if (id !== undefined) record!.settled(id, items.map(() => false), `not sent: ${reason}`);
+      if (id !== undefined) await record!.settled(id, items.map(() => false), `not sent: ${reason}`);
       const others = items.filter((_, i) => i !== index);
       return [{ item: items[index]!, outcome: 'failed', reason }, ...(others.length ? await submitBatch(client, others, options, retryUnnamed) : [])];
     }
@@ -98,16 +99,16 @@ export async function submitBatch<T>(client: WdsClient, items: T[], options: Sub
       return resolveLost(items, options, id, what);
     }
     // Refused: the service did nothing with it.
-    if (id !== undefined) record!.settled(id, items.map(() => false), `refused: ${error.message}`);
+    if (id !== undefined) await record!.settled(id, items.map(() => false), `refused: ${error.message}`);
     // Credentials or permissions refused are fatal for the run, not for these files.
     if (error.code === 'AUTHENTICATION' || error.code === 'FORBIDDEN') throw error;
     return items.map((item) => ({ item, outcome: 'failed', reason: `the request was refused: ${error.message}` }));
   }
-  if (id !== undefined) record!.task(id, ref.taskId);
+  if (id !== undefined) await record!.task(id, ref.taskId);
   const task = await followTask(client, ref.taskId);
   if (typeof task === 'string') return resolveLost(items, options, id, `the end of task ${ref.taskId} could not be read (${task})`, ref.taskId);
   if (task.status === 'ERROR') return afterError(items, options, id, task);
-  if (id !== undefined) record!.settled(id, items.map(() => task.status === 'OK'), `task ${task.id} ended ${task.status}`);
+  if (id !== undefined) await record!.settled(id, items.map(() => task.status === 'OK'), `task ${task.id} ended ${task.status}`);
   if (task.status === 'OK') return items.map((item) => ({ item, outcome: 'ok' }));
   const named: BatchOutcome<T>[] = [];
   const unnamed: T[] = [];
@@ -168,7 +169,7 @@ async function afterError<T>(items: T[], options: SubmitOptions<T>, id: string |
       // Nothing to tell them apart: as an ERROR task usually does, it is taken to have done nothing.
     }
   }
-  if (id !== undefined) options.record!.settled(id, held.map((h) => h === true), reason);
+  if (id !== undefined) await options.record!.settled(id, held.map((h) => h === true), reason);
   return items.map((item, i) => held[i] === true
     ? { item, outcome: 'ok', reason: `confirmed by the listing after ${reason}` }
     : { item, outcome: 'failed', reason });
@@ -197,7 +198,7 @@ async function resolveLost<T>(items: T[], options: SubmitOptions<T>, id: string 
     return items.map((item) => ({ item, outcome: 'unknown', reason }));
   }
   const applied = held.map((h) => h === true);
-  if (id !== undefined) options.record!.settled(id, applied, `confirmed by the listing after ${what}`);
+  if (id !== undefined) await options.record!.settled(id, applied, `confirmed by the listing after ${what}`);
   return items.map((item, i) => applied[i]
     ? { item, outcome: 'ok', reason: `confirmed by the listing after ${what}` }
     : { item, outcome: 'failed', reason: `not applied: ${what}, and the listing shows the others of its request but not this file${task}` });

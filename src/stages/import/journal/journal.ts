@@ -18,6 +18,7 @@ import { hostname } from 'node:os';
 import { stateFolder } from '../../../util/xdg.js';
 import { dirname, join } from 'node:path';
 import { alive, appendLines, PROCESS_TOKEN, readJournal, replaceJournal, type JournalMark } from './file.js';
+import type { JournalStore, JournalStores } from './store.js';
 
 export type JournalKind = 'photo' | 'attachment';
 export type JournalRoute = 'register' | 'update';
@@ -90,14 +91,40 @@ export class ImportJournal {
   /** Lines are taken in memory and never written (a dry run's): see {@link inMemoryOnly}. */
   #memoryOnly = false;
 
-  /** @param path The journal file. */
-  private constructor(readonly path: string) {
+  /** Where the lines go instead of the file: a store shared by many machines. */
+  readonly #store: JournalStore | undefined;
+
+  /** @param path The journal file, or where the store is. */
+  private constructor(readonly path: string, store?: JournalStore) {
+    this.#store = store;
+    if (store) return;
     try {
       mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
     } catch (error) {
       throw new Error(`cannot make the folder of the import journal ${dirname(path)}: ${(error as Error).message}`);
     }
     this.#load();
+  }
+
+  /** The company's journal in `journals` when given (the fleet's database), else its file under the state folder. */
+  static async of(consumerKey: string, journals?: JournalStores): Promise<ImportJournal> {
+    return journals ? ImportJournal.openStore(journals.journalFor(consumerKey)) : ImportJournal.open(consumerKey);
+  }
+
+  /**
+   * The journal kept in `store` (the fleet's database) rather than in a file: read whole now,
+   * and each line stored before the request it describes is sent.
+   */
+  static async openStore(store: JournalStore): Promise<ImportJournal> {
+    const journal = new ImportJournal(store.where, store);
+    let lines: string[];
+    try {
+      lines = await store.load();
+    } catch (error) {
+      throw new Error(`cannot read the import journal ${store.where}: ${(error as Error).message}`, { cause: error });
+    }
+    journal.#takeText(lines);
+    return journal;
   }
 
   /**
@@ -118,7 +145,11 @@ export class ImportJournal {
     }
     if (!read) return;
     this.#mark = read.mark;
-    for (const raw of read.text.split('\n')) {
+    this.#takeText(read.text.split('\n'));
+  }
+
+  #takeText(raws: string[]): void {
+    for (const raw of raws) {
       if (!raw.trim()) continue;
       this.#lines += 1;
       let line: Line;
@@ -185,17 +216,20 @@ export class ImportJournal {
    * that cannot be written stops the run: no request is sent that the journal does not hold.
    * An array, not rest arguments: a large run's `seen` lines spread as arguments overflow V8's limit.
    */
-  #write(lines: Line[]): void {
+  async #write(lines: Line[]): Promise<void> {
     if (!lines.length) return;
     if (this.#memoryOnly) {
       for (const line of lines) this.#take(line);
       return;
     }
-    if (!this.#considered) {
-      this.#considered = true;
-      this.#compact();
+    if (this.#store) await this.#store.append(lines.map((line) => JSON.stringify(line)));
+    else {
+      if (!this.#considered) {
+        this.#considered = true;
+        this.#compact();
+      }
+      appendLines(this.path, lines.map((line) => JSON.stringify(line)));
     }
-    appendLines(this.path, lines.map((line) => JSON.stringify(line)));
     for (const line of lines) this.#take(line);
   }
 
@@ -209,30 +243,30 @@ export class ImportJournal {
   }
 
   /** @internal Written before the request is sent; answers the request's id in the journal. */
-  sending(kind: JournalKind, route: JournalRoute, files: JournalFile[]): string {
+  async sending(kind: JournalKind, route: JournalRoute, files: JournalFile[]): Promise<string> {
     const id = `${this.#run}-${this.#next++}`;
-    this.#write([{ t: 'send', id, kind, route, at: new Date().toISOString(), pid: process.pid, host: hostname(), proc: PROCESS_TOKEN, files }]);
+    await this.#write([{ t: 'send', id, kind, route, at: new Date().toISOString(), pid: process.pid, host: hostname(), proc: PROCESS_TOKEN, files }]);
     return id;
   }
 
   /** @internal The task the service answered for a request. */
-  task(id: string, taskId: number): void {
-    this.#write([{ t: 'task', id, task_id: taskId }]);
+  task(id: string, taskId: number): Promise<void> {
+    return this.#write([{ t: 'task', id, task_id: taskId }]);
   }
 
   /** @internal Which of the request's files the service applied (in the order they were sent); `how` says how it is known. */
-  settled(id: string, applied: boolean[], how: string): void {
-    this.#write([{ t: 'end', id, applied, how }]);
+  settled(id: string, applied: boolean[], how: string): Promise<void> {
+    return this.#write([{ t: 'end', id, applied, how }]);
   }
 
   /** @internal The `updated_at` a listing showed for a file this journal knows as applied. */
-  seen(target: string, sha256: string, updatedAt: string): void {
-    this.seenAll([{ target, sha256, updatedAt }]);
+  seen(target: string, sha256: string, updatedAt: string): Promise<void> {
+    return this.seenAll([{ target, sha256, updatedAt }]);
   }
 
   /** @internal {@link seen} for many files, written at once. */
-  seenAll(files: { target: string; sha256: string; updatedAt: string }[]): void {
-    this.#write(files.filter(({ target, sha256, updatedAt }) => {
+  seenAll(files: { target: string; sha256: string; updatedAt: string }[]): Promise<void> {
+    return this.#write(files.filter(({ target, sha256, updatedAt }) => {
       const known = this.#applied.get(target);
       return known && known.sha256 === sha256 && known.updated_at !== updatedAt;
     }).map(({ target, sha256, updatedAt }): Line => ({ t: 'seen', target, sha256, updated_at: updatedAt })));

@@ -44,7 +44,7 @@ export async function settleEarlierRequests(client: WdsClient, journal: ImportJo
     if (request.task_id !== undefined) {
       try {
         const task = await client.tasks.wait(request.task_id, { signal });
-        journal.settled(request.id, request.files.map(() => task.status === 'OK'), `task ${task.id} ended ${task.status}, read by a later run`);
+        await journal.settled(request.id, request.files.map(() => task.status === 'OK'), `task ${task.id} ended ${task.status}, read by a later run`);
         notes.push(`${what}: its task ${task.id} ended ${task.status}`);
         continue;
       } catch (error) {
@@ -64,7 +64,7 @@ export async function settleEarlierRequests(client: WdsClient, journal: ImportJo
     }
     const applied = seen.map((h) => h === true);
     const count = applied.filter(Boolean).length;
-    journal.settled(request.id, applied, 'by the listing, read by a later run');
+    await journal.settled(request.id, applied, 'by the listing, read by a later run');
     notes.push(`${what}${request.task_id !== undefined ? ` (task ${request.task_id})` : ''}: the listing shows ${count} of them applied`);
   }
   return notes;
@@ -83,7 +83,9 @@ export function alreadyApplied(journal: ImportJournal, kind: JournalKind, file: 
   const current = now.get(target);
   if (!known || known.sha256 !== file.sha256 || current === undefined) return null;
   if (known.updated_at === undefined) {
-    journal.seen(target, file.sha256, current);
+    // Only a help for the next run (it reads the listing again without it): not waited for, and
+    // a line that cannot be written is let go.
+    journal.seen(target, file.sha256, current).catch(() => undefined);
     return { at: known.at, held: false };
   }
   if (known.updated_at !== current) return null;
@@ -98,12 +100,12 @@ export function appliedReason(what: string, earlier: { at: string; held: boolean
 }
 
 /** Notes what the listing shows for files applied in this run, so that a rerun can tell a later change by someone else. */
-export function noteApplied(journal: ImportJournal, kind: JournalKind, files: Omit<JournalFile, 'before'>[], now: Map<string, string>): void {
+export async function noteApplied(journal: ImportJournal, kind: JournalKind, files: Omit<JournalFile, 'before'>[], now: Map<string, string>): Promise<void> {
   const seen: { target: string; sha256: string; updatedAt: string }[] = [];
   for (const file of files) {
     const target = targetOf(kind, file);
     const current = now.get(target);
     if (current !== undefined && journal.applied(target)?.sha256 === file.sha256) seen.push({ target, sha256: file.sha256, updatedAt: current });
   }
-  journal.seenAll(seen);
+  await journal.seenAll(seen);
 }
