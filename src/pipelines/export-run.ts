@@ -6,7 +6,7 @@
  */
 import { setMaxListeners } from 'node:events';
 import type { DownloadJob, JobFeed } from '../stages/export/download.js';
-import type { UrlLister } from '../stages/export/list-urls.js';
+import type { ListedFiles, RemoteFile, UrlLister } from '../stages/export/list-urls.js';
 import { EarlyDownloads } from '../stages/export/early.js';
 import { RunReport, interruptedBy } from '../stages/report.js';
 import { openLister, type Listed } from '../stages/export/list.js';
@@ -49,10 +49,11 @@ interface Stage {
 
 /** What the plan gives the transfer. */
 interface Plan {
-  jobs: DownloadJob[];
+  /** Made as the downloads take them (ExportPlan's `jobs`), then those of files a zip could not keep. */
+  jobs: Iterable<DownloadJob>;
   link: ExportPlan['link'];
   /** The files listed, for a stopped run's report to name those it did not reach; null when the report keeps no items. */
-  named: { key: string; code: string; file_name: string }[] | null;
+  named: Iterable<{ key: string; code: string; file_name: string }> | null;
 }
 
 /** What the steps leave for the result: a snapshot's info, the files that changed meanwhile, and whether the run wrote nothing. */
@@ -85,6 +86,8 @@ export class ExportRun {
   /** Files started while the service listed (a target that opens then); null for a target that waits for the listing. */
   private readonly early: EarlyDownloads | null;
   private relists = (): number => 0;
+  /** The listing's temporary files, freed as the run ends. */
+  private listing: ListedFiles | null = null;
 
   constructor(private readonly options: ExportOptions, private readonly settings: RunSettings, private readonly target: ExportTarget<SnapshotInfo>) {
     this.report = new RunReport(settings.where);
@@ -177,7 +180,8 @@ export class ExportRun {
         });
         this.staging.catch(() => undefined); // awaited later; not an unhandled rejection meanwhile
       }
-      return { files: await lister.listAll(early ? (files) => early.offer(files) : undefined), lister, notes };
+      this.listing = await lister.listToDisk(early ? (files) => early.offer(files) : undefined);
+      return { files: this.listing, lister, notes };
     } catch (error) {
       if (this.lost() || !this.options.signal?.aborted) throw error;
       return null;
@@ -234,25 +238,28 @@ export class ExportRun {
     // Files a zip's earlier run holds but cannot hand over whole are downloaded again, to the
     // same path; those a stop kept it from reaching are not reported.
     const notKept = new Set((await onDisk(out, () => sink.keep(unlisted.length > 0 ? [...planned, ...unlisted] : planned, this.signal))).map(manifestKey));
+    const again: DownloadJob[] = [];
     if (notKept.size > 0) {
-      const files = new Map(listed.files.map((file) => [file.key, file]));
+      const files = new Map<string, RemoteFile>();
+      for (const file of listed.files) if (notKept.has(file.key)) files.set(file.key, file);
       for (const line of planned) {
         const file = notKept.has(manifestKey(line)) ? files.get(manifestKey(line)) : undefined;
-        if (file) jobs.push({ file, path: line.path });
+        if (file) again.push({ file, path: line.path });
       }
       const dropped = this.signal.aborted ? 0 : unlisted.filter((line) => notKept.has(manifestKey(line))).length;
       if (dropped > 0) this.report.notes.push(`${dropped} file${dropped === 1 ? '' : 's'} the zip held, which the service lists no more, failed their check in it (CRC-32, size or sha256) and ${dropped === 1 ? 'is' : 'are'} left out`);
     }
-    // From here only the jobs hold the files, and `pool` lets each go once it is done with it: a
-    // run of 20,000 files does not keep every download URL to its end.
+    // The jobs are made from the listing as the downloads take them, and `pool` lets each go once
+    // it is done with it: a run of 200,000 files holds neither every job nor every download URL.
     // A stopped run's report names the files it did not reach; only a report that keeps items needs them.
-    const named = this.report.keepsItems ? listed.files.map(({ key, code, file_name }) => ({ key, code, file_name })) : null;
-    listed.files = [];
+    const files = listed.files;
+    const named = this.report.keepsItems ? mapped(files, ({ key, code, file_name }) => ({ key, code, file_name })) : null;
     recorder.kept(planned.filter((line) => !notKept.has(manifestKey(line))));
     // A file started early is downloaded, not linked or downloaded again.
     const started = this.early?.started;
-    if (!started || started.size === 0) return { jobs, link, named };
-    return { jobs: jobs.filter((job) => !started.has(job.file.key)), link: link.filter(({ file }) => !started.has(file.key)), named };
+    const all = joined(jobs, again);
+    if (!started || started.size === 0) return { jobs: all, link, named };
+    return { jobs: filtered(all, (job) => !started.has(job.file.key)), link: link.filter(({ file }) => !started.has(file.key)), named };
   }
 
   /**
@@ -262,7 +269,7 @@ export class ExportRun {
    */
   private async transfer(stage: Stage, plan: Plan): Promise<void> {
     const { feed, downloading, downloads, recorder } = stage;
-    feed.push(plan.jobs);
+    feed.pushFrom(plan.jobs);
     feed.end();
     // The feed holds the jobs now, and lets each go once it is done: the plan keeps none of them
     // (held here to the end of the run, every file and its URL would be).
@@ -325,6 +332,7 @@ export class ExportRun {
       if (ending === 'failed') await this.target.discard().catch(() => undefined);
     } finally {
       exportEnded();
+      this.listing?.close();
       this.options.signal?.removeEventListener('abort', this.onStop);
       this.settings.lock?.signal.removeEventListener('abort', this.onLost);
       await this.stage?.downloads.close();
@@ -346,8 +354,37 @@ export class ExportRun {
 }
 
 /** The lines of `intact` that name no file of `listing`. */
-function unlistedLines(intact: ReadonlyMap<string, ManifestLine>, listing: readonly { key: string }[]): ManifestLine[] {
+function unlistedLines(intact: ReadonlyMap<string, ManifestLine>, listing: Iterable<{ key: string }>): ManifestLine[] {
   if (intact.size === 0) return [];
-  const listed = new Set(listing.map((file) => file.key));
+  const listed = new Set<string>();
+  for (const file of listing) listed.add(file.key);
   return [...intact].filter(([key]) => !listed.has(key)).map(([, line]) => line);
+}
+
+/** `items` with `f` applied to each, as they are gone through. */
+function mapped<T, U>(items: Iterable<T>, f: (item: T) => U): Iterable<U> {
+  return {
+    *[Symbol.iterator]() {
+      for (const item of items) yield f(item);
+    },
+  };
+}
+
+/** The items of `items` that `keep` keeps, as they are gone through. */
+function filtered<T>(items: Iterable<T>, keep: (item: T) => boolean): Iterable<T> {
+  return {
+    *[Symbol.iterator]() {
+      for (const item of items) if (keep(item)) yield item;
+    },
+  };
+}
+
+/** `first`'s items, then `then`'s. */
+function joined<T>(first: Iterable<T>, then: Iterable<T>): Iterable<T> {
+  return {
+    *[Symbol.iterator]() {
+      yield* first;
+      yield* then;
+    },
+  };
 }

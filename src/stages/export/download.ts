@@ -370,10 +370,15 @@ export class ConnectionLanes {
  * An archive run starts downloading the changed files of a file part while the service still lists
  * the others.
  */
+/** Items a feed takes at a time from the iterables given to `pushFrom`. */
+const ITEMS_PER_REFILL = 256;
+
 export class JobFeed<T> {
   readonly items: T[] = [];
   private ended = false;
   private wake: (() => void) | null = null;
+  /** Items still to be taken from iterables given to `pushFrom`, a part at a time. */
+  private readonly sources: Iterator<T>[] = [];
 
   constructor(private readonly onFirst?: () => void) {}
 
@@ -386,14 +391,40 @@ export class JobFeed<T> {
     this.wake?.();
   }
 
+  /**
+   * Adds the items of `items`, taken from it only as the pool needs them (a part at a time, after
+   * those pushed before): a large plan is never made into one array.
+   */
+  pushFrom(items: Iterable<T>): void {
+    if (this.ended) throw new Error('items were pushed to a feed that had ended');
+    if (this.items.length === 0 && this.sources.length === 0) this.onFirst?.();
+    this.sources.push(items[Symbol.iterator]());
+    this.wake?.();
+  }
+
+  /**
+   * @internal For the pool, once it started every item in `items`: empties it and takes the next
+   * part from the iterables given. Answers whether there are items again.
+   */
+  refill(): boolean {
+    this.items.length = 0;
+    while (this.sources.length > 0 && this.items.length < ITEMS_PER_REFILL) {
+      const next = this.sources[0]!.next();
+      if (next.done) this.sources.shift();
+      else this.items.push(next.value);
+    }
+    return this.items.length > 0;
+  }
+
   /** No more items: the pool ends once those given are done. */
   end(): void {
     this.ended = true;
     this.wake?.();
   }
 
+  /** Ended, with nothing left to take from the iterables given. */
   get done(): boolean {
-    return this.ended;
+    return this.ended && this.sources.length === 0;
   }
 
   /** @internal The pool's callback for each push and the end. */
@@ -438,8 +469,17 @@ export async function pool<T, R>(
   const allDone = new Promise<void>((resolve) => (finished = resolve));
   /** Nothing under way and nothing more to start. */
   const idle = (): boolean => underWay === 0 && (fatal !== null || Boolean(stop?.aborted) || (next >= items.length && (feed?.done ?? true)));
+  /** Whether there is an item to start: the feed's next part is taken once every item given was started. */
+  const more = (): boolean => {
+    if (next < items.length) return true;
+    if (!feed) return false;
+    // Emptied, so the next items pushed or taken are at its start.
+    const refilled = feed.refill();
+    next = 0;
+    return refilled;
+  };
   const start = (): void => {
-    while (fatal === null && !stop?.aborted && next < items.length && connections < limit && underWay < 2 * limit && (gate?.open(connections) ?? true)) {
+    while (fatal === null && !stop?.aborted && connections < limit && underWay < 2 * limit && (gate?.open(connections) ?? true) && more()) {
       const item = items[next]!;
       items[next++] = undefined as T;
       connections += 1;

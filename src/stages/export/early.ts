@@ -26,13 +26,13 @@ export interface EarlyStart {
 export class EarlyDownloads {
   /** Keys of the files started here: the plan leaves them out. */
   readonly started = new Set<string>();
-  private waiting: Map<string, RemoteFile>[] = [];
+  private waiting: Iterable<RemoteFile>[] = [];
   private start: EarlyStart | null = null;
   /** Set once `ready` found nothing may start early: later listings are left to the plan. */
   private off = false;
 
   /** Gives a listing's files: its changed files start now, or once `ready` is called. */
-  offer(files: Map<string, RemoteFile>): void {
+  offer(files: Iterable<RemoteFile>): void {
     if (this.start) this.push(files);
     else if (!this.off) this.waiting.push(files);
   }
@@ -46,10 +46,10 @@ export class EarlyDownloads {
     if (this.start) for (const files of waiting) this.push(files);
   }
 
-  private push(files: Map<string, RemoteFile>): void {
+  private push(files: Iterable<RemoteFile>): void {
     const { reference, feed } = this.start!;
     const jobs: DownloadJob[] = [];
-    for (const file of files.values()) {
+    for (const file of files) {
       const before = reference.get(file.key);
       if (!before || before.updated_at === file.updated_at) continue;
       jobs.push({ file, path: before.path });

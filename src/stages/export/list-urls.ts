@@ -7,6 +7,7 @@
  */
 import type { WdsClient } from '../../client/client.js';
 import { DOWNLOAD_URL_LIFETIME_SECONDS } from '../../spec/limits.js';
+import { ItemSpill } from '../report-spill.js';
 
 export type FileKind = 'photo' | 'attachment';
 
@@ -88,18 +89,46 @@ export class UrlLister {
     private readonly signal?: AbortSignal,
   ) {}
 
-  /** The first listing of every target; `onListed` is given each target's files as they come. */
-  async listAll(onListed?: (files: Map<string, RemoteFile>) => void): Promise<RemoteFile[]> {
+  /** The first listing of every target, in memory; `onListed` is given each target's files as they come. */
+  async listAll(onListed?: (files: Iterable<RemoteFile>) => void): Promise<RemoteFile[]> {
+    const listed = await this.listEvery(() => new FileList(null), onListed);
+    const out: RemoteFile[] = [];
+    for (const files of listed) out.push(...files);
+    return out;
+  }
+
+  /**
+   * The first listing of every target kept in a temporary file, not in memory (`ListedFiles`):
+   * an export of 200,000 files would otherwise hold each one with its URL until it is downloaded.
+   * `onListed` is given each target's files as they come.
+   */
+  async listToDisk(onListed?: (files: Iterable<RemoteFile>) => void): Promise<ListedFiles> {
+    const lists: FileList[] = [];
+    try {
+      await this.listEvery(() => {
+        const list = FileList.onDisk(this);
+        lists.push(list);
+        return list;
+      }, onListed);
+    } catch (error) {
+      for (const list of lists) list.close();
+      throw error;
+    }
+    return new ListedFiles(lists);
+  }
+
+  /** Every target listed into a list made by `make`, in the targets' order. */
+  private async listEvery(make: () => FileList, onListed?: (files: Iterable<RemoteFile>) => void): Promise<FileList[]> {
     // A few targets at a time: each listing is one request whose answer the service takes a while
     // to make, and the files keep the targets' order.
-    const listed: Map<string, RemoteFile>[] = [];
+    const listed: FileList[] = [];
     let next = 0;
     let failed = false;
     const lane = async (): Promise<void> => {
       while (next < this.targets.length && !failed) {
         const at = next++;
         try {
-          listed[at] = await this.listTarget(this.targets[at]!);
+          listed[at] = await this.listTarget(this.targets[at]!, make);
           onListed?.(listed[at]!);
         } catch (error) {
           // The run fails with the first error: no further listing is asked for.
@@ -109,12 +138,7 @@ export class UrlLister {
       }
     };
     await Promise.all(Array.from({ length: Math.min(LISTINGS_AT_ONCE, this.targets.length) }, lane));
-    const out: RemoteFile[] = [];
-    for (const files of listed) out.push(...files.values());
-    // Not kept as the latest: `refresh` answers a kept listing only to URLs older than it, and no
-    // URL is older than the first listing. Kept, it held every file and URL to the end of a run.
-    this.latest.clear();
-    return out;
+    return listed;
   }
 
   /**
@@ -129,9 +153,13 @@ export class UrlLister {
     if (known && known.listedAt > listedBefore) return Promise.resolve(known.files);
     const target = this.targets.find((t) => t.id === targetId);
     if (!target) throw new Error(`unknown listing target ${targetId}`);
-    const run = this.listTarget(target)
-      .then((files) => {
+    // A listing asked for again is held by key, for the downloads whose URLs expired to look up.
+    const run = this.listTarget(target, () => new FileList(null))
+      .then((list) => {
+        const files = new Map<string, RemoteFile>();
+        for (const file of list) files.set(file.key, file);
         this.relists += 1;
+        this.latest.set(target.id, { listedAt: list.listedAt, files });
         return files;
       })
       .finally(() => this.inFlight.delete(targetId));
@@ -139,29 +167,33 @@ export class UrlLister {
     return run;
   }
 
-  private async listTarget(target: ListTarget): Promise<Map<string, RemoteFile>> {
+  private async listTarget(target: ListTarget, make: () => FileList): Promise<FileList> {
     const listedAt = Date.now();
     let serviceNow: number | undefined;
-    const onHeaders = (headers: Record<string, string | string[] | undefined>): void => {
+    // The answer is read entry by entry (client `each`), never held whole beside its files; each
+    // file gets its deadline from the answer's Date header, which comes before its entries.
+    let files: FileList | null = null;
+    const start = (headers: Record<string, string | string[] | undefined>): void => {
       const date = Date.parse(String(headers.date ?? ''));
       // The Date header has whole seconds: half a second is the expected error.
-      if (!Number.isNaN(date)) serviceNow = date + 500;
+      serviceNow = Number.isNaN(date) ? undefined : date + 500;
+      // A read cut short and asked for again lists from the first entry: the list starts over.
+      files?.close();
+      files = make();
+      files.listedAt = listedAt;
     };
-    // The answer is read entry by entry (client `each`), never held whole beside its files. The
-    // deadlines wait for the whole answer: its Date header comes first, but a retried request's
-    // may differ.
-    let files = new Map<string, RemoteFile>();
-    const start = (): void => {
-      files = new Map();
+    const add = (file: RemoteFile): void => {
+      file.deadline = deadlineOf(file.url, listedAt, serviceNow);
+      files!.add(file);
     };
-    const options = { updatedSince: this.since, onHeaders, signal: this.signal, start };
+    const options = { updatedSince: this.since, signal: this.signal, start };
     if (target.kind === 'photo') {
       await this.client.faceImages.each((e) => {
         const file: RemoteFile = {
           key: photoKey(e.code), kind: 'photo', code: e.code, sheet_id: null, custom_field_id: null, record_index: null,
           file_name: e.file_name, updated_at: e.updated_at, url: e.download_url, deadline: 0, target: target.id, listedAt,
         };
-        files.set(file.key, file);
+        add(file);
       }, options);
     } else {
       const sheetId = target.sheetId!;
@@ -173,13 +205,12 @@ export class UrlLister {
             sheet_id: sheetId, custom_field_id: fieldId, record_index: index, file_name: r.file_name,
             updated_at: r.updated_at, url: r.download_url, deadline: 0, target: target.id, listedAt,
           };
-          files.set(file.key, file);
+          add(file);
         });
       }, options);
     }
-    for (const file of files.values()) file.deadline = deadlineOf(file.url, listedAt, serviceNow);
-    this.latest.set(target.id, { listedAt, files });
-    return files;
+    // An answer of another type than JSON (none of the service's) gives no entries and no start.
+    return (files ?? (start({}), files!)) as FileList;
   }
 }
 
@@ -233,4 +264,82 @@ export async function attachmentTargets(client: WdsClient, only: AttachmentScope
     throw new UnknownTargetError(`field ${only.field} is not a file part of sheet ${layout.id} (${layout.name}); its file parts: ${list(fileParts(layout))}`);
   }
   return targets;
+}
+
+/**
+ * One target's files as listed: in memory, or in a temporary file (ItemSpill) once `onDisk` made
+ * it so, written a part at a time. Should the temporary folder refuse them, they stay in memory.
+ */
+export class FileList implements Iterable<RemoteFile> {
+  /** When the listing was asked for (our clock). */
+  listedAt = 0;
+  private held: RemoteFile[] = [];
+  private count = 0;
+  private spilling = true;
+
+  constructor(private spill: ItemSpill<RemoteFile> | null) {}
+
+  /** A list kept in a temporary file; `owner` closes it when collected, should `close` not be called. */
+  static onDisk(owner: object): FileList {
+    try {
+      return new FileList(ItemSpill.create<RemoteFile>(owner));
+    } catch {
+      return new FileList(null);
+    }
+  }
+
+  get length(): number {
+    return this.count;
+  }
+
+  add(file: RemoteFile): void {
+    this.held.push(file);
+    this.count += 1;
+    if (this.spill && this.spilling && this.held.length >= FILES_PER_PART) this.flush();
+  }
+
+  private flush(): void {
+    try {
+      this.spill!.append(this.held);
+      this.held = [];
+    } catch {
+      // The temporary folder is full or unwritable: what it holds is read back, the rest stays here.
+      this.spilling = false;
+    }
+  }
+
+  *[Symbol.iterator](): Iterator<RemoteFile> {
+    if (this.spill) yield* this.spill.read();
+    yield* this.held;
+  }
+
+  /** Frees the temporary file; the list is empty from then on. */
+  close(): void {
+    this.spill?.close();
+    this.spill = null;
+    this.held = [];
+    this.count = 0;
+  }
+}
+
+/** Files written to a list's temporary file at a time. */
+const FILES_PER_PART = 512;
+
+/** Every target's files, in the targets' order, read from their temporary files each time they are gone through. */
+export class ListedFiles implements Iterable<RemoteFile> {
+  constructor(private lists: FileList[]) {}
+
+  get length(): number {
+    return this.lists.reduce((n, list) => n + list.length, 0);
+  }
+
+  *[Symbol.iterator](): Iterator<RemoteFile> {
+    for (const list of this.lists) yield* list;
+  }
+
+  /** Frees the temporary files. */
+  close(): void {
+    for (const list of this.lists) list.close();
+    this.lists = [];
+  }
 }

@@ -19,7 +19,8 @@ export interface ListRequest {
 
 /** The files listed, and the lister that lists them again when their URLs expire. */
 export interface Listed {
-  files: RemoteFile[];
+  /** In memory (`listFiles`), or in temporary files for an export's run (UrlLister.listToDisk). */
+  files: Iterable<RemoteFile> & { readonly length: number };
   lister: UrlLister;
   /** Remarks for the report (no sheet has a file part). */
   notes: string[];
@@ -38,7 +39,7 @@ export async function openLister(client: WdsClient, request: ListRequest, signal
 }
 
 /** Lists every file; `onListed` is given each listing's files (a photo listing, or a file part's) as it comes in. */
-export async function listFiles(client: WdsClient, request: ListRequest, onListed?: (files: Map<string, RemoteFile>) => void): Promise<Listed> {
+export async function listFiles(client: WdsClient, request: ListRequest, onListed?: (files: Iterable<RemoteFile>) => void): Promise<Listed> {
   const { lister, notes } = await openLister(client, request);
   return { files: await lister.listAll(onListed), lister, notes };
 }

@@ -10,8 +10,11 @@ import { extensionOf } from '../../spec/extensions.js';
 
 /** What the plan decided for the files of a listing. */
 export interface ExportPlan {
-  /** Files to download, with their paths. */
-  jobs: DownloadJob[];
+  /**
+   * Files to download, with their paths: made as they are gone through, once, from the listing
+   * (which may be on disk), so that the jobs of a large export are not all held at once.
+   */
+  jobs: Iterable<DownloadJob>;
   /** Manifest lines of files an earlier run left intact, with nothing to download. */
   kept: ManifestLine[];
   /** Files unchanged since the previous snapshot, with its line: linked from there. */
@@ -52,7 +55,7 @@ const identityOf = (f: Pick<ManifestLine, 'sheet_id' | 'custom_field_id' | 'code
  * is given the next free index after its own, so that neither line hides the other. Most runs move
  * nothing, and cost one lookup per listed file; only the members of files not found are looked into.
  */
-export function realign(listing: readonly RemoteFile[], earlier: ReadonlyMap<string, ManifestLine>): Realigned {
+export function realign(listing: Iterable<RemoteFile>, earlier: ReadonlyMap<string, ManifestLine>): Realigned {
   const same = { lines: earlier, changed: [], movedFrom: NOTHING_MOVED };
   if (earlier.size === 0) return same;
   const missed: RemoteFile[] = [];
@@ -110,47 +113,66 @@ export function realign(listing: readonly RemoteFile[], earlier: ReadonlyMap<str
  * an archive, `previous` holds the previous snapshot's lines: a file unchanged since is linked from
  * there (`link`), a changed one keeps its path.
  */
-export function planExport(listing: RemoteFile[], intact: ReadonlyMap<string, ManifestLine>, previous?: ReadonlyMap<string, ManifestLine>): ExportPlan {
+export function planExport(listing: Iterable<RemoteFile>, intact: ReadonlyMap<string, ManifestLine>, previous?: ReadonlyMap<string, ManifestLine>): ExportPlan {
   const intactPaths = previous ? new Set([...intact.values()].map((line) => line.path)) : undefined;
   const taken = intactPaths ? new Set(intactPaths) : undefined;
-  const jobs: DownloadJob[] = [];
-  // Files new to the target, whose paths are given out once every path in use is known.
-  const fresh: DownloadJob[] = [];
+  // What becomes of each file, by its place in the listing: the jobs are made from it when gone through.
+  const decisions: Decision[] = [];
   const kept: ManifestLine[] = [];
   const link: { file: RemoteFile; line: ManifestLine }[] = [];
   let previousListed = 0;
+  let fresh = 0;
   for (const file of listing) {
     const before = previous?.get(file.key);
     if (before) previousListed += 1;
     const earlier = intact.get(file.key);
     if (earlier && earlier.updated_at === file.updated_at) {
       kept.push(earlier);
+      decisions.push(Decision.None);
       continue;
     }
     if (earlier) {
-      jobs.push({ file, path: earlier.path });
+      decisions.push(Decision.EarlierPath);
       continue;
     }
     if (before && !taken!.has(before.path)) {
       taken!.add(before.path);
-      if (before.updated_at === file.updated_at) link.push({ file, line: before });
-      else jobs.push({ file, path: before.path });
+      if (before.updated_at === file.updated_at) {
+        link.push({ file, line: before });
+        decisions.push(Decision.None);
+      } else decisions.push(Decision.PreviousPath);
       continue;
     }
-    const job = { file, path: '' };
-    jobs.push(job);
-    fresh.push(job);
+    decisions.push(Decision.NewPath);
+    fresh += 1;
   }
-  // An archive run with no new file (most nightly runs) skips reserving its 20,000 paths.
-  if (fresh.length > 0) {
-    const paths = new PathAllocator();
-    for (const line of intact.values()) paths.reserve(line.path);
-    for (const line of previous?.values() ?? []) if (!intactPaths!.has(line.path)) paths.reserve(line.path);
-    for (const job of fresh) {
-      const { file } = job;
-      const name = file.kind === 'photo' ? `${file.code}.${extensionOf(file.file_name) || 'jpg'}` : file.file_name;
-      job.path = paths.allocate(exportDir(file, safeName), name);
+  const jobs = function* (): Generator<DownloadJob> {
+    // An archive run with no new file (most nightly runs) skips reserving its 20,000 paths. Files
+    // new to the target are given their paths once every path in use is known, in listing order.
+    let paths: PathAllocator | null = null;
+    if (fresh > 0) {
+      paths = new PathAllocator();
+      for (const line of intact.values()) paths.reserve(line.path);
+      for (const line of previous?.values() ?? []) if (!intactPaths!.has(line.path)) paths.reserve(line.path);
     }
-  }
-  return { jobs, kept, link, previousListed };
+    let at = 0;
+    for (const file of listing) {
+      const decision = decisions[at++];
+      if (decision === Decision.EarlierPath) yield { file, path: intact.get(file.key)!.path };
+      else if (decision === Decision.PreviousPath) yield { file, path: previous!.get(file.key)!.path };
+      else if (decision === Decision.NewPath) {
+        const name = file.kind === 'photo' ? `${file.code}.${extensionOf(file.file_name) || 'jpg'}` : file.file_name;
+        yield { file, path: paths!.allocate(exportDir(file, safeName), name) };
+      }
+    }
+  };
+  return { jobs: { [Symbol.iterator]: jobs }, kept, link, previousListed };
+}
+
+/** What the plan does with a file: nothing more (kept or linked), or download it to which path. */
+const enum Decision {
+  None,
+  EarlierPath,
+  PreviousPath,
+  NewPath,
 }
