@@ -29,6 +29,7 @@ import { isWdsError } from '../client/errors.js';
 import { EXIT } from './exit-codes.js';
 import { scheduleCommand } from './commands/schedule.js';
 import { webhookCommand } from './commands/webhook.js';
+import { fleetCommand } from './commands/fleet.js';
 import { tuneMemory } from '../util/runtime.js';
 import { PACKAGE_ROOT } from './paths.js';
 
@@ -102,6 +103,7 @@ export async function main(argv: string[]): Promise<void> {
     .command(archiveCommand)
     .command(legacyCommand)
     .command(webhookCommand)
+    .command(fleetCommand)
     // A command of our own rather than yargs' .completion(), which prints the script even for --help.
     .command(leafCommand({
       command: 'completion',

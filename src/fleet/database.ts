@@ -98,6 +98,13 @@ export class FleetDatabase implements Executor {
       throw error;
     }
     let broken = false;
+    // A checked-out connection has no listener of the pool's: one the server drops between two
+    // statements would otherwise be an unhandled 'error' that ends the process.
+    const onError = (error: Error): void => {
+      broken = true;
+      this.failed(error);
+    };
+    client.on('error', onError);
     try {
       await client.query('BEGIN');
       const result = await fn({ executeSql: (text, values) => client.query(text, values as unknown[]) });
@@ -110,6 +117,7 @@ export class FleetDatabase implements Executor {
       this.failed(error);
       throw error;
     } finally {
+      client.removeListener('error', onError);
       // A connection the server dropped is let go rather than handed to the next caller.
       client.release(broken);
     }
@@ -178,6 +186,39 @@ CREATE TABLE IF NOT EXISTS wds_fleet.journal_lines (
   line text NOT NULL,
   written_at timestamptz NOT NULL DEFAULT now(),
   PRIMARY KEY (company, seq)
+);
+-- The history of runs: one row an attempt, from its start; a dead worker's stays 'running' until
+-- the worker that takes the job over marks it 'lost'.
+CREATE TABLE IF NOT EXISTS wds_fleet.runs (
+  id bigserial PRIMARY KEY,
+  job_id uuid NOT NULL,
+  company text NOT NULL,
+  pipeline text NOT NULL,
+  trigger text NOT NULL,
+  due_at timestamptz,
+  attempt int NOT NULL DEFAULT 0,
+  worker text NOT NULL,
+  started_at timestamptz NOT NULL DEFAULT now(),
+  finished_at timestamptz,
+  status text NOT NULL DEFAULT 'running',
+  files bigint,
+  bytes bigint,
+  error text,
+  snapshot text
+);
+CREATE INDEX IF NOT EXISTS runs_company_pipeline ON wds_fleet.runs (company, pipeline, started_at DESC);
+CREATE INDEX IF NOT EXISTS runs_job ON wds_fleet.runs (job_id);
+-- Each company's pipelines as the workers' companies files name them, with the due time its
+-- schedule has dealt with up to (what a worker's start catches up from).
+CREATE TABLE IF NOT EXISTS wds_fleet.pipelines (
+  company text NOT NULL,
+  pipeline text NOT NULL,
+  cron text,
+  time_zone text NOT NULL,
+  catch_up text,
+  handled_until timestamptz NOT NULL,
+  updated_at timestamptz NOT NULL DEFAULT now(),
+  PRIMARY KEY (company, pipeline)
 );
 `;
 

@@ -150,14 +150,9 @@ export class Scheduler {
   private catchUp(slot: Slot): void {
     const since = new Date(slot.state.handled_until);
     const now = this.now();
-    let missed = 0;
-    let last: Date | null = null;
-    for (let at = slot.cron.nextRun(since); at && at <= now && missed < MISSED_COUNT_LIMIT; at = slot.cron.nextRun(at)) {
-      missed += 1;
-      last = at;
-    }
+    const { count: missed, last } = dueTimes(slot.cron, since, now);
     if (!last) return;
-    const count = missed >= MISSED_COUNT_LIMIT ? `at least ${missed} runs were` : missed === 1 ? '1 run was' : `${missed} runs were`;
+    const count = missedCount(missed);
     const cut = slot.state.last_run?.status === 'interrupted' ? `; the run started ${slot.state.last_run.started_at} was stopped before its end` : '';
     const what = `${count} due since ${since.toISOString()} while the scheduler was not running (last at ${last.toISOString()}${cut})`;
     if (slot.job.catchUp === 'skip') {
@@ -245,6 +240,21 @@ export class Scheduler {
     });
   }
 }
+
+/** The due times of `cron` after `since` up to `now`: how many (counted up to a limit), and the last. */
+export function dueTimes(cron: Cron, since: Date, now: Date): { count: number; last: Date | null } {
+  let count = 0;
+  let last: Date | null = null;
+  for (let at = cron.nextRun(since); at && at <= now && count < MISSED_COUNT_LIMIT; at = cron.nextRun(at)) {
+    count += 1;
+    last = at;
+  }
+  return { count, last };
+}
+
+/** "3 runs were", "at least 1000 runs were": missed times as a log line says them. */
+export const missedCount = (missed: number): string =>
+  missed >= MISSED_COUNT_LIMIT ? `at least ${missed} runs were` : missed === 1 ? '1 run was' : `${missed} runs were`;
 
 /** The one line each run logs. */
 export function lineOf(name: string, outcome: RunOutcome): string {
