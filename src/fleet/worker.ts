@@ -30,6 +30,8 @@ import type { FleetCompany } from './companies.js';
 import { FleetDatabase, migrate, type Executor } from './database.js';
 import { FleetMetrics } from './metrics.js';
 import { databaseWindowStores } from './limit-windows.js';
+import { databaseJournals } from './journal-store.js';
+import type { JournalStores } from '../stages/import/journal/store.js';
 import type { WindowStores } from '../client/window-store.js';
 import { cronQueueOf, enqueueRun, extendLease, isCronQueue, runKey, RUNS_QUEUE, startBoss, type FleetTiming, type RunJobData } from './queue.js';
 
@@ -71,6 +73,8 @@ export class FleetWorker {
   private readonly byName: Map<string, FleetCompany>;
   /** Each company's limit windows, shared with the other workers and every CLI run given the database. */
   private readonly windows: WindowStores;
+  /** Import journals in the database, so that a run taken over continues from what the dead one sent. */
+  private readonly journals: JournalStores;
 
   constructor(private readonly options: FleetWorkerOptions) {
     this.db = new FleetDatabase(options.database, (line) => {
@@ -78,6 +82,7 @@ export class FleetWorker {
       this.metrics.setDatabaseUp(this.db.up);
     }, { max: Math.max(4, options.concurrency + 3) });
     this.windows = databaseWindowStores(this.db);
+    this.journals = databaseJournals(this.db);
     this.byName = new Map(options.companies.map((company) => [company.name, company]));
     for (const company of options.companies) for (const name of company.pipelines.keys()) this.metrics.declare(company.name, name);
     this.metrics.setDatabaseUp(true);
@@ -274,7 +279,7 @@ export class FleetWorker {
     const command = `wds-files fleet worker ${this.id} (${key})`;
     // pg-boss lets no other fleet run of this key start, so a lock on the target is a dead worker's
     // (stale after 2 minutes when it was on another machine) or a person's `wds-files run`: waited for.
-    const runner = { ...runnerOf(pipeline, command, { log }), name: key, run: ({ signal: stop, log: say }: { signal: AbortSignal; log: (line: string) => void }) => runPipelineFile(pipeline, { signal: stop, log: say, command, waitLockMs: LOCK_WAIT_MS, windowStores: this.windows }) };
+    const runner = { ...runnerOf(pipeline, command, { log }), name: key, run: ({ signal: stop, log: say }: { signal: AbortSignal; log: (line: string) => void }) => runPipelineFile(pipeline, { signal: stop, log: say, command, waitLockMs: LOCK_WAIT_MS, windowStores: this.windows, journals: this.journals }) };
     try {
       const waited = await waitForService(company.baseUrl, { timeZone: this.options.timeZone, signal: runSignal, probe: this.options.probe, onWait: (message) => log(`${key}: ${message}`) });
       if (runSignal.aborted) {
