@@ -210,6 +210,14 @@ const HANDLERS: Record<string, Handler> = {
   'npm run --silent wds -- emulator --generate 2000': (l) => daemon(l.command, async (url) => {
     expect(await memberCount(url)).toBe(2000);
   }),
+  'npm run --silent wds -- emulator --generate 70000 --photo-bytes 8192 --attachments-per-member 2 --attachment-bytes 2048-4096': (l) => daemon(l.command, async (url) => {
+    expect(await memberCount(url)).toBe(70000);
+    // A photo has the 8,192 bytes the line asks for.
+    const { status, body } = await apiGet(url, '/members/face_image');
+    expect(status).toBe(200);
+    const photo = (body as { member_data: { code: string; download_url: string | null }[] }).member_data.find((m) => m.download_url);
+    expect((await (await fetch(photo!.download_url!)).arrayBuffer()).byteLength).toBe(8192);
+  }),
   'npm run --silent wds -- emulator --clock-speed 60': (l) => daemon(l.command, async (url) => {
     const clock = (await (await fetch(`${url}/_emulator/clock`)).json()) as { speed: number };
     expect(clock.speed).toBe(60);
