@@ -14,7 +14,7 @@ export const ENVIRONMENT = {
   WDS_CLIENT_LIMITS: "the client's own limit windows: off, or e.g. update=5/1m,request=3000/1h",
   WDS_LEGACY_LIMITS: "the legacy client's own limit windows: off, or e.g. request=60/1h,token=5/1h",
   WDS_TOKEN_CACHE: 'off: issue a token every run rather than reuse the last one still valid',
-  WDS_DATABASE_URL: "PostgreSQL URL (as --database): the company's limit windows shared with every machine",
+  WDS_DATABASE_URL: 'PostgreSQL URL (as --database): limit windows shared across machines',
   WDS_WEBHOOK_TOKEN: 'the webhook secret token, for webhook register and serve (never printed)',
   WDS_TIMEZONE: "the service's time zone for schedule's cron times (default Asia/Tokyo)",
   WDS_FLEET_LEASE_SECONDS: "how long a fleet run's lease lasts without its worker's renewal (default 45)",
