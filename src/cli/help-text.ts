@@ -17,7 +17,7 @@ export const ENVIRONMENT = {
   WDS_DATABASE_URL: 'PostgreSQL URL (as --database): limit windows shared across machines',
   WDS_WEBHOOK_TOKEN: 'the webhook secret token, for webhook register and serve (never printed)',
   WDS_TIMEZONE: "the service's time zone for schedule's cron times (default Asia/Tokyo)",
-  WDS_FLEET_LEASE_SECONDS: "how long a fleet run's lease lasts without its worker's renewal (default 45)",
+  WDS_FLEET_LEASE: "seconds a fleet run's lease lasts without its worker's renewal (default 45)",
   NO_COLOR: 'any value: no colour on stderr (none either when stderr is not a terminal)',
   XDG_STATE_HOME: 'import journals, schedule state, kept tokens (default ~/.local/state)',
   XDG_CACHE_HOME: 'the shared limit windows and the code cache (default ~/.cache)',

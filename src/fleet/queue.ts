@@ -54,11 +54,11 @@ export interface FleetTiming {
 
 export const DEFAULT_LEASE_SECONDS = 45;
 
-/** The timing from WDS_FLEET_LEASE_SECONDS (tests shorten it); null and a message when it does not read. */
+/** The timing from WDS_FLEET_LEASE (tests shorten it); null and a message when it does not read. */
 export function fleetTiming(env: NodeJS.ProcessEnv = process.env): FleetTiming {
-  const text = env.WDS_FLEET_LEASE_SECONDS?.trim();
+  const text = env.WDS_FLEET_LEASE?.trim();
   const lease = text ? Number(text) : DEFAULT_LEASE_SECONDS;
-  if (!Number.isInteger(lease) || lease < 4 || lease > 3600) throw new Error(`WDS_FLEET_LEASE_SECONDS must be a whole number of seconds from 4 to 3600, not "${text}"`);
+  if (!Number.isInteger(lease) || lease < 4 || lease > 3600) throw new Error(`WDS_FLEET_LEASE must be a whole number of seconds from 4 to 3600, not "${text}"`);
   return {
     leaseSeconds: lease,
     heartbeatMs: Math.round((lease * 1000) / 4),

@@ -62,7 +62,7 @@ describe.skipIf(server === null)('the fleet on PostgreSQL and pg-boss', { timeou
     await db?.dispose();
   });
 
-  const env = (): NodeJS.ProcessEnv => ({ ...s3.env, ...secretEnv, WDS_FLEET_LEASE_SECONDS: '30' });
+  const env = (): NodeJS.ProcessEnv => ({ ...s3.env, ...secretEnv, WDS_FLEET_LEASE: '30' });
 
   function startWorker(concurrency = 2): Worker {
     const child = spawnCli(['fleet', 'worker', '--database', db.url, '--companies', join(dir, 'companies.yaml'), '--concurrency', String(concurrency), '--status-port', '0'], env());

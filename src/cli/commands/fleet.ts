@@ -41,10 +41,11 @@ async function fleetDatabaseUrl(argv: DatabaseArgs): Promise<string> {
   return url;
 }
 
-async function timing() {
+/** The lease from --lease, else WDS_FLEET_LEASE, else 45 s; every other interval follows from it. */
+async function timing(lease?: number) {
   const { fleetTiming } = await import('../../fleet/queue.js');
   try {
-    return fleetTiming();
+    return fleetTiming(lease === undefined ? process.env : { ...process.env, WDS_FLEET_LEASE: String(lease) });
   } catch (error) {
     throw new UsageError((error as Error).message);
   }
@@ -76,6 +77,7 @@ interface WorkerArgs extends DatabaseArgs {
   'status-port'?: number;
   'status-host': string;
   timezone?: string;
+  lease?: number;
 }
 
 const fleetWorkerCommand = leafCommand<WorkerArgs>({
@@ -86,7 +88,8 @@ const fleetWorkerCommand = leafCommand<WorkerArgs>({
     .option('concurrency', { type: 'number', default: 4, describe: 'Runs at a time in this worker' })
     .option('status-port', { type: 'number', describe: 'Serve /healthz and /metrics (Prometheus, with a company label) on this port; 0 picks a free one' })
     .option('status-host', { type: 'string', default: '127.0.0.1', describe: 'Address the status port listens on' })
-    .option('timezone', { type: 'string', describe: `The service's time zone, in which cron times are read (env WDS_TIMEZONE; default ${DEFAULT_SERVICE_TIME_ZONE})` }) as unknown as Argv<WorkerArgs>,
+    .option('timezone', { type: 'string', describe: `The service's time zone, in which cron times are read (env WDS_TIMEZONE; default ${DEFAULT_SERVICE_TIME_ZONE})` })
+    .option('lease', { type: 'number', describe: 'Seconds a run\'s lease lasts without this worker\'s renewal (env WDS_FLEET_LEASE; default 45)' }) as unknown as Argv<WorkerArgs>,
   handler: async (argv) => {
     const url = await fleetDatabaseUrl(argv);
     if (!Number.isInteger(argv.concurrency) || argv.concurrency < 1 || argv.concurrency > 256) throw new UsageError('--concurrency must be a whole number from 1 to 256');
@@ -110,7 +113,7 @@ const fleetWorkerCommand = leafCommand<WorkerArgs>({
       throw new UsageError(`the worker did not start: ${error.problems.length} problem${error.problems.length === 1 ? '' : 's'} above`);
     }
     const signal = stopSignal();
-    const worker = new FleetWorker({ database: url, companies, concurrency: argv.concurrency, timeZone, timing: await timing(), signal, log });
+    const worker = new FleetWorker({ database: url, companies, concurrency: argv.concurrency, timeZone, timing: await timing(argv.lease), signal, log });
     const status = port === undefined
       ? null
       : await startStatusServer({ port, host: argv['status-host'], health: () => worker.health(), metrics: worker.metrics }).catch((error: Error) => {
@@ -134,7 +137,7 @@ const fleetWorkerCommand = leafCommand<WorkerArgs>({
     ['wds-files fleet worker --companies companies.yaml --concurrency 8 --status-port 9464', 'the URL from WDS_DATABASE_URL, with /healthz and /metrics'],
   ],
   exits: { 0: 'stopped by SIGTERM or Ctrl-C once the runs under way had ended', 2: 'the companies file or a pipeline file has a problem, or an option is wrong: nothing started' },
-  env: ['WDS_DATABASE_URL', 'WDS_TIMEZONE', 'WDS_FLEET_LEASE_SECONDS', 'XDG_STATE_HOME', 'XDG_CACHE_HOME'],
+  env: ['WDS_DATABASE_URL', 'WDS_TIMEZONE', 'WDS_FLEET_LEASE', 'XDG_STATE_HOME', 'XDG_CACHE_HOME'],
 });
 
 // ---- fleet status ----
