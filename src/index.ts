@@ -10,7 +10,7 @@
 // The client.
 export { WdsClient } from './client/client.js';
 export type { WdsClientOptions, WdsClientLimits, WdsClientRetry, Logger, WindowOption } from './client/options.js';
-export type { CallOptions } from './client/transport.js';
+export type { CallOptions, StreamedItems } from './client/transport.js';
 export type { WaitEvent, WaitReason } from './client/limiter.js';
 export type { WindowStore, WindowStamps, WindowName } from './client/window-store.js';
 export type { RetryPolicy } from './client/retry.js';
@@ -70,6 +70,7 @@ export { openSource } from './sources/open-source.js';
 export type { OpenSourceOptions } from './sources/open-source.js';
 export type { ImportSource, RefusedFile, SourceEntry, SourceFile, SourceWant } from './sources/source.js';
 export { ImportJournal } from './stages/import/journal/journal.js';
+export type { JournalStore, JournalStores } from './stages/import/journal/store.js';
 export { RunReport, OUTCOMES } from './stages/report.js';
 export type { ItemReport, Outcome } from './stages/report.js';
 

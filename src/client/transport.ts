@@ -60,9 +60,11 @@ export interface CallOptions {
 
 /** See CallOptions.items. */
 export interface StreamedItems {
+  /** The answer's top-level key whose array is streamed, e.g. `member_data`. */
   key: string;
   /** Called with the answer's headers before its first element. */
   start: (headers: Record<string, string | string[] | undefined>) => void;
+  /** Called with each element of that array, in order, as it arrives. */
   item: (value: unknown) => void;
 }
 

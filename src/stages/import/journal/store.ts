@@ -15,5 +15,6 @@ export interface JournalStore {
 
 /** Each company's journal, by consumer key. */
 export interface JournalStores {
+  /** The store of one company's journal, named by its consumer key. */
   journalFor(consumerKey: string): JournalStore;
 }
