@@ -180,6 +180,8 @@ export class SnapshotBuild {
     // when it started), read without counting it.
     await this.readOwnManifest((line) => this.noteUsed(line)).catch(() => undefined);
     await this.removeUnused(true);
+    // An open manifest of an earlier snapshot would keep its file system busy after a failed run.
+    this.earlier.close();
     if (this.resumed === null) await rmdir(this.dir).catch(() => undefined);
   }
 
