@@ -83,7 +83,7 @@ export async function startBoss(db: FleetDatabase, timing: FleetTiming, role: 'w
     maintenanceIntervalSeconds: timing.maintenanceSeconds,
   } as PgBoss.ConstructorOptions);
   boss.on('error', onError);
-  await boss.start();
+  await takingTurns(db, 'wds_fleet.pgboss-start', () => boss.start());
   await boss.createQueue(RUNS_QUEUE, {
     name: RUNS_QUEUE,
     policy: 'stately',
@@ -99,6 +99,34 @@ export async function startBoss(db: FleetDatabase, timing: FleetTiming, role: 'w
     });
   }
   return boss;
+}
+
+/**
+ * `fn` while this process holds a session advisory lock named `name` on a connection of its own.
+ * pg-boss 10 makes its schema when it finds none, under its own lock; but processes starting
+ * together on a new database each looked for the schema before that lock, and the late ones then
+ * fail on pg_namespace's unique index instead of finding it made. Taking turns before pg-boss
+ * looks lets each later process find the schema there.
+ */
+async function takingTurns<T>(db: FleetDatabase, name: string, fn: () => Promise<T>): Promise<T> {
+  const client = await db.pool.connect();
+  let broken = false;
+  const onError = (): void => {
+    broken = true;
+  };
+  client.on('error', onError);
+  try {
+    await client.query('SELECT pg_advisory_lock(hashtext($1))', [name]);
+    try {
+      return await fn();
+    } finally {
+      await client.query('SELECT pg_advisory_unlock(hashtext($1))', [name]).catch(() => (broken = true));
+    }
+  } finally {
+    client.removeListener('error', onError);
+    // A connection whose unlock failed is closed, which lets the lock go with it.
+    client.release(broken);
+  }
 }
 
 /** A job of the key that is queued, waiting to retry, or running. */
