@@ -26,9 +26,13 @@ interface AheadLane {
   worker: Worker;
   /** The parent folders given to it (each parent goes to one thread). */
   parents: Set<string>;
+  /**
+   * The files given to it whose answer is awaited, when it links them; when it only makes their
+   * folders nothing is kept (the earlier snapshot's every file would be, for the whole run).
+   */
   files: LinkItem[];
-  /** How many of `files` the thread has answered for. */
-  answered: number;
+  /** How many files it was given. */
+  given: number;
   answer: Promise<Reply>;
 }
 
@@ -128,11 +132,12 @@ export class Linker {
           const parent = folderOf(folderOf(file.to));
           let lane = laneOf.get(parent);
           if (!lane) {
-            lane = lanes.length < this.threads ? this.#aheadLane(lanes) : lanes.reduce((least, l) => (l.files.length < least.files.length ? l : least));
+            lane = lanes.length < this.threads ? this.#aheadLane(lanes) : lanes.reduce((least, l) => (l.given < least.given ? l : least));
             laneOf.set(parent, lane);
             lane.parents.add(parent);
           }
-          lane.files.push(file);
+          lane.given += 1;
+          if (links) lane.files.push(file);
           const part = parts.get(lane);
           if (part) part.push(file);
           else parts.set(lane, [file]);
@@ -170,15 +175,15 @@ export class Linker {
   #aheadLane(lanes: AheadLane[]): AheadLane {
     const worker = startWorker('linker-worker', import.meta.url, { workerData: this.#data([]), resourceLimits: { maxYoungGenerationSizeMb: 4 } });
     worker.once('online', keepMemoryTuning);
-    const lane: AheadLane = { worker, parents: new Set(), files: [], answered: 0, answer: null! };
+    const lane: AheadLane = { worker, parents: new Set(), files: [], given: 0, answer: null! };
     lane.answer = new Promise<Reply>((resolve, reject) => {
       worker.on('message', (reply: Reply) => {
         if (reply.made) {
           resolve(reply);
           return;
         }
-        const part = lane.files.slice(lane.answered, lane.answered + reply.placed.length);
-        lane.answered += reply.placed.length;
+        // The answer is for the oldest part awaited; a part of folders alone places no file.
+        const part = lane.files.splice(0, reply.placed.length);
         part.forEach((file, i) => reply.placed[i] === 1 && this.#placedInOrder.push(file));
         this.#aheadAnswered();
       });

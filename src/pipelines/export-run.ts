@@ -259,7 +259,7 @@ export class ExportRun {
     const started = this.early?.started;
     const all = joined(jobs, again);
     if (!started || started.size === 0) return { jobs: all, link, named };
-    return { jobs: filtered(all, (job) => !started.has(job.file.key)), link: link.filter(({ file }) => !started.has(file.key)), named };
+    return { jobs: filtered(all, (job) => !started.has(job.file.key)), link: link.filter((line) => !started.has(manifestKey(line))), named };
   }
 
   /**
@@ -277,11 +277,19 @@ export class ExportRun {
     let linking: Promise<DownloadJob[]> | null = null;
     if (plan.link.length > 0) {
       const { link } = plan;
-      linking = this.target.link!(link.map(({ line }) => line), recorder, this.signal, downloading).then((refused) => {
-        // Rare (a damaged earlier snapshot): the files of the lines refused are looked up only then.
+      plan.link = [];
+      const listing = this.listing!;
+      linking = this.target.link!(link, recorder, this.signal, downloading).then((refused) => {
+        // Rare (a damaged earlier snapshot): the files of the lines refused are looked up in the
+        // listing only then (each line is under its file's key).
         if (refused.length === 0) return [];
-        const files = new Map(link.map(({ file }) => [file.key, file]));
-        return refused.map((line) => ({ file: files.get(manifestKey(line))!, path: line.path }));
+        const wanted = new Map(refused.map((line) => [manifestKey(line), line]));
+        const jobs: DownloadJob[] = [];
+        for (const file of listing) {
+          const line = wanted.get(file.key);
+          if (line) jobs.push({ file, path: line.path });
+        }
+        return jobs;
       });
       linking.catch(() => undefined); // awaited below; not an unhandled rejection meanwhile
     }

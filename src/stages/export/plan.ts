@@ -17,8 +17,12 @@ export interface ExportPlan {
   jobs: Iterable<DownloadJob>;
   /** Manifest lines of files an earlier run left intact, with nothing to download. */
   kept: ManifestLine[];
-  /** Files unchanged since the previous snapshot, with its line: linked from there. */
-  link: { file: RemoteFile; line: ManifestLine }[];
+  /**
+   * The previous snapshot's lines of files unchanged since, each under its file's key: linked from
+   * there. Lines only, not the listed files with their download URLs, which a run of 200,000
+   * unchanged files would hold all at once.
+   */
+  link: ManifestLine[];
   /** How many lines of the previous snapshot the listing names (the others were deleted since). */
   previousListed: number;
 }
@@ -119,7 +123,7 @@ export function planExport(listing: Iterable<RemoteFile>, intact: ReadonlyMap<st
   // What becomes of each file, by its place in the listing: the jobs are made from it when gone through.
   const decisions: Decision[] = [];
   const kept: ManifestLine[] = [];
-  const link: { file: RemoteFile; line: ManifestLine }[] = [];
+  const link: ManifestLine[] = [];
   let previousListed = 0;
   let fresh = 0;
   for (const file of listing) {
@@ -138,7 +142,7 @@ export function planExport(listing: Iterable<RemoteFile>, intact: ReadonlyMap<st
     if (before && !taken!.has(before.path)) {
       taken!.add(before.path);
       if (before.updated_at === file.updated_at) {
-        link.push({ file, line: before });
+        link.push(before);
         decisions.push(Decision.None);
       } else decisions.push(Decision.PreviousPath);
       continue;
