@@ -56,6 +56,8 @@ export interface MeasureOptions {
    * group: the measurer ignores SIGINT, so `stop('SIGINT')` stops a server being measured cleanly.
    */
   onStart?: (stop: (signal: NodeJS.Signals) => void) => void;
+  /** Each chunk of the command's stderr as it comes, for a caller waiting on a server's log line. */
+  onStderr?: (chunk: string) => void;
 }
 
 /** Runs `command args` to its end and answers what it printed and what it cost. */
@@ -67,7 +69,10 @@ export function measure(command: string, args: string[], options: MeasureOptions
     let stderr = '';
     let report = '';
     child.stdout!.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+    child.stderr!.on('data', (d: Buffer) => {
+      stderr += d.toString();
+      options.onStderr?.(d.toString());
+    });
     child.stdio[3]!.on('data', (d: Buffer) => (report += d.toString()));
     child.once('error', (error) => reject(new Error(`python3, which measures the command, could not start: ${error.message}`)));
     child.once('close', (code) => {
