@@ -65,6 +65,12 @@ export function tooManyDeleted(deleted: number, before: number, max: MaxDelete):
   return typeof max === 'number' ? deleted > max : deleted > (before * Number.parseFloat(max)) / 100;
 }
 
+/**
+ * Unchanged files given the linker at once: enough that its threads stay busy between parts, few
+ * enough that their lines are a few megabytes.
+ */
+const LINES_LINKED_AT_ONCE = 16_384;
+
 /** Unused files removed at once: enough to keep the thread pool busy, few enough to stay small. */
 const REMOVALS_AT_ONCE = 64;
 
@@ -216,7 +222,23 @@ export class SnapshotBuild {
    * aborted; lines not reached are in neither list. Files placed ahead are recorded from when
    * `after` settles (Linker.run).
    */
-  async linkUnchanged(lines: ManifestLine[], onPlaced: (line: ManifestLine) => Promise<void>, signal?: AbortSignal, after?: Promise<unknown>): Promise<ManifestLine[]> {
+  async linkUnchanged(lines: Iterable<ManifestLine>, onPlaced: (line: ManifestLine) => Promise<void>, signal?: AbortSignal, after?: Promise<unknown>): Promise<ManifestLine[]> {
+    const refused: ManifestLine[] = [];
+    // A part at a time, so that the lines and their items are never all held at once.
+    let part: ManifestLine[] = [];
+    for (const line of lines) {
+      part.push(line);
+      if (part.length < LINES_LINKED_AT_ONCE) continue;
+      refused.push(...(await this.linkPart(part, onPlaced, signal, after)));
+      part = [];
+      if (signal?.aborted) return refused;
+    }
+    if (part.length > 0) refused.push(...(await this.linkPart(part, onPlaced, signal, after)));
+    return refused;
+  }
+
+  /** `linkUnchanged` of one part of the lines. */
+  private async linkPart(lines: ManifestLine[], onPlaced: (line: ManifestLine) => Promise<void>, signal?: AbortSignal, after?: Promise<unknown>): Promise<ManifestLine[]> {
     const refused: ManifestLine[] = [];
     const items: (LinkItem & { line: ManifestLine })[] = [];
     if (!this.earlier.layered) {

@@ -63,7 +63,7 @@ export class SnapshotTarget implements ExportTarget<SnapshotInfo> {
   }
 
   /** Links the unchanged files once the folders made ahead are done, while the others download. */
-  link(lines: ManifestLine[], recorder: ExportRecorder, signal: AbortSignal, after: Promise<unknown>): Promise<ManifestLine[]> {
+  link(lines: Iterable<ManifestLine>, recorder: ExportRecorder, signal: AbortSignal, after: Promise<unknown>): Promise<ManifestLine[]> {
     const { build } = this;
     const how = (): string => `unchanged since snapshot ${build.previous}; ${build.copied ? 'copied' : 'hard-linked'} from it`;
     return onDisk(build.dir, () => build.linkUnchanged(lines, (line) => recorder.linked(line, how()), signal, after));

@@ -208,7 +208,7 @@ export class Linker {
   /** Threads that placed files ahead and wait for `run`, with the parent folders they were given. */
   #idle: { worker: Worker; parents: Set<string> }[] = [];
 
-  #keepIdle(lane: AheadLane): void {
+  #keepIdle(lane: Pick<AheadLane, 'worker' | 'parents'>): void {
     const { worker } = lane;
     dropListeners(worker);
     const idle = { worker, parents: lane.parents };
@@ -370,6 +370,7 @@ export class Linker {
     };
     /** Batches given to `onBatch`, which records their files. */
     let handed = 0;
+    let done = false;
     try {
       for (let i = 0; i < AHEAD; i += 1) sendNext();
       for (let id = 0; id < sent.length; id += 1) {
@@ -382,6 +383,7 @@ export class Linker {
         handed = id + 1;
         await onBatch(batch.filter((_, i) => reply.placed![i] === 1), batch.filter((_, i) => reply.placed![i] === 0));
       }
+      done = !stopped() && dead === null;
     } catch (error) {
       fail(error as Error);
       // Batches under way still land on disk but are not recorded now: once each is answered (or
@@ -399,8 +401,14 @@ export class Linker {
       await Promise.all(unrecorded.map((to) => rm(join(this.target, to), { force: true }).catch(() => undefined)));
     } finally {
       this.workers.delete(worker);
-      worker.removeAllListeners('exit');
-      await worker.terminate();
+      if (done) {
+        // The next run (a caller giving its files a part at a time) links on it, into the folders
+        // it knows; `release` ends it if none comes.
+        this.#keepIdle({ worker, parents: new Set(items.map((item) => folderOf(folderOf(item.to)))) });
+      } else {
+        worker.removeAllListeners('exit');
+        await worker.terminate();
+      }
     }
   }
 }

@@ -52,6 +52,8 @@ interface Plan {
   /** Made as the downloads take them (ExportPlan's `jobs`), then those of files a zip could not keep. */
   jobs: Iterable<DownloadJob>;
   link: ExportPlan['link'];
+  /** How many lines `link` gives at most (those of files started early are left out). */
+  linked: number;
   /** The files listed, for a stopped run's report to name those it did not reach; null when the report keeps no items. */
   named: Iterable<{ key: string; code: string; file_name: string }> | null;
 }
@@ -230,7 +232,7 @@ export class ExportRun {
     const previous = this.target.reference();
     const reference = previous ? realign(listed.files, previous) : null;
     if (earlier.changed.length > 0) await onDisk(out, () => sink.relabel?.(earlier.changed) ?? Promise.resolve());
-    const { jobs, kept: planned, link, previousListed } = planExport(listed.files, earlier.lines, reference?.lines);
+    const { jobs, kept: planned, link, linked, previousListed } = planExport(listed.files, earlier.lines, reference?.lines);
     this.target.noteListing?.(previousListed, reference?.movedFrom);
     // What a zip or folder holds that this run lists no more (a member deleted since, a file older
     // than `since`) stays in it: an export adds and refreshes. A snapshot takes it out.
@@ -258,8 +260,8 @@ export class ExportRun {
     // A file started early is downloaded, not linked or downloaded again.
     const started = this.early?.started;
     const all = joined(jobs, again);
-    if (!started || started.size === 0) return { jobs: all, link, named };
-    return { jobs: filtered(all, (job) => !started.has(job.file.key)), link: link.filter((line) => !started.has(manifestKey(line))), named };
+    if (!started || started.size === 0) return { jobs: all, link, linked, named };
+    return { jobs: filtered(all, (job) => !started.has(job.file.key)), link: filtered(link, (line) => !started.has(manifestKey(line))), linked, named };
   }
 
   /**
@@ -275,9 +277,8 @@ export class ExportRun {
     // (held here to the end of the run, every file and its URL would be).
     plan.jobs = [];
     let linking: Promise<DownloadJob[]> | null = null;
-    if (plan.link.length > 0) {
+    if (plan.linked > 0) {
       const { link } = plan;
-      plan.link = [];
       const listing = this.listing!;
       linking = this.target.link!(link, recorder, this.signal, downloading).then((refused) => {
         // Rare (a damaged earlier snapshot): the files of the lines refused are looked up in the

@@ -156,7 +156,7 @@ export class BucketTarget implements ExportTarget<SnapshotInfo> {
   }
 
   /** Unchanged files are the previous snapshot's lines, taken over without a request. */
-  async link(lines: ManifestLine[], recorder: ExportRecorder): Promise<ManifestLine[]> {
+  async link(lines: Iterable<ManifestLine>, recorder: ExportRecorder): Promise<ManifestLine[]> {
     for (const line of lines) {
       this.linked.add(manifestKey(line));
       await recorder.linked(line, `unchanged since snapshot ${this.previous!.id}; its object is named again`);

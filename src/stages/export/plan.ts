@@ -19,10 +19,12 @@ export interface ExportPlan {
   kept: ManifestLine[];
   /**
    * The previous snapshot's lines of files unchanged since, each under its file's key: linked from
-   * there. Lines only, not the listed files with their download URLs, which a run of 200,000
-   * unchanged files would hold all at once.
+   * there. Looked up again in `previous` as they are gone through, in listing order, so that a run
+   * of 200,000 unchanged files does not hold 200,000 lines.
    */
-  link: ManifestLine[];
+  link: Iterable<ManifestLine>;
+  /** How many lines `link` gives. */
+  linked: number;
   /** How many lines of the previous snapshot the listing names (the others were deleted since). */
   previousListed: number;
 }
@@ -123,7 +125,7 @@ export function planExport(listing: Iterable<RemoteFile>, intact: ReadonlyMap<st
   // What becomes of each file, by its place in the listing: the jobs are made from it when gone through.
   const decisions: Decision[] = [];
   const kept: ManifestLine[] = [];
-  const link: ManifestLine[] = [];
+  let linked = 0;
   let previousListed = 0;
   let fresh = 0;
   for (const file of listing) {
@@ -142,8 +144,8 @@ export function planExport(listing: Iterable<RemoteFile>, intact: ReadonlyMap<st
     if (before && !taken!.has(before.path)) {
       taken!.add(before.path);
       if (before.updated_at === file.updated_at) {
-        link.push(before);
-        decisions.push(Decision.None);
+        linked += 1;
+        decisions.push(Decision.Link);
       } else decisions.push(Decision.PreviousPath);
       continue;
     }
@@ -170,12 +172,17 @@ export function planExport(listing: Iterable<RemoteFile>, intact: ReadonlyMap<st
       }
     }
   };
-  return { jobs: { [Symbol.iterator]: jobs }, kept, link, previousListed };
+  const link = function* (): Generator<ManifestLine> {
+    let at = 0;
+    for (const file of listing) if (decisions[at++] === Decision.Link) yield previous!.get(file.key)!;
+  };
+  return { jobs: { [Symbol.iterator]: jobs }, kept, link: { [Symbol.iterator]: link }, linked, previousListed };
 }
 
-/** What the plan does with a file: nothing more (kept or linked), or download it to which path. */
+/** What the plan does with a file: nothing more (kept), link it, or download it to which path. */
 const enum Decision {
   None,
+  Link,
   EarlierPath,
   PreviousPath,
   NewPath,

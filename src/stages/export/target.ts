@@ -38,9 +38,10 @@ export interface ExportTarget<Info = never> {
   unlisted(gone: ManifestLine[], sink: ExportSink, notes: string[]): Promise<ManifestLine[]>;
   /**
    * Given by a target with a `reference`: places the unchanged files planExport links from it,
-   * each recorded as it lands; answers the lines it could not.
+   * each recorded as it lands; answers the lines it could not. The lines are gone through once,
+   * a part at a time.
    */
-  link?(lines: ManifestLine[], recorder: ExportRecorder, signal: AbortSignal, after: Promise<unknown>): Promise<ManifestLine[]>;
+  link?(lines: Iterable<ManifestLine>, recorder: ExportRecorder, signal: AbortSignal, after: Promise<unknown>): Promise<ManifestLine[]>;
   /** With `link`: files it could not place, about to be downloaded: the report's note on them. */
   refetched?(jobs: DownloadJob[]): string;
   /** A stopped run: the output left for the next run to continue. */
