@@ -123,14 +123,18 @@ export class FleetDatabase implements Executor {
     }
   }
 
-  /** Runs `fn` until it succeeds, waiting `everyMs` after each outage; other errors are thrown. Stops when `until` says so. */
-  async untilReached<T>(fn: () => Promise<T>, options: { everyMs: number; until?: () => boolean }): Promise<T> {
+  /**
+   * Runs `fn` until it succeeds, waiting `everyMs` after each outage; other errors are thrown.
+   * Stops (throwing the outage) when `until` says so, or at once when `signal` aborts.
+   */
+  async untilReached<T>(fn: () => Promise<T>, options: { everyMs: number; until?: () => boolean; signal?: AbortSignal }): Promise<T> {
     for (;;) {
       try {
         return await fn();
       } catch (error) {
-        if (!isOutage(error) || options.until?.()) throw error;
-        await delay(options.everyMs);
+        if (!isOutage(error) || options.until?.() || options.signal?.aborted) throw error;
+        await delay(options.everyMs, undefined, options.signal ? { signal: options.signal } : undefined).catch(() => undefined);
+        if (options.signal?.aborted) throw error;
       }
     }
   }

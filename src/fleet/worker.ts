@@ -93,9 +93,19 @@ export class FleetWorker {
     return { ok: this.failing.length === 0, failing: this.failing };
   }
 
-  async start(): Promise<void> {
-    const { log, timing } = this.options;
-    await migrate(this.db);
+  /**
+   * Starts taking runs. A database out of reach is waited for (the database logs it once, naming
+   * host:port/db): a worker started before its database, as after a reboot of both, is not a
+   * failure. Answers false when the stop signal came first; nothing was started then.
+   */
+  async start(): Promise<boolean> {
+    const { log, timing, signal } = this.options;
+    try {
+      await this.db.untilReached(() => untilAborted(migrate(this.db), signal), { everyMs: 2000, signal });
+    } catch (error) {
+      if (signal.aborted) return false;
+      throw error;
+    }
     this.boss = await startBoss(this.db, timing, 'worker', (error) => {
       // Outages are told by the database once; anything else pg-boss reports is worth a line.
       if (this.db.up) log(redact(`pg-boss: ${error.message}`));
@@ -109,6 +119,7 @@ export class FleetWorker {
     await this.startCron(scheduled);
     this.loop = this.takeRuns();
     log(`worker ${this.id}: ${this.options.companies.length} compan${this.options.companies.length === 1 ? 'y' : 'ies'}, ${scheduled.length} scheduled pipeline${scheduled.length === 1 ? '' : 's'}, up to ${this.options.concurrency} run${this.options.concurrency === 1 ? '' : 's'} at a time; SIGTERM lets the runs under way end`);
+    return true;
   }
 
   /** Resolves once the stop signal came and every run under way has ended and been recorded. */
@@ -346,4 +357,15 @@ export class FleetWorker {
     }
     this.metrics.setDatabaseUp(this.db.up);
   }
+}
+
+/** `work`, or the stop signal's reason once it aborts (a connection attempt may hang for its whole timeout). */
+function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason);
+  work.catch(() => undefined);
+  return new Promise((resolve, reject) => {
+    const stop = (): void => reject(signal.reason);
+    signal.addEventListener('abort', stop, { once: true });
+    work.then(resolve, reject).finally(() => signal.removeEventListener('abort', stop));
+  });
 }

@@ -120,15 +120,18 @@ const fleetWorkerCommand = leafCommand<WorkerArgs>({
         throw new UsageError(`--status-port ${port} on ${argv['status-host']} cannot be served: ${error.message}`);
       });
     if (status) log(`status: ${status.url}/healthz and ${status.url}/metrics`);
+    let started: boolean;
     try {
-      await worker.start();
+      started = await worker.start();
     } catch (error) {
       await status?.close();
       throw new Error(redact(`the worker could not start on ${url}: ${(error as Error).message}`));
     }
     await worker.finished();
     await status?.close();
-    log(`stopped (${String(signal.reason)}); every run under way has ended, and those cut short are back in the queue for another worker`);
+    log(started
+      ? `stopped (${String(signal.reason)}); every run under way has ended, and those cut short are back in the queue for another worker`
+      : `stopped (${String(signal.reason)}) while waiting for the database; nothing was started`);
     process.exit(EXIT.ok);
   },
 }, {
@@ -136,7 +139,7 @@ const fleetWorkerCommand = leafCommand<WorkerArgs>({
     ['wds-files fleet worker --database postgres://wds:PASSWORD@db:5432/wds --companies companies.yaml', 'one worker; start more on other machines with the same companies file'],
     ['wds-files fleet worker --companies companies.yaml --concurrency 8 --status-port 9464', 'the URL from WDS_DATABASE_URL, with /healthz and /metrics'],
   ],
-  exits: { 0: 'stopped by SIGTERM or Ctrl-C once the runs under way had ended', 2: 'the companies file or a pipeline file has a problem, or an option is wrong: nothing started' },
+  exits: { 0: 'stopped by SIGTERM or Ctrl-C once the runs under way had ended (or while waiting for the database)', 1: 'the database refused the worker (a wrong password, no such database); one out of reach is waited for', 2: 'the companies file or a pipeline file has a problem, or an option is wrong: nothing started' },
   env: ['WDS_DATABASE_URL', 'WDS_TIMEZONE', 'WDS_FLEET_LEASE', 'XDG_STATE_HOME', 'XDG_CACHE_HOME'],
 });
 

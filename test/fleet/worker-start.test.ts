@@ -1,0 +1,62 @@
+/**
+ * A fleet worker started while its PostgreSQL is down (DESIGN.md section 14): the real CLI as a
+ * child process waits, says so once with host:port/database and never the password, and starts
+ * when the database comes up; SIGTERM during the wait ends it at once with exit 0.
+ */
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { finished, spawnCli, stderrMatching } from '../helpers/cli-process.js';
+import { tempDir } from '../helpers/export.js';
+import { startPostgres, type TestPostgres } from '../helpers/postgres.js';
+
+const dir = tempDir('wds-fleet-start-');
+writeFileSync(join(dir, 'archive.yaml'), 'name: archive\nfrom: { service: attachments }\nto: { archive: "s3://backups/${COMPANY}/attachments" }\n');
+writeFileSync(join(dir, 'companies.yaml'), 'companies:\n  - name: acme\n    base_url: http://127.0.0.1:9\n    consumer_key: acme-key\n    consumer_secret: ${ACME_SECRET}\n    pipelines: [archive.yaml]\n');
+const env = { ACME_SECRET: 'acme-consumer-secret-51c2' };
+const OUT_OF_REACH = /PostgreSQL at 127\.0\.0\.1:(\d+)\/wds cannot be reached \([^)]*\); waiting for it/;
+
+describe('fleet worker started while PostgreSQL is down', { timeout: 180_000 }, () => {
+  let db: TestPostgres;
+  beforeAll(async () => {
+    db = await startPostgres();
+    await db.stop();
+  }, 120_000);
+  afterAll(async () => {
+    await db?.dispose();
+  });
+
+  const worker = () => spawnCli(['fleet', 'worker', '--database', db.url, '--companies', join(dir, 'companies.yaml'), '--concurrency', '1'], env);
+
+  it('waits, logging the outage once without the password, and starts once the database answers', async () => {
+    const child = worker();
+    const ended = finished(child);
+    await stderrMatching(child, OUT_OF_REACH, 60_000);
+    // Several attempts fail meanwhile (one every 2 s): the outage is still told once.
+    await sleep(5_000);
+    expect(child.exitCode, 'the worker is still waiting').toBeNull();
+    await db.start();
+    await stderrMatching(child, /worker \S+: 1 company, 0 scheduled pipelines/, 60_000);
+    child.kill('SIGTERM');
+    const run = await ended;
+    expect(run.code, run.stderr).toBe(0);
+    expect([...run.stderr.matchAll(new RegExp(OUT_OF_REACH, 'g'))].map((m) => m[1])).toEqual([String(db.port)]);
+    expect(run.stderr).toMatch(/PostgreSQL at 127\.0\.0\.1:\d+\/wds answers again after \d+ s; going on/);
+    expect(run.stderr).not.toContain('test-password');
+    expect(run.stderr).not.toContain(env.ACME_SECRET);
+  });
+
+  it('ends with exit 0 when SIGTERM comes during the wait, having started nothing', async () => {
+    await db.stop();
+    const child = worker();
+    const ended = finished(child);
+    await stderrMatching(child, OUT_OF_REACH, 60_000);
+    child.kill('SIGTERM');
+    const run = await ended;
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stderr).toMatch(/stopped \(SIGTERM\) while waiting for the database; nothing was started/);
+    expect(run.stderr).not.toMatch(/worker \S+: 1 company/);
+    expect(run.stderr).not.toContain('test-password');
+  });
+});
