@@ -2,10 +2,11 @@
  * Import journals in PostgreSQL (DESIGN.md sections 8 and 14): each company's lines in
  * `wds_fleet.journal_lines`, in the order written, keyed by the consumer key's sha256 as the limit
  * windows are. A line is committed before the request it describes is sent, so a run taken over
- * by another machine settles and skips by what the dead one left.
+ * by another machine settles and skips by what the dead one left. Each run's start folds the
+ * lines of requests settled into one line per file applied, so the table does not grow with use.
  */
 import type { JournalStore, JournalStores } from '../stages/import/journal/store.js';
-import type { FleetDatabase } from './database.js';
+import type { Executor, FleetDatabase } from './database.js';
 import { companyKey } from './limit-windows.js';
 
 class DatabaseJournal implements JournalStore {
@@ -21,11 +22,41 @@ class DatabaseJournal implements JournalStore {
   }
 
   async append(lines: string[]): Promise<void> {
-    await this.db.patiently((tx) => tx.executeSql(
-      'INSERT INTO wds_fleet.journal_lines (company, line) SELECT $1, line FROM unnest($2::text[]) WITH ORDINALITY AS l(line, n) ORDER BY n',
-      [this.company, lines],
-    ));
+    await this.db.patiently(async (tx) => {
+      // Shared: appends of many runs go together; a compaction waits for them, and they for it.
+      await tx.executeSql('SELECT pg_advisory_xact_lock_shared(hashtext($1))', [this.lockName]);
+      await insert(tx, this.company, lines);
+    });
   }
+
+  /**
+   * Reads and folds the company's lines under the journal's exclusive lock, so that no append is
+   * under way: every line committed is read, and none lands between the read and the rewrite.
+   */
+  async compact(fold: (lines: string[]) => string[] | null): Promise<string[]> {
+    return this.db.patiently(async (tx) => {
+      await tx.executeSql('SELECT pg_advisory_xact_lock(hashtext($1))', [this.lockName]);
+      const { rows } = await tx.executeSql('SELECT line FROM wds_fleet.journal_lines WHERE company = $1 ORDER BY seq', [this.company]);
+      const lines = rows.map((row) => String(row.line));
+      const folded = fold(lines);
+      if (!folded) return lines;
+      await tx.executeSql('DELETE FROM wds_fleet.journal_lines WHERE company = $1', [this.company]);
+      await insert(tx, this.company, folded);
+      return folded;
+    });
+  }
+
+  private get lockName(): string {
+    return `wds-fleet-journal:${this.company}`;
+  }
+}
+
+async function insert(tx: Executor, company: string, lines: string[]): Promise<void> {
+  if (!lines.length) return;
+  await tx.executeSql(
+    'INSERT INTO wds_fleet.journal_lines (company, line) SELECT $1, line FROM unnest($2::text[]) WITH ORDINALITY AS l(line, n) ORDER BY n',
+    [company, lines],
+  );
 }
 
 /** Each company's import journal in `db`, by consumer key. */

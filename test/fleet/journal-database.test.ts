@@ -36,16 +36,20 @@ afterAll(async () => {
 /** A machine of its own: its own state folder (journal files) and cache folder (limit windows). */
 const machine = (): NodeJS.ProcessEnv => ({ XDG_STATE_HOME: mkdtempSync(join(tmpdir(), 'wds-state-')), XDG_CACHE_HOME: mkdtempSync(join(tmpdir(), 'wds-cache-')) });
 
-async function journalKinds(): Promise<string[]> {
+type JournalRow = { t: string; id?: string; target?: string; sha256?: string };
+
+async function journalRows(): Promise<JournalRow[]> {
   const client = new pg.Client({ connectionString: db.url });
   await client.connect();
   try {
     const { rows } = await client.query<{ line: string }>('SELECT line FROM wds_fleet.journal_lines ORDER BY seq').catch(() => ({ rows: [] as { line: string }[] }));
-    return rows.map((r) => (JSON.parse(r.line) as { t: string }).t);
+    return rows.map((r) => JSON.parse(r.line) as JournalRow);
   } finally {
     await client.end();
   }
 }
+
+const journalKinds = async (): Promise<string[]> => (await journalRows()).map((row) => row.t);
 
 describe('an import killed mid-request, taken over on another machine through --database', () => {
   it('settles the lost request from the database\'s journal and sends nothing twice', { timeout: 180_000 }, async () => {
@@ -74,5 +78,57 @@ describe('an import killed mid-request, taken over on another machine through --
     const blind = await runCli(['photos', 'import', dir, '--no-trim', ...connectionArgs(emu())], machine());
     expect(blind.code, blind.stdout + blind.stderr).toBe(0);
     expect(await photoRequests(emu())).toMatchObject({ register: 1, update: 1 });
+  });
+});
+
+describe('the import journal in the database is compacted', () => {
+  it('folds a finished import\'s rows into one row per photo applied at the next import\'s start, and keeps an interrupted import\'s request', { timeout: 240_000 }, async () => {
+    const codes = generatedCodes(4);
+    const importFrom = async (seed: number): Promise<void> => {
+      const { dir } = await photoFolder(codes, seed);
+      const run = await runCli(['photos', 'import', dir, '--no-trim', '--database', db.url, ...connectionArgs(emu())], machine());
+      expect(run.code, run.stdout + run.stderr).toBe(0);
+    };
+    const applied = (rows: JournalRow[]): string[] => rows.filter((r) => r.t === 'applied').map((r) => r.target!).sort();
+    // What a run writes besides its requests: the time the listing showed each photo it knows (`seen`), at most one a photo.
+    const requestLines = (rows: JournalRow[]): string[] => rows.filter((r) => r.t !== 'applied' && r.t !== 'seen').map((r) => r.t);
+    const seen = (rows: JournalRow[]): number => rows.filter((r) => r.t === 'seen').length;
+
+    await importFrom(51);
+    const first = await journalRows();
+    await importFrom(52);
+    const second = await journalRows();
+    // The first import's request rows are gone: folded into one row per photo, then the second import's own.
+    expect(applied(second)).toEqual(codes.map((code) => `photo:${code}`));
+    expect(requestLines(second)).toEqual(['send', 'task', 'end']);
+    expect(seen(second)).toBeLessThanOrEqual(codes.length);
+    const firstSend = first.filter((r) => r.t === 'send').map((r) => r.id);
+    expect(second.filter((r) => firstSend.includes(r.id))).toEqual([]);
+
+    // An import killed while it follows its task: the next import's start keeps its request, and settles it.
+    const { dir, files } = await photoFolder(codes, 53);
+    await resetStats(emu());
+    const child = spawnCli(['photos', 'import', dir, '--no-trim', '--database', db.url, ...connectionArgs(emu())], machine());
+    const ended = finished(child);
+    const earlier = new Set(second.map((r) => r.id));
+    while (!(await journalRows()).some((r) => r.t === 'task' && !earlier.has(r.id)) && child.exitCode === null) await pause(50);
+    child.kill('SIGKILL');
+    expect((await ended).signal).toBe('SIGKILL');
+    const killed = await journalRows();
+    expect(requestLines(killed)).toEqual(['send', 'task']);
+    const open = killed.find((r) => r.t === 'send')!.id;
+
+    const report = join(tempDir(), 'report.json');
+    const rerun = await runCli(['photos', 'import', dir, '--no-trim', '--report', report, '--database', db.url, ...connectionArgs(emu())], machine());
+    expect(rerun.code, rerun.stdout + rerun.stderr).toBe(0);
+    const { notes } = JSON.parse(await readFile(report, 'utf8')) as { notes: string[] };
+    expect(notes.join('\n')).toMatch(/sent by an earlier run .*: its task \d+ ended OK/);
+    expect(await photoRequests(emu())).toMatchObject({ register: 0, update: 1 });
+    const held = await photoHashes(emu());
+    for (const code of codes) expect(held.get(code), code).toBe(sha256(files.get(code)!));
+    const after = await journalRows();
+    expect(after.filter((r) => r.t !== 'applied' && r.t !== 'seen').map((r) => `${r.t} ${r.id}`)).toEqual([`send ${open}`, `task ${open}`, `end ${open}`]);
+    expect(seen(after)).toBeLessThanOrEqual(codes.length);
+    expect(applied(after)).toEqual(codes.map((code) => `photo:${code}`));
   });
 });

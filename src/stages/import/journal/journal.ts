@@ -10,7 +10,8 @@
  * A journal used night after night is compacted, so that it grows with the files it knows and not
  * with the runs: before a run adds its first line, a journal of which at least half the lines are
  * no longer needed is rewritten to what a rerun still needs (the requests still open, and the last
- * file applied at each target), atomically (see journal-file.ts).
+ * file applied at each target), atomically (see journal-file.ts). A journal in a shared store (the
+ * fleet's database) is folded so at every run's start, in one transaction of the store.
  */
 import { mkdirSync } from 'node:fs';
 import { createHash, randomUUID } from 'node:crypto';
@@ -119,12 +120,25 @@ export class ImportJournal {
     const journal = new ImportJournal(store.where, store);
     let lines: string[];
     try {
-      lines = await store.load();
+      lines = store.compact ? await store.compact((read) => ImportJournal.#folded(read)) : await store.load();
     } catch (error) {
       throw new Error(`cannot read the import journal ${store.where}: ${(error as Error).message}`, { cause: error });
     }
     journal.#takeText(lines);
     return journal;
+  }
+
+  /**
+   * A store's lines folded to what a rerun needs (the requests still open, the last file applied
+   * at each target), or null when they are that already. A store that can compact does so before
+   * every run, as a rewrite there is one transaction, not a file written whole.
+   */
+  static #folded(lines: string[]): string[] | null {
+    const scratch = new ImportJournal('', { where: '', load: async () => [], append: async () => undefined });
+    scratch.#takeText(lines);
+    const folded = scratch.#needed().map((line) => JSON.stringify(line));
+    const read = lines.filter((line) => line.trim());
+    return folded.length === read.length && folded.every((line, i) => line === read[i]) ? null : folded;
   }
 
   /**

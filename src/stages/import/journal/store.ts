@@ -11,6 +11,13 @@ export interface JournalStore {
   load(): Promise<string[]>;
   /** Adds lines after the others, durably, before it resolves. */
   append(lines: string[]): Promise<void>;
+  /**
+   * Optional: reads every line, as `load` does, and in the same step replaces them all by what
+   * `fold` answers for them (null: kept as they are), while no other run appends; answers the
+   * lines the journal holds then. A shared journal compacted so grows with the files it knows,
+   * not with the runs.
+   */
+  compact?(fold: (lines: string[]) => string[] | null): Promise<string[]>;
 }
 
 /** Each company's journal, by consumer key. */
