@@ -139,7 +139,7 @@ const fleetWorkerCommand = leafCommand<WorkerArgs>({
     ['wds-files fleet worker --database postgres://wds:PASSWORD@db:5432/wds --companies companies.yaml', 'one worker; start more on other machines with the same companies file'],
     ['wds-files fleet worker --companies companies.yaml --concurrency 8 --status-port 9464', 'the URL from WDS_DATABASE_URL, with /healthz and /metrics'],
   ],
-  exits: { 0: 'stopped by SIGTERM or Ctrl-C once the runs under way had ended (or while waiting for the database)', 1: 'the database refused the worker (a wrong password, no such database); one out of reach is waited for', 2: 'the companies file or a pipeline file has a problem, or an option is wrong: nothing started' },
+  exits: { 0: 'stopped by SIGTERM or Ctrl-C once the runs under way had ended', 1: 'the database refused it (a wrong password, no such database)', 2: 'the companies file or a pipeline file has a problem, or an option is wrong: nothing started' },
   env: ['WDS_DATABASE_URL', 'WDS_TIMEZONE', 'WDS_FLEET_LEASE', 'XDG_STATE_HOME', 'XDG_CACHE_HOME'],
 });
 
