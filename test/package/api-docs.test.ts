@@ -19,7 +19,10 @@ describe('npm run docs', () => {
 
   it('builds the API docs without a warning, with the options documented', async () => {
     const typedoc = join(ROOT, 'node_modules', 'typedoc', 'bin', 'typedoc');
-    const result = await run(process.execPath, [typedoc, '--out', out], { cwd: ROOT, maxBuffer: 16 * 1024 * 1024 }).then(
+    // Type errors are tsc's to find (`npx tsc --noEmit`, CI's typecheck step); TypeDoc's own check of
+    // them doubled this test's CPU time. Its validation (undocumented or unexported names, broken
+    // links) runs all the same.
+    const result = await run(process.execPath, [typedoc, '--out', out, '--skipErrorChecking'], { cwd: ROOT, maxBuffer: 16 * 1024 * 1024 }).then(
       ({ stdout, stderr }) => ({ ok: true, text: stdout + stderr }),
       (error: { stdout?: string; stderr?: string }) => ({ ok: false, text: `${error.stdout ?? ''}${error.stderr ?? ''}` }),
     );
