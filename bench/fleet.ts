@@ -14,7 +14,7 @@
  * (in all, and the most in one company), overlaps of one company's runs (pairs in the history
  * where a run started before the one before it ended), and each worker's peak RSS and CPU time
  * (wait4, bench/max-rss.ts; measured to its exit after SIGINT), with the median time of a run and
- * of its wait in the queue. Then the ratios of runs per minute
+ * of its wait in the queue, and the CPU time of this process (the emulator) during the round. Then the ratios of runs per minute
  * (2 workers / 1, 4 workers / 1) and the targets: 0 x 429 and 0 overlaps in every round; 2
  * workers >= 1.6 x and 4 workers >= 2.5 x the runs per minute of 1 (the runs wait on the
  * service's and the storage's latency, not on the machine's cores). The load average is printed
@@ -74,6 +74,8 @@ interface Round {
   /** Median seconds of a run, from its start to its end; and of a run's wait in the queue. */
   runS: number;
   queuedS: number;
+  /** CPU seconds of this process (the emulator, and the bench's queries) during the round. */
+  emulatorCpuS: number;
   measured: Measured[];
   load: string;
 }
@@ -133,7 +135,7 @@ async function main(): Promise<void> {
       rounds.push(round);
       const rss = round.measured.map((m) => `${(m.maxRssKb / 1024).toFixed(0)}`).join(', ');
       const cpu = round.measured.map((m) => (m.userS + m.systemS).toFixed(0)).join(', ');
-      console.log(`  ${count} worker${count === 1 ? ' ' : 's'}: ${(round.wallMs / 1000).toFixed(1).padStart(6)} s  ${round.perMinute.toFixed(1).padStart(6)} runs/min  runs ${Object.entries(round.statuses).map(([s, n]) => `${s} ${n}`).join(', ')} (median ${round.runS.toFixed(1)} s a run, ${round.queuedS.toFixed(1)} s queued); snapshots ${round.snapshots}  429s ${round.limited} (most in one company ${round.limitedMost.count}${round.limitedMost.count ? `, ${round.limitedMost.company}` : ''})  overlaps ${round.overlaps}  peak RSS ${rss} MB  CPU ${cpu} s  load ${round.load}`);
+      console.log(`  ${count} worker${count === 1 ? ' ' : 's'}: ${(round.wallMs / 1000).toFixed(1).padStart(6)} s  ${round.perMinute.toFixed(1).padStart(6)} runs/min  runs ${Object.entries(round.statuses).map(([s, n]) => `${s} ${n}`).join(', ')} (median ${round.runS.toFixed(1)} s a run, ${round.queuedS.toFixed(1)} s queued); snapshots ${round.snapshots}  429s ${round.limited} (most in one company ${round.limitedMost.count}${round.limitedMost.count ? `, ${round.limitedMost.company}` : ''})  overlaps ${round.overlaps}  peak RSS ${rss} MB  CPU ${cpu} s (emulator ${round.emulatorCpuS.toFixed(0)} s)  load ${round.load}`);
     }
   } finally {
     await emu.close();
@@ -180,6 +182,7 @@ async function runRound(count: number, at: { url: string; bucket: string; work: 
     await migrate(client);
     const boss = await startBoss(client, fleetTiming({}), 'client', () => undefined);
     const started = Date.now();
+    const cpu = process.cpuUsage();
     let next = 0;
     await Promise.all(Array.from({ length: 4 }, async () => {
       while (next < names.length) await enqueueRun(client, boss, { company: names[next++]!, pipeline: 'nightly', trigger: 'manual' });
@@ -192,6 +195,7 @@ async function runRound(count: number, at: { url: string; bucket: string; work: 
       if (Date.now() > until) throw new Error(`the round of ${count} worker(s) did not end within ${ROUND_LIMIT_MS / 60_000} minutes (${String(rows[0]!.live)} runs still queued or running):\n${tail()}`);
       await sleep(500);
     }
+    const used = process.cpuUsage(cpu);
     const { rows } = await client.executeSql('SELECT company, pipeline, status, started_at, finished_at, snapshot FROM wds_fleet.runs');
     const history = rows as unknown as RunRow[];
     const { rows: waits } = await client.executeSql(`SELECT extract(epoch FROM started_on - created_on)::float AS s FROM pgboss.job WHERE name = 'wds-fleet-runs' AND started_on IS NOT NULL`);
@@ -216,6 +220,7 @@ async function runRound(count: number, at: { url: string; bucket: string; work: 
       overlaps: overlapsOf(history),
       runS: median(history.filter((r) => r.finished_at).map((r) => (r.finished_at!.getTime() - r.started_at.getTime()) / 1000)),
       queuedS: median(waits.map((w) => Number(w.s))),
+      emulatorCpuS: (used.user + used.system) / 1e6,
       measured: done,
       load: loadNow(),
     };
