@@ -25,6 +25,7 @@
  *   npx tsx bench/fleet.ts --companies 50 --workers 1,4 --no-build
  *   npx tsx bench/fleet.ts --concurrency 8               each worker's --concurrency (default: the worker's)
  *   npx tsx bench/fleet.ts --latency 0                   storage answering at once
+ *   npx tsx bench/fleet.ts --cpu-prof DIR                node --cpu-prof of each worker into DIR
  */
 import { execFile } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
@@ -51,6 +52,7 @@ const COMPANIES = Number(argValue('companies') ?? (QUICK ? 20 : 200));
 const WORKERS = (argValue('workers') ?? (QUICK ? '1,2' : '1,2,4')).split(',').map(Number);
 const LATENCY_MS = Number(argValue('latency') ?? 50);
 const CONCURRENCY = argValue('concurrency');
+const CPU_PROF = argValue('cpu-prof');
 /** A round that has not ended by then is reported as stuck. */
 const ROUND_LIMIT_MS = 30 * 60_000;
 if (!Number.isInteger(COMPANIES) || COMPANIES < 1) throw new Error(`--companies must be a whole number of 1 or more, got ${argValue('companies')}`);
@@ -163,7 +165,8 @@ async function runRound(count: number, at: { url: string; bucket: string; work: 
   const logs: string[] = [];
   const measured = Array.from({ length: count }, (_, i) => {
     logs[i] = '';
-    const args = [CLI, 'fleet', 'worker', '--database', url, '--companies', join(work, `${round}-companies.yaml`), ...(CONCURRENCY ? ['--concurrency', CONCURRENCY] : [])];
+    const profile = CPU_PROF ? ['--cpu-prof', '--cpu-prof-dir', CPU_PROF, '--cpu-prof-name', `${round}-${i + 1}.cpuprofile`] : [];
+    const args = [...profile, CLI, 'fleet', 'worker', '--database', url, '--companies', join(work, `${round}-companies.yaml`), ...(CONCURRENCY ? ['--concurrency', CONCURRENCY] : [])];
     return measure(process.execPath, args, { cwd: work, env, onStart: (stop) => stops.push(stop), onStderr: (chunk) => (logs[i] += chunk) });
   });
   const ended: (Measured | null)[] = measured.map(() => null);
