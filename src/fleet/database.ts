@@ -53,11 +53,12 @@ export class FleetDatabase implements Executor {
   readonly pool: pg.Pool;
   private downSince: number | null = null;
 
-  constructor(readonly url: string, private readonly log: (line: string) => void, options: { max?: number } = {}) {
+  /** `connectMs`: how long a new connection may take (default 10 s; the webhook receiver has less, as the service waits 10 s for its answer). */
+  constructor(readonly url: string, private readonly log: (line: string) => void, options: { max?: number; connectMs?: number } = {}) {
     const problem = databaseUrlProblem(url);
     if (problem) throw new DatabaseError(`the database URL ${problem}`);
     registerSecret(decodeURIComponent(new URL(url).password));
-    this.pool = new pg.Pool({ connectionString: url, max: options.max ?? 10, connectionTimeoutMillis: 10_000, application_name: 'wds-files' });
+    this.pool = new pg.Pool({ connectionString: url, max: options.max ?? 10, connectionTimeoutMillis: options.connectMs ?? 10_000, application_name: 'wds-files' });
     // An idle connection the server closed (a restart) is an outage to tell, not a crash.
     this.pool.on('error', (error) => this.failed(error));
   }
@@ -224,6 +225,20 @@ CREATE TABLE IF NOT EXISTS wds_fleet.pipelines (
   updated_at timestamptz NOT NULL DEFAULT now(),
   PRIMARY KEY (company, pipeline)
 );
+-- Webhook deliveries received in fleet mode (DESIGN.md section 15), each company's by its path:
+-- one row an event, keyed as the folder inbox keys its lines, so the same event twice is one row.
+CREATE TABLE IF NOT EXISTS wds_fleet.webhook_events (
+  company text NOT NULL,
+  id text NOT NULL,
+  seq bigserial NOT NULL,
+  event text NOT NULL,
+  event_time text NOT NULL,
+  codes text[] NOT NULL,
+  source text NOT NULL,
+  received_at timestamptz NOT NULL DEFAULT now(),
+  PRIMARY KEY (company, id)
+);
+CREATE INDEX IF NOT EXISTS webhook_events_received ON wds_fleet.webhook_events (company, received_at);
 `;
 
 /** Makes the fleet's tables; processes starting together take turns through an advisory lock. */
@@ -238,7 +253,7 @@ export async function migrate(db: FleetDatabase): Promise<void> {
  * Connects to `url` and brings the tables up to date: a database out of reach, or refusing us, is
  * a DatabaseError naming its host at once, before anything is sent to the service.
  */
-export async function openDatabase(url: string, log: (line: string) => void, options: { max?: number } = {}): Promise<FleetDatabase> {
+export async function openDatabase(url: string, log: (line: string) => void, options: { max?: number; connectMs?: number } = {}): Promise<FleetDatabase> {
   const db = new FleetDatabase(url, log, options);
   try {
     await migrate(db);

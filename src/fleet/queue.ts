@@ -25,8 +25,8 @@ const CRON_QUEUE_PREFIX = 'wds-fleet-cron-';
 export interface RunJobData {
   company: string;
   pipeline: string;
-  /** What queued it: its schedule, a catch-up at a worker's start, or `fleet run`. */
-  trigger: 'schedule' | 'catch-up' | 'manual';
+  /** What queued it: its schedule, a catch-up at a worker's start, `fleet run`, or webhook events its `on:` names. */
+  trigger: 'schedule' | 'catch-up' | 'manual' | 'event';
   /** The cron time it is for (ISO), when scheduled. */
   due_at?: string;
 }
@@ -147,17 +147,19 @@ async function liveJob(tx: Executor, key: string): Promise<LiveJob | null> {
 
 /**
  * Queues one run unless one of the key is queued, retrying or running: the new job's id, or the
- * live job that stood in its way. `within` runs it inside a caller's transaction.
+ * live job that stood in its way. `within` runs it inside a caller's transaction;
+ * `startAfterSeconds` holds the job back that long (an event's debounce).
  */
 export async function enqueueRun(
-  db: FleetDatabase, boss: PgBoss, data: RunJobData, within?: Executor,
+  db: FleetDatabase, boss: PgBoss, data: RunJobData, within?: Executor, options: { startAfterSeconds?: number } = {},
 ): Promise<{ queued: string } | { live: LiveJob }> {
   const key = runKey(data.company, data.pipeline);
   const send = async (tx: Executor): Promise<{ queued: string } | { live: LiveJob }> => {
     await tx.executeSql('SELECT pg_advisory_xact_lock(hashtext($1))', [`wds-fleet-run:${key}`]);
     const live = await liveJob(tx, key);
     if (live) return { live };
-    const id = await boss.send(RUNS_QUEUE, data as unknown as object, { singletonKey: key, db: tx } as PgBoss.SendOptions);
+    const start = options.startAfterSeconds ? { startAfter: options.startAfterSeconds } : {};
+    const id = await boss.send(RUNS_QUEUE, data as unknown as object, { singletonKey: key, db: tx, ...start } as PgBoss.SendOptions);
     if (!id) {
       const now = await liveJob(tx, key);
       if (now) return { live: now };

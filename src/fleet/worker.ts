@@ -31,6 +31,8 @@ import { FleetDatabase, migrate, type Executor } from './database.js';
 import { FleetMetrics } from './metrics.js';
 import { databaseWindowStores } from './limit-windows.js';
 import { databaseJournals } from './journal-store.js';
+import { eventsDuringRun } from './webhook-events.js';
+import type { WebhookEvent } from '../spec/events.js';
 import type { JournalStores } from '../stages/import/journal/store.js';
 import type { WindowStores } from '../client/window-store.js';
 import { cronQueueOf, enqueueRun, extendLease, isCronQueue, runKey, RUNS_QUEUE, startBoss, type FleetTiming, type RunJobData } from './queue.js';
@@ -324,8 +326,18 @@ export class FleetWorker {
       const done = outcome.status === 'ok' || outcome.status === 'partial';
       await settle(() => (done ? this.boss!.complete(RUNS_QUEUE, job.id, output) : this.boss!.fail(RUNS_QUEUE, job.id, output)));
       if (!done) log(`${key}: ${outcome.status === 'interrupted' ? 'given back to the queue' : 'failed'}; pg-boss ${attempt < job.retryLimit ? `retries it with backoff (attempt ${attempt + 2} of ${job.retryLimit + 1})` : 'has no retry left: it runs again at its next time'}`);
+      // A retry answers the events that came meanwhile; a run that is over leaves them one more run.
+      if (pipeline.on && (done || attempt >= job.retryLimit)) await settle(() => this.eventsCame(data, pipeline.on!.events, job.startedOn));
     }
     await notifyAfter(runner, outcome, log);
+  }
+
+  /** Events its `on:` names that the webhook receiver stored while the run went on: one more run, as `webhook serve --pipelines` does. */
+  private async eventsCame(data: RunJobData, events: readonly WebhookEvent[], startedOn: Date): Promise<void> {
+    const count = await eventsDuringRun(this.db, data.company, events, startedOn);
+    if (!count) return;
+    this.options.log(`${runKey(data.company, data.pipeline)}: ${count} event${count === 1 ? '' : 's'} came during its run`);
+    await this.db.transaction((tx) => this.enqueue({ company: data.company, pipeline: data.pipeline, trigger: 'event' }, tx));
   }
 
   /** The run's row in the history; an earlier attempt of the job still `running` was its dead worker's. */

@@ -25,15 +25,18 @@ export class WebhookMetrics {
   private readonly pipelines: Counter<'pipeline'>;
   private storeFailing: { since: string; error: string } | null = null;
 
-  constructor(inbox: WebhookInbox) {
+  /** `inbox`: the folder inbox whose size is shown; none for the fleet's table. */
+  constructor(inbox: Pick<WebhookInbox, 'size' | 'bytes'> | null) {
     const registers = [this.registry];
     this.deliveries = new Counter({ name: 'wds_webhook_deliveries_total', help: 'Deliveries answered 2xx: stored, or a duplicate of one stored before', labelNames: ['outcome'], registers });
     this.refused = new Counter({ name: 'wds_webhook_refused_total', help: 'Requests refused, by reason; nothing of them was stored', labelNames: ['reason'], registers });
     this.events = new Counter({ name: 'wds_webhook_events_stored_total', help: 'Events this process stored, by source (delivery or reconciled)', labelNames: ['source'], registers });
     this.lastReconciliation = new Gauge({ name: 'wds_webhook_last_reconciliation_timestamp_seconds', help: 'When the last reconciliation ended (Unix time); 0 before the first', registers });
     this.pipelines = new Counter({ name: 'wds_webhook_pipeline_runs_started_total', help: 'Pipeline runs started by events, per pipeline', labelNames: ['pipeline'], registers });
-    new Gauge({ name: 'wds_webhook_inbox_events', help: 'Events in the inbox', registers, collect() { this.set(inbox.size); } });
-    new Gauge({ name: 'wds_webhook_inbox_bytes', help: 'Bytes of the inbox file', registers, collect() { this.set(inbox.bytes); } });
+    if (inbox) {
+      new Gauge({ name: 'wds_webhook_inbox_events', help: 'Events in the inbox', registers, collect() { this.set(inbox.size); } });
+      new Gauge({ name: 'wds_webhook_inbox_bytes', help: 'Bytes of the inbox file', registers, collect() { this.set(inbox.bytes); } });
+    }
     for (const outcome of ['stored', 'duplicate']) this.deliveries.inc({ outcome }, 0);
     for (const reason of REASONS) this.refused.inc({ reason }, 0);
     for (const source of ['delivery', 'reconciled']) this.events.inc({ source }, 0);

@@ -14,7 +14,7 @@ import type { Socket } from 'node:net';
 import { MAX_WEBHOOK_CODES_PER_DELIVERY } from '../spec/limits.js';
 import { describeIssues, webhookDeliverySchema } from '../spec/schemas.js';
 import { TIMESTAMP_PATTERN } from '../spec/time.js';
-import type { InboxEvent, WebhookInbox } from './inbox.js';
+import type { AppendResult, InboxEvent, InboxEventInput, InboxSource } from './inbox.js';
 
 /**
  * The largest body accepted: 10,000 codes (api-v2.md 6 rule 3) of up to 64 characters of up to 3
@@ -60,14 +60,29 @@ export interface DeliveryRefused {
 /** What became of one request. */
 export type DeliveryOutcome = DeliveryStored | DeliveryDuplicate | DeliveryRefused;
 
+/**
+ * Where accepted deliveries are stored: a {@link WebhookInbox}, or any store whose `append`
+ * resolves only once the events are durable (a PostgreSQL table, for the fleet) and rejects when
+ * they cannot be stored.
+ */
+export interface EventStore {
+  append(events: InboxEventInput[], source: InboxSource): Promise<AppendResult>;
+}
+
 /** The options of {@link createWebhookReceiver}. */
 export interface WebhookReceiverOptions {
   /** The secret the webhook setting was registered with, sent back in each delivery's `Service-Token`. */
   token: string;
-  /** Where accepted deliveries are stored. */
-  inbox: WebhookInbox;
+  /** Where accepted deliveries are stored (unless `route` is given). */
+  inbox?: EventStore;
   /** The path deliveries are posted to (default `/`); other paths answer 404. */
   path?: string;
+  /**
+   * Instead of `inbox` and `path`: the store of the path a delivery is posted to, or null for a
+   * path that takes none (404, with `notFound` as the answer's message). The fleet's receiver has
+   * a path per company.
+   */
+  route?: { storeOf: (pathname: string) => EventStore | null; notFound: string };
   /** Called with the events newly stored (on disk already), after each delivery that brought any. */
   onEvent?: (events: InboxEvent[]) => void;
   /** Called once per request with what became of it (for metrics and logs). */
@@ -88,6 +103,7 @@ const digest = (value: string): Buffer => createHash('sha256').update(value, 'ut
 /** Creates the handler. The token is compared in constant time, whatever its length and the one sent. */
 export function createWebhookReceiver(options: WebhookReceiverOptions): WebhookRequestHandler {
   if (!options.token) throw new Error('createWebhookReceiver: token must be the webhook setting\'s secret, not empty');
+  if (!options.inbox && !options.route) throw new Error('createWebhookReceiver: give the inbox deliveries are stored in (or a route to the stores)');
   const expected = digest(options.token);
   const path = options.path ?? '/';
   const tokenMatches = (sent: string | string[] | undefined): boolean =>
@@ -106,7 +122,9 @@ export function createWebhookReceiver(options: WebhookReceiverOptions): WebhookR
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<DeliveryOutcome> {
     let events: InboxEvent[] | null = null;
     try {
-      if (new URL(req.url ?? '/', 'http://receiver').pathname !== path) throw new Refusal(404, 'not_found', `deliveries are accepted at ${path} only`);
+      const pathname = new URL(req.url ?? '/', 'http://receiver').pathname;
+      const store = options.route ? options.route.storeOf(pathname) : pathname === path ? options.inbox ?? null : null;
+      if (!store) throw new Refusal(404, 'not_found', options.route?.notFound ?? `deliveries are accepted at ${path} only`);
       if (req.method !== 'POST') throw new Refusal(405, 'method', 'deliveries are POSTed');
       if (!tokenMatches(req.headers['service-token'])) throw new Refusal(401, 'token', 'the Service-Token header is missing or wrong');
       const type = (req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
@@ -115,7 +133,7 @@ export function createWebhookReceiver(options: WebhookReceiverOptions): WebhookR
       const delivery = parseDelivery(body);
       let result;
       try {
-        result = await options.inbox.append([delivery], 'delivery');
+        result = await store.append([delivery], 'delivery');
       } catch (error) {
         const refusal = new Refusal(503, 'store_failed', 'the delivery could not be stored; nothing was kept');
         refusal.cause = error;

@@ -51,11 +51,14 @@ async function timing(lease?: number) {
   }
 }
 
-/** The database and pg-boss as a client (no maintenance, no cron), for status and run. */
-async function openClient(argv: DatabaseArgs) {
+/**
+ * The database and pg-boss as a client (no maintenance, no cron), for status and run, and for the
+ * webhook receiver in fleet mode (which logs outages and connects within `connectMs`).
+ */
+export async function openClient(argv: DatabaseArgs, options: { log?: (line: string) => void; max?: number; connectMs?: number } = {}) {
   const url = await fleetDatabaseUrl(argv);
   const [{ FleetDatabase, migrate }, { startBoss }] = await Promise.all([import('../../fleet/database.js'), import('../../fleet/queue.js')]);
-  const db = new FleetDatabase(url, () => undefined, { max: 2 });
+  const db = new FleetDatabase(url, options.log ?? (() => undefined), { max: options.max ?? 2, connectMs: options.connectMs });
   try {
     await migrate(db);
     const boss = await startBoss(db, await timing(), 'client', () => undefined);
@@ -66,6 +69,18 @@ async function openClient(argv: DatabaseArgs) {
   } catch (error) {
     await db.close().catch(() => undefined);
     throw new Error(redact(`the database ${db.shown} cannot be used: ${(error as Error).message}`));
+  }
+}
+
+/** The companies file read, or a usage error after each of its problems, printed at its line. */
+export async function readCompanies(file: string, who: string) {
+  const { loadCompanies, CompaniesFileError } = await import('../../fleet/companies.js');
+  try {
+    return await loadCompanies(file);
+  } catch (error) {
+    if (!(error instanceof CompaniesFileError)) throw error;
+    for (const p of error.problems) process.stderr.write(`${redact(`${p.file}:${p.line}:${p.column}: ${p.message}`)}\n`);
+    throw new UsageError(`${who} did not start: ${error.problems.length} problem${error.problems.length === 1 ? '' : 's'} above`);
   }
 }
 
@@ -101,17 +116,8 @@ const fleetWorkerCommand = leafCommand<WorkerArgs>({
     } catch {
       throw new UsageError(`--timezone (or WDS_TIMEZONE) must be an IANA time zone such as Asia/Tokyo, not "${timeZone}"`);
     }
-    const [{ loadCompanies, CompaniesFileError }, { FleetWorker }, { startStatusServer }] = await Promise.all([
-      import('../../fleet/companies.js'), import('../../fleet/worker.js'), import('../../schedule/status-server.js'),
-    ]);
-    let companies;
-    try {
-      companies = await loadCompanies(argv.companies);
-    } catch (error) {
-      if (!(error instanceof CompaniesFileError)) throw error;
-      for (const p of error.problems) process.stderr.write(`${redact(`${p.file}:${p.line}:${p.column}: ${p.message}`)}\n`);
-      throw new UsageError(`the worker did not start: ${error.problems.length} problem${error.problems.length === 1 ? '' : 's'} above`);
-    }
+    const [{ FleetWorker }, { startStatusServer }] = await Promise.all([import('../../fleet/worker.js'), import('../../schedule/status-server.js')]);
+    const companies = await readCompanies(argv.companies, 'the worker');
     const signal = stopSignal();
     const worker = new FleetWorker({ database: url, companies, concurrency: argv.concurrency, timeZone, timing: await timing(argv.lease), signal, log });
     const status = port === undefined

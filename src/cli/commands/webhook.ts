@@ -14,6 +14,8 @@ import { verbosity } from '../log.js';
 import { stopSignal } from '../stop-signal.js';
 import { parseDuration } from '../../util/duration.js';
 import { redact, registerSecret } from '../../util/redact.js';
+import { databaseUrl } from '../database.js';
+import type { DeliveryOutcome } from '../../webhooks/receiver.js';
 
 export const webhookCommand: CommandModule = {
   command: 'webhook',
@@ -52,6 +54,7 @@ const log = (line: string): void => {
 // ---- webhook serve ----
 
 interface ServeArgs extends InboxArgs, Omit<ReactionArgs, 'json'> {
+  companies?: string;
   port: number;
   host: string;
   path: string;
@@ -91,8 +94,25 @@ async function tlsOptions(argv: ServeArgs): Promise<{ cert: Buffer; key: Buffer 
   return { cert: await read(cert, '--tls-cert'), key: await read(key, '--tls-key') };
 }
 
+/** Counts and logs what became of each request, and gives it to the metrics. */
+function outcomeRecorder(metrics: { record: (outcome: DeliveryOutcome) => void }, counts: { stored: number; duplicates: number; refused: number }) {
+  return (outcome: DeliveryOutcome): void => {
+    metrics.record(outcome);
+    if (outcome.outcome === 'stored') {
+      counts.stored += 1;
+      // One line per event only with -v: at a thousand deliveries a second the log would cost more than the storing.
+      if (verbosity() >= 1) for (const event of outcome.events) log(`stored ${event.event} ${event.event_time} (${event.codes.length} code${event.codes.length === 1 ? '' : 's'})`);
+    } else if (outcome.outcome === 'duplicate') counts.duplicates += 1;
+    else {
+      counts.refused += 1;
+      log(`refused (${outcome.status} ${outcome.reason}): ${outcome.message}${outcome.error ? `: ${outcome.error.message}` : ''}`);
+    }
+  };
+}
+
 async function serve(argv: ServeArgs, ending: Ending): Promise<void> {
   if (!argv.path.startsWith('/')) throw new UsageError(`--path must start with /, as ${argv.path} does not`);
+  if (argv.companies !== undefined) return serveFleet(argv, ending);
   const token = await readToken(argv);
   const tls = await tlsOptions(argv);
   const folder = await inboxFolder(argv);
@@ -114,18 +134,7 @@ async function serve(argv: ServeArgs, ending: Ending): Promise<void> {
   const handler = createWebhookReceiver({
     token, inbox, path: argv.path,
     onEvent: (events) => reactions.notify(events),
-    onOutcome: (outcome) => {
-      metrics.record(outcome);
-      if (outcome.outcome === 'stored') {
-        counts.stored += 1;
-        // One line per event only with -v: at a thousand deliveries a second the log would cost more than the storing.
-        if (verbosity() >= 1) for (const event of outcome.events) log(`stored ${event.event} ${event.event_time} (${event.codes.length} code${event.codes.length === 1 ? '' : 's'})`);
-      } else if (outcome.outcome === 'duplicate') counts.duplicates += 1;
-      else {
-        counts.refused += 1;
-        log(`refused (${outcome.status} ${outcome.reason}): ${outcome.message}${outcome.error ? `: ${outcome.error.message}` : ''}`);
-      }
-    },
+    onOutcome: outcomeRecorder(metrics, counts),
   });
   const server = await startWebhookServer({ handler, port: argv.port, host: argv.host, tls }).catch((error: Error) => {
     throw new UsageError(`--port ${argv.port} on ${argv.host} cannot be served: ${error.message}`);
@@ -150,6 +159,61 @@ async function serve(argv: ServeArgs, ending: Ending): Promise<void> {
   ending.print({ inbox: folder, ...counts }, () => []);
 }
 
+/**
+ * Fleet mode (`--companies` with `--database`): each company's deliveries at PATH/COMPANY, each
+ * committed to PostgreSQL before its 2xx, and the company's pipelines whose `on:` names the event
+ * queued there for the fleet's workers (src/fleet/webhook-events.ts).
+ */
+async function serveFleet(argv: ServeArgs, ending: Ending): Promise<void> {
+  if (!databaseUrl(argv)) throw new UsageError('--companies stores each company\'s deliveries in the fleet\'s PostgreSQL: give --database postgres://USER:PASSWORD@HOST:PORT/DB (or WDS_DATABASE_URL)');
+  if (argv.inbox !== undefined) throw new UsageError('--inbox and --companies exclude each other: with --companies the deliveries go to the database');
+  if (argv.pipelines?.length) throw new UsageError('--pipelines and --companies exclude each other: with --companies each company\'s pipelines come from the companies file, and the fleet\'s workers run them');
+  if (argv['reconcile-every'] !== undefined) throw new UsageError('--reconcile-every is not for --companies: run `wds-files webhook reconcile --database URL --companies FILE` from a schedule instead');
+  const token = await readToken(argv);
+  const tls = await tlsOptions(argv);
+  const [{ openClient, readCompanies }, { CompanyEventStore }, { createWebhookReceiver }, { WebhookMetrics }, { startStatusServer }, { startWebhookServer }] = await Promise.all([
+    import('./fleet.js'), import('../../fleet/webhook-events.js'), import('../../webhooks/receiver.js'), import('../../webhooks/metrics.js'),
+    import('../../schedule/status-server.js'), import('../../webhooks/server.js'),
+  ]);
+  const companies = await readCompanies(argv.companies!, 'the receiver');
+  // A connection that takes longer than 3 s would leave too little of the service's 10 s for the answer.
+  const client = await openClient(argv, { log, max: 8, connectMs: 3_000 });
+  const stores = new Map(companies.map((company) => [company.name, new CompanyEventStore(client.db, client.boss, company, log)]));
+  const prefix = argv.path.endsWith('/') ? argv.path : `${argv.path}/`;
+  const metrics = new WebhookMetrics(null);
+  const counts = { stored: 0, duplicates: 0, refused: 0 };
+  ending.counts = counts;
+  const signal = stopSignal();
+  const handler = createWebhookReceiver({
+    token,
+    route: {
+      storeOf: (pathname) => (pathname.startsWith(prefix) ? stores.get(pathname.slice(prefix.length)) ?? null : null),
+      notFound: `deliveries are accepted at ${prefix}COMPANY, for each company of the companies file`,
+    },
+    onOutcome: outcomeRecorder(metrics, counts),
+  });
+  const server = await startWebhookServer({ handler, port: argv.port, host: argv.host, tls }).catch(async (error: Error) => {
+    await client.close();
+    throw new UsageError(`--port ${argv.port} on ${argv.host} cannot be served: ${error.message}`);
+  });
+  const status = argv['status-port'] === undefined
+    ? null
+    : await startStatusServer({ port: argv['status-port'], host: argv['status-host'], health: () => metrics.health(), metrics }).catch(async (error: Error) => {
+      await server.close();
+      await client.close();
+      throw new UsageError(`--status-port ${argv['status-port']} on ${argv['status-host']} cannot be served: ${error.message}`);
+    });
+  log(`receiving webhooks at ${server.url}${prefix}COMPANY for ${companies.length} compan${companies.length === 1 ? 'y' : 'ies'}; stored in PostgreSQL at ${client.db.place}`);
+  if (status) log(`status: ${status.url}/healthz and ${status.url}/metrics`);
+  if (!signal.aborted) await new Promise((done) => signal.addEventListener('abort', done, { once: true }));
+  await server.close();
+  await status?.close();
+  await client.close();
+  log(`stopped (${String(signal.reason)}): ${counts.stored} stored, ${counts.duplicates} duplicates, ${counts.refused} refused`);
+  ending.body.database = client.db.place;
+  ending.print({ database: client.db.place, ...counts }, () => []);
+}
+
 export const webhookServeCommand = leafCommand<ServeArgs>({
   command: 'serve',
   describe: 'Receive the service\'s member events and store each in the inbox before answering 2xx',
@@ -162,15 +226,17 @@ export const webhookServeCommand = leafCommand<ServeArgs>({
       .option('tls-key', { type: 'string', describe: 'HTTPS: its private key (PEM)' })
       .option('token-file', { type: 'string', describe: 'The webhook setting\'s secret, from FILE (else env WDS_WEBHOOK_TOKEN)' })
       .option('status-port', { type: 'number', describe: 'Serve /healthz and /metrics (Prometheus) on this port; 0 picks a free one' })
-      .option('status-host', { type: 'string', default: '127.0.0.1', describe: 'Address the status port listens on' }) as unknown as Argv<ServeArgs>,
+      .option('status-host', { type: 'string', default: '127.0.0.1', describe: 'Address the status port listens on' })
+      .option('companies', { type: 'string', describe: 'Fleet mode: the fleet\'s companies file; each company\'s deliveries come to PATH/COMPANY, go to --database, and queue its pipelines whose on: names them' }) as unknown as Argv<ServeArgs>,
   handler: (argv) => withEnding(argv, 'webhook serve', (ending) => serve(argv, ending)),
 }, {
   examples: [
     ['WDS_WEBHOOK_TOKEN=... wds-files webhook serve --port 8443 --tls-cert cert.pem --tls-key key.pem --host 0.0.0.0', 'HTTPS facing the service directly'],
     ['wds-files webhook serve --port 8080 --token-file /etc/wds/webhook-token --status-port 9464', 'behind a reverse proxy that ends TLS, with /healthz and /metrics'],
     ['wds-files webhook serve --port 8080 --token-file /etc/wds/webhook-token --pipelines pipelines/', 'also reconciling every 6 h, and running the pipelines whose on: names the events'],
+    ['wds-files webhook serve --port 8080 --token-file /etc/wds/webhook-token --database postgres://wds:PASSWORD@db:5432/wds --companies companies.yaml', 'fleet mode: acme\'s deliveries at /acme, its on: pipelines run by the fleet\'s workers'],
   ],
-  exits: { 0: 'stopped by SIGTERM or Ctrl-C once the deliveries under way were stored and answered', 1: 'the inbox cannot be opened', 2: 'a bad option, no secret, a pipeline file with a problem, or the port cannot be served' },
+  exits: { 0: 'stopped by SIGTERM or Ctrl-C once the deliveries under way were stored and answered', 1: 'the inbox (or the database) cannot be opened', 2: 'a bad option, no secret, a pipeline file with a problem, or the port cannot be served' },
   env: [...CONNECTION_ENV, 'WDS_WEBHOOK_TOKEN', 'WDS_TIMEZONE'],
 });
 
@@ -178,6 +244,8 @@ export const webhookServeCommand = leafCommand<ServeArgs>({
 
 interface EventsArgs extends InboxArgs {
   since?: string;
+  database?: string;
+  company?: string;
 }
 
 /** `--since`: an ISO time, or a duration back from now (`90m`, `2h`). */
@@ -194,6 +262,8 @@ const shownCodes = (codes: string[]): string => (codes.length <= 5 ? codes.join(
 
 async function listEvents(argv: EventsArgs, ending: Ending): Promise<void> {
   const since = sinceOf(argv.since);
+  if (databaseUrl(argv)) return listDatabaseEvents(argv, since, ending);
+  if (argv.company !== undefined) throw new UsageError('--company names a company of the fleet\'s database: give --database too (or WDS_DATABASE_URL)');
   const folder = await inboxFolder(argv);
   if (!(await stat(folder).catch(() => null))?.isDirectory()) throw new UsageError(`there is no webhook inbox at ${folder} (webhook serve makes it)`);
   const { readInboxEvents } = await inboxModule();
@@ -208,20 +278,43 @@ async function listEvents(argv: EventsArgs, ending: Ending): Promise<void> {
   }
 }
 
+/** The events `webhook serve --companies` stored in the fleet's database, each with its company. */
+async function listDatabaseEvents(argv: EventsArgs, since: Date | undefined, ending: Ending): Promise<void> {
+  if (argv.inbox !== undefined) throw new UsageError('--inbox and --database exclude each other: name the folder inbox or the fleet\'s database');
+  const [{ openClient }, { databaseEvents }] = await Promise.all([import('./fleet.js'), import('../../fleet/webhook-events.js')]);
+  const client = await openClient(argv);
+  const counts: Record<string, number> = { events: 0, delivery: 0, reconciled: 0 };
+  ending.counts = counts;
+  if (argv.json) ending.printedOwn();
+  try {
+    for await (const event of databaseEvents(client.db, { company: argv.company, since })) {
+      counts.events! += 1;
+      counts[event.source]! += 1;
+      if (argv.json) process.stdout.write(`${JSON.stringify(event)}\n`);
+      else console.log(`${event.received_at}  ${event.company.padEnd(12)}  ${event.source.padEnd(10)}  ${event.event.padEnd(14)}  ${event.event_time}  ${shownCodes(event.codes)}`);
+    }
+  } finally {
+    await client.close();
+  }
+}
+
 export const webhookEventsCommand = leafCommand<EventsArgs>({
   command: 'events',
   describe: 'The events in the inbox, oldest first',
   builder: (y: Argv) =>
     withInbox(y, 'One JSON line per event: event, event_time, codes, received_at, source, id')
-      .option('since', { type: 'string', describe: 'Only events received since this time (ISO 8601) or this long ago (30m, 2h)' }) as unknown as Argv<EventsArgs>,
+      .option('since', { type: 'string', describe: 'Only events received since this time (ISO 8601) or this long ago (30m, 2h)' })
+      .option('database', { type: 'string', describe: 'The fleet\'s PostgreSQL (env WDS_DATABASE_URL): the events webhook serve --companies stored there, each with its company' })
+      .option('company', { type: 'string', describe: 'With --database: only this company\'s events' }) as unknown as Argv<EventsArgs>,
   handler: (argv) => withEnding(argv, 'webhook events', (ending) => listEvents(argv, ending)),
 }, {
   examples: [
     ['wds-files webhook events --since 1h', 'the events received in the last hour'],
     ['wds-files webhook events --json | jq -c \'select(.event == "member_created")\'', 'one JSON line per event, for scripts'],
+    ['wds-files webhook events --database postgres://wds:PASSWORD@db:5432/wds --company acme', 'acme\'s events in the fleet\'s database'],
   ],
-  exits: { 1: 'the inbox cannot be read', 2: 'a bad option, or no inbox in that folder' },
-  env: ['XDG_STATE_HOME'],
+  exits: { 1: 'the inbox or the database cannot be read', 2: 'a bad option, or no inbox in that folder' },
+  env: ['WDS_DATABASE_URL', 'XDG_STATE_HOME'],
 });
 
 // ---- webhook register ----
