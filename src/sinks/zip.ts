@@ -25,7 +25,7 @@
  * `.partial`, a rerun copies in the same way from the complete zip at `<name>`, which its own zip
  * replaces by a rename once complete.
  */
-import { createReadStream } from 'node:fs';
+import { closeSync, createReadStream, openSync, writeSync } from 'node:fs';
 import { mkdir, open, rename, rm, type FileHandle } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { once } from 'node:events';
@@ -36,9 +36,12 @@ import { LargeFilePace, ZIP_LARGE_FILE_CONNECTIONS, ZIP_WAITING_ENTRIES, type St
 import { removeEmptyDirs, shouldDeflate } from './sink.js';
 import { ZipOutput } from './zip-output.js';
 import { digestOf, hashFile, type FileDigest } from '../util/hash-file.js';
-import { MANIFEST_NAME, manifestChunks, manifestKey, sortLines, type ManifestLine } from './manifest.js';
-import type { ExportSource } from './source.js';
+import { MANIFEST_NAME, formatLine, manifestKey, type ManifestLine } from './manifest.js';
+import { writeSortedManifest } from './manifest-sort.js';
+import { sourceLineText, type ExportSource } from './source.js';
 import { EarlierZip } from './zip-earlier-run.js';
+import { SpilledCentralDirectory } from './zip-central.js';
+import { readLines } from '../util/line-reader.js';
 
 /** Files up to this size wait for the zip in memory, in blocks of WaitingBlocks (MEMORY_BUDGET). */
 const MEMORY_LIMIT = 1024 * 1024;
@@ -70,7 +73,10 @@ export class ZipSink implements ExportSink {
   private readonly output: ZipOutput;
   private chain: Promise<void> = Promise.resolve();
   private failure: Error | null = null;
-  private readonly lines: ManifestLine[] = [];
+  /** The manifest lines of the entries appended, kept in the spool folder until the manifest is written. */
+  private readonly lines: LineFile;
+  /** The central directory, kept in the spool folder until the zip is completed. */
+  private readonly central: SpilledCentralDirectory;
   private counter = 0;
   /** Memory for files waiting for their turn. */
   private readonly waiting = new WaitingBlocks(MEMORY_BUDGET);
@@ -102,6 +108,9 @@ export class ZipSink implements ExportSink {
     this.previous = `${target}.partial.prev`;
     this.spoolDir = `${target}.partial.d`;
     this.archive = new ZipArchive({ zlib: { level: 6 } });
+    // Per file, held to the end, these two grew with the zip's entries (bench/notes.md, "Zip output").
+    this.central = SpilledCentralDirectory.install((this.archive as unknown as { _module: { engine: unknown } })._module.engine, join(this.spoolDir, 'central'));
+    this.lines = new LineFile(join(this.spoolDir, 'lines.jsonl'));
     this.output = new ZipOutput(file);
     this.archive.on('error', (error) => {
       this.failure = error;
@@ -141,7 +150,14 @@ export class ZipSink implements ExportSink {
       if (earlier && !earlierIsTarget) await rename(earlier.path, `${file}.partial`).catch(() => undefined);
       throw error;
     }
-    const sink = new ZipSink(file, handle);
+    let sink: ZipSink;
+    try {
+      sink = new ZipSink(file, handle);
+    } catch (error) {
+      await handle.close();
+      earlier?.close();
+      throw error;
+    }
     sink.createdFrom = createdFrom;
     sink.earlier = earlier;
     sink.earlierIsTarget = earlierIsTarget;
@@ -188,7 +204,7 @@ export class ZipSink implements ExportSink {
       } else {
         await this.appendWhole(line.size, line.path, async (into) => (copied = (await earlier.readWhole(line, into)) !== null));
       }
-      if (copied) this.lines.push(line);
+      if (copied) this.lines.add(line);
       else lost.push(line);
     }
     return { lost, reached: at };
@@ -203,8 +219,13 @@ export class ZipSink implements ExportSink {
     if (!this.earlier) return;
     const atTarget = this.earlierIsTarget ? null : await EarlierZip.open(this.target);
     try {
-      const keys = new Set(this.lines.map(manifestKey));
-      const paths = new Set(this.lines.map((line) => line.path));
+      // A rerun over an earlier zip, which is held in memory anyway (its manifest's lines).
+      const keys = new Set<string>();
+      const paths = new Set<string>();
+      for await (const line of this.lines.read()) {
+        keys.add(manifestKey(line));
+        paths.add(line.path);
+      }
       for (const source of atTarget ? [this.earlier, atTarget] : [this.earlier]) {
         const missing = (await source.lines()).filter((line) => !keys.has(manifestKey(line)) && !paths.has(line.path));
         const { lost } = await this.copyFrom(source, missing);
@@ -412,16 +433,16 @@ export class ZipSink implements ExportSink {
   }
 
   async record(line: ManifestLine): Promise<void> {
-    this.lines.push(line);
+    this.lines.add(line);
   }
 
   /** Writes the manifest last and completes the zip under its `.partial` name. */
   private async complete(onLine?: (line: ManifestLine) => void): Promise<void> {
-    // Formatted a batch of lines at a time as archiver reads, never the whole text at once (bench/notes.md, "Manifests").
-    const sorted = sortLines(this.lines);
-    this.lines.length = 0;
-    if (onLine) sorted.forEach(onLine);
-    await this.append(Readable.from(manifestChunks(sorted, this.source), { objectMode: false }), MANIFEST_NAME);
+    // Sorted through files as a folder's manifest is, and read into the zip a block at a time.
+    this.lines.close();
+    const sorted = join(this.spoolDir, MANIFEST_NAME);
+    await writeSortedManifest(this.lines.path, sorted, onLine, this.source ? sourceLineText(this.source) : undefined);
+    await this.append(createReadStream(sorted), MANIFEST_NAME);
     const closed = once(this.output, 'close');
     await this.archive.finalize();
     await closed;
@@ -456,6 +477,8 @@ export class ZipSink implements ExportSink {
   async letGo(): Promise<void> {
     this.archive.abort();
     this.output.destroy();
+    this.lines.drop();
+    this.central.close();
     this.earlier?.close();
     this.earlier = null;
   }
@@ -464,6 +487,8 @@ export class ZipSink implements ExportSink {
   async abort(): Promise<void> {
     this.archive.abort();
     this.output.destroy();
+    this.lines.drop();
+    this.central.close();
     await rm(this.partial, { force: true });
     await rm(this.spoolDir, { recursive: true, force: true });
     const earlier = this.earlier;
@@ -547,3 +572,61 @@ async function readInto(path: string, into: Buffer): Promise<void> {
     await handle.close();
   }
 }
+
+/** Manifest lines appended to a file, a batch at a time, and read back in order. */
+class LineFile {
+  private readonly fd: number;
+  private batch: string[] = [];
+  private size = 0;
+  private closed = false;
+
+  constructor(readonly path: string) {
+    this.fd = openSync(path, 'w', 0o600);
+  }
+
+  add(line: ManifestLine): void {
+    if (this.closed) throw new Error(`${this.path} was closed: no more manifest lines can be added`);
+    this.batch.push(formatLine(line));
+    if (this.batch.length >= LINES_PER_WRITE) this.flush();
+  }
+
+  private flush(): void {
+    if (this.batch.length === 0) return;
+    const data = Buffer.from(this.batch.join(''));
+    this.batch = [];
+    for (let at = 0; at < data.length; ) {
+      const bytes = writeSync(this.fd, data, at, data.length - at, this.size + at);
+      if (bytes === 0) throw new Error(`only ${at} of ${data.length} bytes of manifest lines were written to ${this.path}`);
+      at += bytes;
+    }
+    this.size += data.length;
+  }
+
+  /** The lines added so far, in order. */
+  async *read(): AsyncGenerator<ManifestLine> {
+    this.flush();
+    for await (const { bytes } of readLines(this.path, { missingIsEmpty: true })) {
+      if (bytes.length > 1) yield JSON.parse(bytes.toString('utf8')) as ManifestLine;
+    }
+  }
+
+  /** Closes the file without writing what is gathered: the zip is dropped or let go. */
+  drop(): void {
+    this.batch = [];
+    this.close();
+  }
+
+  /** Writes what is gathered and closes the file, which stays for the manifest to be sorted from. */
+  close(): void {
+    if (this.closed) return;
+    try {
+      this.flush();
+    } finally {
+      this.closed = true;
+      closeSync(this.fd);
+    }
+  }
+}
+
+/** Manifest lines written to the file at a time. */
+const LINES_PER_WRITE = 256;
