@@ -19,7 +19,8 @@
  *                                                (photos of 20 KB; two attachments of 5 KB a member), one
  *                                                run each unless --runs; prints time a file and peak RSS
  *                                                against the targets (200 MB; time a file at the largest
- *                                                size within 1.2 x its value at 20,000) and uptime
+ *                                                size within 1.2 x its value at 20,000), the emulator's
+ *                                                own start time and peak RSS at each size, and uptime
  *   npx tsx bench/export.ts --files 50 --no-build  a quick check that the bench runs
  *
  * Sets: `photos` (2,000 photos of 100 KB), `mix` (2,000 photos of the generated company's default
@@ -38,12 +39,13 @@
  * Install the peers with `apt-get install aria2 curl`; python3 measures the processes.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdir, mkdtemp, readdir, rm, stat, truncate, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, readdir, rm, stat, truncate, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { request } from 'undici';
+import yauzl from 'yauzl';
 import { WdsClient } from '../src/client/client.js';
 import { UrlLister, attachmentTargets, type ListTarget } from '../src/stages/export/list-urls.js';
 import { DEFAULT_EXPORT_CONCURRENCY, PHOTO_EXPORT_CONCURRENCY, defaultConcurrency } from '../src/pipelines/export.js';
@@ -126,9 +128,26 @@ interface Emulator {
   consumerKey: string;
   consumerSecret: string;
   child: ChildProcess;
+  /** From its spawn to its first line (the company generated, the server listening), ms. */
+  startMs: number;
+}
+
+/** The emulator's own figures for a set: its start and its peak resident set (VmHWM), read before it stops. */
+interface EmulatorFigures {
+  set: string;
+  files: number;
+  startMs: number;
+  peakKb: number;
+}
+
+/** The peak resident set of a running process, kB, from /proc (0 where there is none). */
+async function peakRssKb(pid: number | undefined): Promise<number> {
+  const status = pid === undefined ? '' : await readFile(`/proc/${pid}/status`, 'utf8').catch(() => '');
+  return Number(/^VmHWM:\s+(\d+) kB/m.exec(status)?.[1] ?? 0);
 }
 
 async function startEmulatorChild(set: BenchSet): Promise<Emulator> {
+  const spawned = performance.now();
   const child = spawn(process.execPath, ['--import', 'tsx', join(HERE, 'emulator-child.ts'), JSON.stringify(set.generate)], {
     cwd: ROOT, stdio: ['pipe', 'pipe', 'inherit'],
   });
@@ -138,7 +157,7 @@ async function startEmulatorChild(set: BenchSet): Promise<Emulator> {
     child.once('exit', (code) => reject(new Error(`the emulator exited with ${code} before it listened`)));
   });
   const info = JSON.parse(first) as { base_url: string; consumer_key: string; consumer_secret: string };
-  return { baseUrl: info.base_url, consumerKey: info.consumer_key, consumerSecret: info.consumer_secret, child };
+  return { baseUrl: info.base_url, consumerKey: info.consumer_key, consumerSecret: info.consumer_secret, child, startMs: performance.now() - spawned };
 }
 
 async function stopEmulatorChild(emulator: Emulator): Promise<void> {
@@ -225,7 +244,24 @@ async function runOurs(emulator: Emulator, set: BenchSet, work: string, concurre
   if (sink === 'folder') check(set, 'ours (folder on disk)', await folderTotals(out));
   // Photos do not compress; generated attachments (PDFs and CSVs of repeated padding) do.
   else if (set.what === 'photos' && (await stat(out)).size < result.bytes) throw new Error(`the zip is smaller than its files: ${(await stat(out)).size}`);
+  if (sink === 'zip') {
+    // The central directory names every file and the manifest (zip64 past 65,535 entries).
+    const entries = await zipEntryCount(out);
+    if (entries !== result.files + 1) throw new Error(`the zip's central directory has ${entries} entries, not ${result.files} files and the manifest`);
+  }
   return { concurrency, ...result, ms: exit.ms, peakKb: exit.maxRssKb, cpuS: exit.userS + exit.systemS };
+}
+
+/** Entries of a zip, from its end of central directory, as a reader finds them. */
+function zipEntryCount(file: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    yauzl.open(file, { lazyEntries: true, autoClose: false }, (error, zip) => {
+      if (error || !zip) return reject(error ?? new Error(`${file} did not open as a zip`));
+      const count = zip.entryCount;
+      zip.close();
+      resolve(count);
+    });
+  });
 }
 
 async function listFresh(emulator: Emulator, set: BenchSet): Promise<{ url: string; name: string }[]> {
@@ -394,6 +430,7 @@ async function main(): Promise<void> {
   console.log(`ours: ${ours}; default concurrency ${PHOTO_EXPORT_CONCURRENCY} for photos, ${DEFAULT_EXPORT_CONCURRENCY} for attachments${sweep ? `; sweep over ${sweepConcurrency.join('/')}` : ''}`);
   if (missing.length) console.log(`not installed, skipped: ${missing.join(', ')} (apt-get install aria2 curl)`);
   const samples: Sample[] = [];
+  const emulators: EmulatorFigures[] = [];
   const base = await mkdtemp(join(tmpdir(), 'wds-bench-'));
   try {
     for (const name of setNames) {
@@ -430,6 +467,7 @@ async function main(): Promise<void> {
           }
         }
       } finally {
+        emulators.push({ set: set.name, files: set.files, startMs: emulator.startMs, peakKb: await peakRssKb(emulator.child.pid) });
         await stopEmulatorChild(emulator);
       }
     }
@@ -444,6 +482,9 @@ async function main(): Promise<void> {
   if (SIZES) {
     console.log('');
     for (const line of scaling(rows, SIZES)) console.log(line);
+    console.log('');
+    console.log('emulator (its own process)        files   start s   peak RSS MB');
+    for (const e of emulators) console.log(`${e.set.padEnd(32)} ${String(e.files).padStart(6)}  ${(e.startMs / 1000).toFixed(2).padStart(8)}  ${(e.peakKb / 1024).toFixed(0).padStart(12)}`);
     console.log(`uptime: ${spawnSync('uptime', { encoding: 'utf8' }).stdout.trim()}`);
     return;
   }

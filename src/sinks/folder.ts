@@ -18,6 +18,8 @@ const TMP = '.wds-tmp';
 /** A file's bytes are written in batches of this size (the last one smaller). */
 const FLUSH_BYTES = 256 * 1024;
 const DONE: Promise<void> = Promise.resolve();
+/** Folders remembered as made: an attachment export has one a member, 100,000 of them in a company of that size. */
+const RECENT_FOLDERS = 4096;
 
 /**
  * The names in `dir` that no export wrote, when it is no export folder: it holds names other than
@@ -46,6 +48,7 @@ export class FolderSink implements ExportSink {
   /** Bytes of the manifest that hold whole lines (an append that fails is cut back to this). */
   private manifestSize = 0;
   private counter = 0;
+  /** Folders made lately (files come folder by folder): forgotten past RECENT_FOLDERS, a folder is only made again. */
   private readonly madeDirs = new Set<string>();
   /** Folders on the way to the files, checked for links once each. */
   private readonly links: LinkCheck;
@@ -236,6 +239,7 @@ export class FolderSink implements ExportSink {
           const link = await this.links.linkIn(dirname(path));
           if (link) throw new Error(`${join(this.target, link)} is a link; an export does not write through links`);
           await mkdir(dir, { recursive: true });
+          if (this.madeDirs.size >= RECENT_FOLDERS) this.madeDirs.clear();
           this.madeDirs.add(dir);
         }
         await rename(temp, final);

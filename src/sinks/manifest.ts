@@ -216,10 +216,14 @@ export function exportDir(line: Pick<ManifestLine, 'kind' | 'code' | 'sheet_id' 
   return line.kind === 'photo' ? 'photos' : `attachments/${line.sheet_id}/${line.custom_field_id}/${safe(line.code)}`;
 }
 
+/** Folders a LinkCheck remembers before it forgets them. */
+const RECENT_FOLDERS = 4096;
+
 /**
  * Finds links on the way to a manifest path inside an export folder: a path that leads through a
- * link may end outside the folder, so it is neither read nor written. Folders already seen are
- * remembered, so a manifest of 20,000 photos costs one lstat of `photos/` and one per file.
+ * link may end outside the folder, so it is neither read nor written. Folders seen lately are
+ * remembered, so a manifest of 20,000 photos costs one lstat of `photos/` and one per file; past
+ * RECENT_FOLDERS (an attachment export has a folder a member) they are forgotten and looked at again.
  */
 export class LinkCheck {
   private readonly folders = new Map<string, Promise<string | null>>();
@@ -246,6 +250,7 @@ export class LinkCheck {
     let known = this.folders.get(part);
     if (!known) {
       known = this.isLink(part).then((link) => (link ? part : null));
+      if (this.folders.size >= RECENT_FOLDERS) this.folders.clear();
       this.folders.set(part, known);
     }
     return known;

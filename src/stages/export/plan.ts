@@ -122,8 +122,8 @@ export function realign(listing: Iterable<RemoteFile>, earlier: ReadonlyMap<stri
 export function planExport(listing: Iterable<RemoteFile>, intact: ReadonlyMap<string, ManifestLine>, previous?: ReadonlyMap<string, ManifestLine>): ExportPlan {
   const intactPaths = previous ? new Set([...intact.values()].map((line) => line.path)) : undefined;
   const taken = intactPaths ? new Set(intactPaths) : undefined;
-  // What becomes of each file, by its place in the listing: the jobs are made from it when gone through.
-  const decisions: Decision[] = [];
+  // What becomes of each file, by its place in the listing (a byte each): the jobs are made from it when gone through.
+  const decisions = new Decisions();
   const kept: ManifestLine[] = [];
   let linked = 0;
   let previousListed = 0;
@@ -134,22 +134,22 @@ export function planExport(listing: Iterable<RemoteFile>, intact: ReadonlyMap<st
     const earlier = intact.get(file.key);
     if (earlier && earlier.updated_at === file.updated_at) {
       kept.push(earlier);
-      decisions.push(Decision.None);
+      decisions.add(Decision.None);
       continue;
     }
     if (earlier) {
-      decisions.push(Decision.EarlierPath);
+      decisions.add(Decision.EarlierPath);
       continue;
     }
     if (before && !taken!.has(before.path)) {
       taken!.add(before.path);
       if (before.updated_at === file.updated_at) {
         linked += 1;
-        decisions.push(Decision.Link);
-      } else decisions.push(Decision.PreviousPath);
+        decisions.add(Decision.Link);
+      } else decisions.add(Decision.PreviousPath);
       continue;
     }
-    decisions.push(Decision.NewPath);
+    decisions.add(Decision.NewPath);
     fresh += 1;
   }
   const jobs = function* (): Generator<DownloadJob> {
@@ -163,7 +163,7 @@ export function planExport(listing: Iterable<RemoteFile>, intact: ReadonlyMap<st
     }
     let at = 0;
     for (const file of listing) {
-      const decision = decisions[at++];
+      const decision = decisions.at(at++);
       if (decision === Decision.EarlierPath) yield { file, path: intact.get(file.key)!.path };
       else if (decision === Decision.PreviousPath) yield { file, path: previous!.get(file.key)!.path };
       else if (decision === Decision.NewPath) {
@@ -174,9 +174,28 @@ export function planExport(listing: Iterable<RemoteFile>, intact: ReadonlyMap<st
   };
   const link = function* (): Generator<ManifestLine> {
     let at = 0;
-    for (const file of listing) if (decisions[at++] === Decision.Link) yield previous!.get(file.key)!;
+    for (const file of listing) if (decisions.at(at++) === Decision.Link) yield previous!.get(file.key)!;
   };
   return { jobs: { [Symbol.iterator]: jobs }, kept, link: { [Symbol.iterator]: link }, linked, previousListed };
+}
+
+/** Decisions in order, a byte each. */
+class Decisions {
+  private bytes = new Uint8Array(1024);
+  private length = 0;
+
+  add(decision: Decision): void {
+    if (this.length === this.bytes.length) {
+      const more = new Uint8Array(2 * this.length);
+      more.set(this.bytes);
+      this.bytes = more;
+    }
+    this.bytes[this.length++] = decision;
+  }
+
+  at(index: number): Decision | undefined {
+    return index < this.length ? (this.bytes[index] as Decision) : undefined;
+  }
 }
 
 /** What the plan does with a file: nothing more (kept), link it, or download it to which path. */
