@@ -76,6 +76,6 @@ export type { ItemReport, Outcome } from './stages/report.js';
 
 // Webhooks: the receiver to mount in a server of one's own, and its durable inbox.
 export { createWebhookReceiver, MAX_DELIVERY_BYTES } from './webhooks/receiver.js';
-export type { EventStore, WebhookReceiverOptions, WebhookRequestHandler, DeliveryOutcome, DeliveryStored, DeliveryDuplicate, DeliveryRefused, RefusalReason } from './webhooks/receiver.js';
+export type { EventStore, WebhookRoute, WebhookReceiverOptions, WebhookRequestHandler, DeliveryOutcome, DeliveryStored, DeliveryDuplicate, DeliveryRefused, RefusalReason } from './webhooks/receiver.js';
 export { WebhookInbox, readInboxEvents, defaultInboxFolder, eventKey } from './webhooks/inbox.js';
 export type { InboxEvent, InboxEventInput, InboxSource, AppendResult, ReadOptions } from './webhooks/inbox.js';

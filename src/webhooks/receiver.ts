@@ -66,7 +66,16 @@ export type DeliveryOutcome = DeliveryStored | DeliveryDuplicate | DeliveryRefus
  * they cannot be stored.
  */
 export interface EventStore {
+  /** Stores the events; resolves once they are durable, with those that were new, or rejects storing none. */
   append(events: InboxEventInput[], source: InboxSource): Promise<AppendResult>;
+}
+
+/** The stores of a receiver with a path per store: see {@link WebhookReceiverOptions.route}. */
+export interface WebhookRoute {
+  /** The store of a request's path, or null for a path that takes no deliveries. */
+  storeOf: (pathname: string) => EventStore | null;
+  /** What a 404 says: where deliveries are accepted. */
+  notFound: string;
 }
 
 /** The options of {@link createWebhookReceiver}. */
@@ -82,7 +91,7 @@ export interface WebhookReceiverOptions {
    * path that takes none (404, with `notFound` as the answer's message). The fleet's receiver has
    * a path per company.
    */
-  route?: { storeOf: (pathname: string) => EventStore | null; notFound: string };
+  route?: WebhookRoute;
   /** Called with the events newly stored (on disk already), after each delivery that brought any. */
   onEvent?: (events: InboxEvent[]) => void;
   /** Called once per request with what became of it (for metrics and logs). */
