@@ -22,7 +22,7 @@ const HEAP_LIMIT_MB = 48;
 const emu = useEmulator({
   generate: { members: MEMBERS, photo_ratio: 0, attachments_per_member: [2, 2], attachment_bytes: [2048, 2048] },
   maintenance: false,
-});
+}, 300_000);
 const api = useClient(emu);
 
 it(`links ${FILES} unchanged attachments into the next snapshot with a heap of ${HEAP_LIMIT_MB} MB`, async () => {

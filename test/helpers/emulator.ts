@@ -68,12 +68,16 @@ export async function launch(options: EmulatorOptions = {}): Promise<TestEmulato
   return { ...running, api, token, control, waitTask };
 }
 
-/** One emulator for the test file, started before its tests and closed after them. */
-export function useEmulator(options: EmulatorOptions = {}): () => TestEmulator {
+/**
+ * One emulator for the test file, started before its tests and closed after them. `startMs`
+ * bounds its start where the default hook timeout would not do (a large generated company on a
+ * loaded machine).
+ */
+export function useEmulator(options: EmulatorOptions = {}, startMs?: number): () => TestEmulator {
   let emu: TestEmulator | undefined;
   beforeAll(async () => {
     emu = await launch(options);
-  });
+  }, startMs);
   afterAll(async () => {
     await emu?.close();
   });
