@@ -251,8 +251,11 @@ export class FleetWorker {
       }
       await new Promise<void>((resolve) => {
         const timer = setTimeout(done, timing.pollMs);
+        // Removed at each wake-up: a listener left per poll grows the signal's list for the worker's
+        // whole life (Node warned past 10).
         function done(): void {
           clearTimeout(timer);
+          signal.removeEventListener('abort', done);
           resolve();
         }
         this.wake = done;

@@ -286,5 +286,7 @@ describe.skipIf(server === null)('the fleet on PostgreSQL and pg-boss', { timeou
     }
     expect(logs).not.toContain('test-password');
     expect(logs).not.toContain(SECRET_KEY);
+    // A worker polling for minutes once added an abort listener per poll, and Node warned of a leak.
+    expect(logs).not.toContain('MaxListenersExceededWarning');
   });
 });
