@@ -14,6 +14,7 @@ import { finished, runCli, spawnCli, type CliRun } from '../helpers/cli-process.
 import { useEmulator } from '../helpers/emulator.js';
 import { tempDir } from '../helpers/export.js';
 import { startPostgres, type TestPostgres } from '../helpers/postgres.js';
+import { expectNoOverlap, type RunRow } from '../helpers/fleet.js';
 import { newBucket, s3Client, s3Server, SECRET_KEY, type S3Server } from '../helpers/s3-server.js';
 
 const COMPANIES = Array.from({ length: 40 }, (_, i) => `c${String(i + 1).padStart(2, '0')}`);
@@ -101,7 +102,6 @@ describe.skipIf(server === null)('the fleet on PostgreSQL and pg-boss', { timeou
     }
   }
 
-  interface RunRow { company: string; pipeline: string; status: string; started_at: Date; finished_at: Date | null; worker: string; attempt: number; job_id: string }
   const history = (): Promise<RunRow[]> => query<RunRow>('SELECT * FROM wds_fleet.runs ORDER BY company, started_at, id');
 
   async function until(what: string, test: () => Promise<boolean> | boolean, timeoutMs = 600_000): Promise<void> {
@@ -130,19 +130,6 @@ describe.skipIf(server === null)('the fleet on PostgreSQL and pg-boss', { timeou
       return { complete, incomplete, latest: latest?.trim() ?? null };
     } finally {
       client.destroy();
-    }
-  }
-
-  /** No two runs of one company's pipeline overlap in the history, a dead worker's included. */
-  function expectNoOverlap(rows: RunRow[]): void {
-    const byKey = new Map<string, RunRow[]>();
-    for (const row of rows) byKey.set(`${row.company}/${row.pipeline}`, [...(byKey.get(`${row.company}/${row.pipeline}`) ?? []), row]);
-    for (const [key, runs] of byKey) {
-      for (let i = 1; i < runs.length; i += 1) {
-        const before = runs[i - 1]!;
-        expect(before.finished_at, `${key}: run ${i - 1} never ended`).not.toBeNull();
-        expect(runs[i]!.started_at.getTime(), `${key}: run ${i} started before run ${i - 1} ended`).toBeGreaterThanOrEqual(before.finished_at!.getTime());
-      }
     }
   }
 
