@@ -48,7 +48,7 @@ async function changeOnePart(fault: Record<string, unknown>): Promise<string[]> 
   return changed;
 }
 
-describe('an interrupted archive run', () => {
+describe('an interrupted archive run', { timeout: 120_000 }, () => {
   it('that could not list the files leaves the archive as it was: no new snapshot, none of the folders it began making', async () => {
     const archive = join(tempDir('wds-archive-'), 'a');
     const first = await archiveRun(api(), archive);
@@ -201,7 +201,7 @@ describe('an interrupted archive run', () => {
   });
 });
 
-describe('an archive run whose downloads fail', () => {
+describe('an archive run whose downloads fail', { timeout: 120_000 }, () => {
   it('finishes its snapshot with complete: false and latest unmoved; the next run fetches only the missing files', async () => {
     const archive = join(tempDir('wds-archive-'), 'a');
     const first = (await archiveRun(api(), archive)).snapshot!;
@@ -230,7 +230,7 @@ describe('an archive run whose downloads fail', () => {
   });
 });
 
-describe('a member deleted while a .partial waits', () => {
+describe('a member deleted while a .partial waits', { timeout: 120_000 }, () => {
   it('leaves none of its files or folders in the snapshot that continues it', async () => {
     const archive = join(tempDir('wds-archive-'), 'a');
     const first = await archiveRun(api(), archive);

@@ -110,7 +110,8 @@ it('a file where a pipeline\'s folder or archive goes fails its run before its l
   expect(readdirSync(dir)).toEqual(['taken']);
 });
 
-it('a --report or --log-file that is the export, a file in it, or the import source: exit 2 before any request, all left as they were', async () => {
+// Nine CLI processes one after another: a loaded CI machine took them past the default 30 s.
+it('a --report or --log-file that is the export, a file in it, or the import source: exit 2 before any request, all left as they were', { timeout: 120_000 }, async () => {
   const dir = tempDir();
   const zip = join(dir, 'photos.zip');
   const folder = join(dir, 'photos');
