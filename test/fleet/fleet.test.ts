@@ -14,7 +14,7 @@ import { finished, runCli, spawnCli, type CliRun } from '../helpers/cli-process.
 import { useEmulator } from '../helpers/emulator.js';
 import { tempDir } from '../helpers/export.js';
 import { startPostgres, type TestPostgres } from '../helpers/postgres.js';
-import { expectNoOverlap, type RunRow } from '../helpers/fleet.js';
+import { expectNoOverlap, until as untilFleet, type RunRow } from '../helpers/fleet.js';
 import { newBucket, s3Client, s3Server, SECRET_KEY, type S3Server } from '../helpers/s3-server.js';
 
 const COMPANIES = Array.from({ length: 40 }, (_, i) => `c${String(i + 1).padStart(2, '0')}`);
@@ -104,15 +104,7 @@ describe.skipIf(server === null)('the fleet on PostgreSQL and pg-boss', { timeou
 
   const history = (): Promise<RunRow[]> => query<RunRow>('SELECT * FROM wds_fleet.runs ORDER BY company, started_at, id');
 
-  async function until(what: string, test: () => Promise<boolean> | boolean, timeoutMs = 600_000): Promise<void> {
-    const end = Date.now() + timeoutMs;
-    while (!(await test())) {
-      const died = workers.find((w) => w.child.exitCode !== null || w.child.signalCode !== null);
-      if (died) throw new Error(`a worker ended while waiting for ${what}:\n${died.log().slice(-4000)}`);
-      if (Date.now() > end) throw new Error(`timed out waiting for ${what}\n${workers.map((w) => w.log().slice(-3000)).join('\n----\n')}`);
-      await sleep(250);
-    }
-  }
+  const until = (what: string, test: () => Promise<boolean> | boolean, timeoutMs?: number): Promise<void> => untilFleet(what, test, workers, timeoutMs);
 
   /** Every company's complete snapshots in the bucket, and the id `latest` names. */
   async function snapshots(company: string): Promise<{ complete: string[]; incomplete: string[]; latest: string | null }> {

@@ -66,7 +66,7 @@ export function expectNoOverlap(rows: RunRow[]): void {
 }
 
 /** Waits until `test` holds, failing early with the workers' logs when one of them ended. */
-export async function until(what: string, test: () => Promise<boolean> | boolean, workers: FleetWorkerProcess[], timeoutMs = 600_000): Promise<void> {
+export async function until(what: string, test: () => Promise<boolean> | boolean, workers: Pick<FleetWorkerProcess, 'child' | 'log'>[], timeoutMs = 600_000): Promise<void> {
   const end = Date.now() + timeoutMs;
   while (!(await test())) {
     const died = workers.find((w) => w.child.exitCode !== null || w.child.signalCode !== null);
