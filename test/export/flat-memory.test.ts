@@ -7,6 +7,10 @@
  * entry object per file to the end, or a folder export that held every path it gave out and every
  * folder it made (the CLI before issue 46 died under this limit at 50,000 files, to a folder and
  * to a zip, and at 64 MB before its listing was streamed). Without such state it finishes.
+ *
+ * The service clock runs 60 times as fast, so the download URLs expire every 15 real seconds and
+ * each export lists its files again several times: a listing asked for again that held every file
+ * with its URL (about 700 bytes a file) runs out of heap here too.
  */
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -23,6 +27,7 @@ const HEAP_LIMIT_MB = 24;
 const emu = useEmulator({
   generate: { members: MEMBERS, photo_ratio: 0, attachments_per_member: [2, 2], attachment_bytes: [2048, 2048] },
   maintenance: false,
+  clockSpeed: 60,
 });
 
 async function exportWithLimit(out: string): Promise<void> {
@@ -30,6 +35,7 @@ async function exportWithLimit(out: string): Promise<void> {
   expect(run.stderr).not.toContain('heap out of memory');
   expect(run.code, run.stderr.slice(-2000)).toBe(0);
   expect(run.stdout).toMatch(/attachments export: 50,?000 ok/);
+  expect(run.stdout).toMatch(/download URLs expired: listed again \d+ times/);
 }
 
 // Neither bounds anything but a CLI that never ends: 50,000 downloads on a loaded machine take minutes.

@@ -11,7 +11,7 @@ import { useEmulator } from '../helpers/emulator.js';
 import { clientFor } from '../helpers/client.js';
 import { expectMatchesState, expectedFiles, sha256, state, tempDir } from '../helpers/export.js';
 import { runExport } from '../../src/pipelines/export.js';
-import { UrlLister } from '../../src/stages/export/list-urls.js';
+import { UrlLister, attachmentTargets } from '../../src/stages/export/list-urls.js';
 import { downloadFile } from '../../src/stages/export/download.js';
 import { FolderSink } from '../../src/sinks/folder.js';
 import { DEFAULT_RETRY } from '../../src/client/retry.js';
@@ -97,4 +97,21 @@ it('a URL carries its deadline on our clock, and one past its deadline is not us
   expect(lister.relists).toBe(1);
   const want = (await state(emu())).members.find((m) => m.code === file!.code)!.photo!;
   expect(sha256(await readFile(join(dir, 'photos/stale.jpg')))).toBe(want.sha256);
+});
+
+it('a listing asked for again finds each file by key in any order, and says when one is gone', async () => {
+  client ??= clientFor(emu());
+  const target = (await attachmentTargets(client))[0]!;
+  const lister = new UrlLister(client, [target]);
+  const files = await lister.listAll();
+  const before = Date.now();
+  // Downloads ask in about the listing's order; a file asked for out of it is still found.
+  const order = [...files.slice(1), files[0]!, ...files.slice(0, 3).reverse()];
+  for (const file of order) {
+    const fresh = await lister.refresh(target.id, before - 1, file.key);
+    expect(fresh, file.key).toMatchObject({ key: file.key, code: file.code, file_name: file.file_name });
+    expect(fresh!.listedAt).toBeGreaterThanOrEqual(before);
+  }
+  expect(await lister.refresh(target.id, before - 1, `${files[0]!.key}-gone`)).toBeUndefined();
+  expect(lister.relists).toBe(1);
 });

@@ -196,15 +196,14 @@ async function download(job: DownloadJob, options: DownloadOptions, state: { wri
   /** A fresh URL for this file; false when the file is gone from the service. */
   const refresh = async (): Promise<boolean> => {
     refreshes += 1;
-    let files: Map<string, RemoteFile>;
+    let next: RemoteFile | undefined;
     try {
-      files = await options.lister.refresh(current.target, current.listedAt);
+      next = await options.lister.refresh(current.target, current.listedAt, current.key);
     } catch (error) {
       // A stop cuts the listing (the lister has the run's signal): the loop gives the file up as stopped.
       if (signal?.aborted) return true;
       throw error;
     }
-    const next = files.get(current.key);
     if (!next) return false;
     if (next.updated_at !== current.updated_at) {
       changed = true;

@@ -75,8 +75,8 @@ export const attachmentKey = (sheetId: number, fieldId: number, code: string, re
 export class UrlLister {
   /** How many times a target was listed again after the first time. */
   relists = 0;
-  private readonly inFlight = new Map<string, Promise<Map<string, RemoteFile>>>();
-  private readonly latest = new Map<string, { listedAt: number; files: Map<string, RemoteFile> }>();
+  private readonly inFlight = new Map<string, Promise<Relisting>>();
+  private readonly latest = new Map<string, Relisting>();
 
   constructor(
     private readonly client: WdsClient,
@@ -142,25 +142,32 @@ export class UrlLister {
   }
 
   /**
-   * A fresh listing of `target`; concurrent callers share one API call. Answers the files by key;
-   * a file missing from it no longer exists on the service.
+   * `key`'s file in a listing of its target newer than `listedBefore` (the one another download
+   * asked for, or a fresh one; concurrent callers share one API call). Undefined when the listing
+   * does not have it: the file no longer exists on the service.
    */
-  refresh(targetId: string, listedBefore: number): Promise<Map<string, RemoteFile>> {
+  async refresh(targetId: string, listedBefore: number, key: string): Promise<RemoteFile | undefined> {
+    return (await this.relisting(targetId, listedBefore)).find(key);
+  }
+
+  private relisting(targetId: string, listedBefore: number): Promise<Relisting> {
     const pending = this.inFlight.get(targetId);
     if (pending) return pending;
     // A listing newer than the URL that failed is fresh enough: another download refreshed it.
     const known = this.latest.get(targetId);
-    if (known && known.listedAt > listedBefore) return Promise.resolve(known.files);
+    if (known && known.listedAt > listedBefore) return Promise.resolve(known);
     const target = this.targets.find((t) => t.id === targetId);
     if (!target) throw new Error(`unknown listing target ${targetId}`);
-    // A listing asked for again is held by key, for the downloads whose URLs expired to look up.
-    const run = this.listTarget(target, () => new FileList(null))
+    // Kept in a temporary file, as the first listing is: once URLs expire, every file still to
+    // come is looked up in it. A listing replaced is not closed, as a lookup may still be on its
+    // way to it; its file is closed when nothing refers to it any more.
+    const owner = {};
+    const run = this.listTarget(target, () => FileList.onDisk(owner))
       .then((list) => {
-        const files = new Map<string, RemoteFile>();
-        for (const file of list) files.set(file.key, file);
+        const relisting = new Relisting(list, owner);
         this.relists += 1;
-        this.latest.set(target.id, { listedAt: list.listedAt, files });
-        return files;
+        this.latest.set(target.id, relisting);
+        return relisting;
       })
       .finally(() => this.inFlight.delete(targetId));
     this.inFlight.set(targetId, run);
@@ -319,6 +326,52 @@ export class FileList implements Iterable<RemoteFile> {
     this.spill = null;
     this.held = [];
     this.count = 0;
+  }
+}
+
+/** Files read ahead of the one looked up in a listing asked for again, kept for the lookups that follow. */
+const RELISTED_AHEAD = 2_048;
+
+/**
+ * A target listed again after URLs expired, looked up by key. Downloads ask for their files in
+ * about the order of the listing, so a lookup reads on from where the last one stopped, keeping the
+ * last files it read for the downloads running beside it; a file not found that way is looked for
+ * once more from the start. Memory holds those few files, not the listing.
+ */
+class Relisting {
+  private readonly window = new Map<string, RemoteFile>();
+  private reader: Iterator<RemoteFile> | null = null;
+
+  /** @param owner The object whose collection closes the list's temporary file: held here for that. */
+  constructor(private readonly list: FileList, readonly owner: object) {}
+
+  get listedAt(): number {
+    return this.list.listedAt;
+  }
+
+  find(key: string): RemoteFile | undefined {
+    const held = this.window.get(key);
+    if (held) return held;
+    // A read that started at the first file has seen them all when it reaches the end.
+    const fromFirst = this.reader === null;
+    return this.readOn(key) ?? (fromFirst ? undefined : this.readOn(key));
+  }
+
+  /** Reads on until `key`'s file; at the end of the list, the next read starts from the first again. */
+  private readOn(key: string): RemoteFile | undefined {
+    this.reader ??= this.list[Symbol.iterator]();
+    for (let next = this.reader.next(); !next.done; next = this.reader.next()) {
+      this.keep(next.value);
+      if (next.value.key === key) return next.value;
+    }
+    this.reader = null;
+    return undefined;
+  }
+
+  private keep(file: RemoteFile): void {
+    this.window.delete(file.key);
+    this.window.set(file.key, file);
+    if (this.window.size > RELISTED_AHEAD) this.window.delete(this.window.keys().next().value!);
   }
 }
 
