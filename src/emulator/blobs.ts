@@ -27,6 +27,16 @@ export type BlobGenerator = (...args: never[]) => Buffer | Buffer[];
 
 const generators = new Map<string, BlobGenerator>();
 
+/**
+ * The blobs of a generated company, made from their ids (generate.ts): `entry` answers an id of
+ * one of its files whether or not it is still current; the store forgets ids it has collected.
+ */
+export interface GeneratedBlobs {
+  entry(id: string): BlobEntry | undefined;
+  /** Every file still current, for saving. */
+  all(): Iterable<BlobEntry>;
+}
+
 /** Registers a named generator; generated blobs store only the name and arguments. */
 export function registerBlobGenerator(name: string, fn: BlobGenerator): void {
   generators.set(name, fn);
@@ -37,6 +47,9 @@ export class BlobStore {
   /** Released entries, which `collect` walks: not every blob of a company of many thousand. */
   private readonly released = new Map<string, BlobEntry>();
   private counter = 0;
+  private generated: GeneratedBlobs | undefined;
+  /** Generated ids released and then collected: no URL may reach them again. */
+  private readonly dropped = new Set<string>();
 
   /** @param dir where uploads are written (--state-dir); in memory when absent. */
   constructor(private readonly dir?: string) {
@@ -75,6 +88,17 @@ export class BlobStore {
     return entry;
   }
 
+  /** Answers the ids of a generated company's files (until `clear`). */
+  generatedBy(generated: GeneratedBlobs): void {
+    this.generated = generated;
+  }
+
+  private entry(id: string): BlobEntry | undefined {
+    const entry = this.entries.get(id);
+    if (entry || !this.generated || this.dropped.has(id)) return entry;
+    return this.generated.entry(id);
+  }
+
   /** Restores an entry saved by `entriesForSave` (state dir). */
   restore(entry: BlobEntry): void {
     this.entries.set(entry.id, entry);
@@ -82,7 +106,7 @@ export class BlobStore {
   }
 
   get(id: string): BlobEntry | undefined {
-    return this.entries.get(id);
+    return this.entry(id);
   }
 
   read(id: string): Buffer {
@@ -95,7 +119,7 @@ export class BlobStore {
    * generated file is never joined into a buffer of its own (synthetic-files.ts).
    */
   readParts(id: string): readonly Buffer[] {
-    const entry = this.entries.get(id);
+    const entry = this.entry(id);
     if (!entry) throw new Error(`blob ${id} does not exist`);
     const source = entry.source;
     switch (source.type) {
@@ -113,7 +137,7 @@ export class BlobStore {
   }
 
   sha256(id: string): string {
-    const entry = this.entries.get(id);
+    const entry = this.entry(id);
     if (!entry) throw new Error(`blob ${id} does not exist`);
     entry.sha256 ??= createHash('sha256').update(this.read(id)).digest('hex');
     return entry.sha256;
@@ -121,9 +145,11 @@ export class BlobStore {
 
   /** Marks a blob as no longer current; it stays readable until `collect` drops it. */
   release(id: string, serviceNow: number): void {
-    const entry = this.entries.get(id);
+    const entry = this.entry(id);
     if (entry && entry.releasedAt === undefined) {
       entry.releasedAt = serviceNow;
+      // A generated file is held from its release on: URLs listed before still read it, until `collect`.
+      this.entries.set(id, entry);
       this.released.set(id, entry);
     }
   }
@@ -135,6 +161,7 @@ export class BlobStore {
       if (entry.releasedAt! < before) {
         this.entries.delete(id);
         this.released.delete(id);
+        if (this.generated?.entry(id)) this.dropped.add(id);
         dropped += 1;
       }
     }
@@ -144,6 +171,8 @@ export class BlobStore {
   clear(): void {
     this.entries.clear();
     this.released.clear();
+    this.dropped.clear();
+    this.generated = undefined;
   }
 
   entriesForSave(): BlobEntry[] {
@@ -155,6 +184,7 @@ export class BlobStore {
       }
       out.push(entry);
     }
+    for (const entry of this.generated?.all() ?? []) if (!this.entries.has(entry.id)) out.push(entry);
     return out;
   }
 }

@@ -2,6 +2,7 @@
  * The control API of DESIGN.md section 6, outside `/api`: clock, faults, state, stats, reset, and
  * the webhook delivery log. `?company=NAME` picks a company; the first one by default.
  */
+import { codesOf, peekEntry, sortedCodes } from './lazy-record.js';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ControlledEmulator } from './host.js';
 import type { Company } from './company.js';
@@ -119,21 +120,22 @@ export function stateView(company: Company): {
   attachments: { sheet_id: number; custom_field_id: number; code: string; record_index: number; file_name: string; size: number; sha256: string; updated_at: string }[];
 } {
   const { data, blobs } = company;
-  const members = Object.values(data.members)
-    .sort((a, b) => a.code.localeCompare(b.code))
-    .map((m) => {
-      const photo = data.photos[m.code];
+  // Read through peekEntry: a generated company makes its entries for this answer and keeps none.
+  const members = [...codesOf(data.members)]
+    .sort((a, b) => a.localeCompare(b))
+    .map((code) => {
+      const photo = peekEntry(data.photos, code);
       return {
-        code: m.code,
+        code,
         photo: photo ? { file_name: photo.file_name, size: photo.size, sha256: blobs.sha256(photo.blob), updated_at: photo.updated_at } : null,
       };
     });
   const attachments = [];
   for (const sheet of Object.values(data.sheets).sort((a, b) => a.def.id - b.def.id)) {
     for (const field of sheet.def.fields.filter((f) => f.kind === 'attach_file')) {
-      for (const code of Object.keys(sheet.records).sort()) {
+      for (const code of sortedCodes(sheet.records)) {
         let index = 0;
-        for (const record of sheet.records[code]!) {
+        for (const record of peekEntry(sheet.records, code)!) {
           const file = record.files[String(field.id)];
           if (!file) continue;
           attachments.push({

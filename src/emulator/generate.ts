@@ -1,9 +1,9 @@
 /**
  * `--generate N`: a synthetic company of N members for benchmarks and large tests (DESIGN.md
  * section 3). The same options give the same company, byte for byte: every member draws from its
- * own seeded stream, so members do not change with `files` or with the draws of others. Files are
- * generated blobs (synthetic-files.ts): the company holds only their arguments, and their bytes
- * are made on each download.
+ * own seeded stream, so members do not change with `files` or with the draws of others. Members
+ * and their records are made from the seed when asked (lazy-record.ts) and files on each download
+ * (synthetic-files.ts): the company holds only what requests changed, whatever its size.
  *
  * `files: false` gives the same members, departments, layouts and sheet values without any photo
  * or attachment, and without the multiple-record sheet's records (each of them exists to hold a
@@ -11,9 +11,10 @@
  */
 import { z } from 'zod';
 import type { Company } from './company.js';
-import { emptyCompanyData, type CompanyData, type Department, type Member, type SheetRecord, type StoredFile } from './model.js';
+import { emptyCompanyData, type CompanyData, type Department, type FieldDef, type Member, type SheetRecord, type StoredFile } from './model.js';
+import { codesOf, lazyRecord, peekEntry, type LazySource } from './lazy-record.js';
 import { SeededRandom, seedOf } from './seeded-random.js';
-import { registerBlobGenerator } from './blobs.js';
+import { registerBlobGenerator, type BlobEntry } from './blobs.js';
 import { photoBases, syntheticCsvParts, syntheticPdfParts, syntheticPhotoParts } from './synthetic-files.js';
 import {
   BLOOD_TYPES, CONTRACT_FIELD_IDS, CONTRACT_SHEET_ID, CONTRACT_TERMS, EMPLOYMENT_TYPES, MEMBER_FIELD_IDS,
@@ -59,8 +60,8 @@ type Settings = z.output<typeof generateOptionsSchema>;
 
 /**
  * Blob generators of generated companies, registered when this module loads, so that blobs
- * restored by `--state-dir` read without a seed run. Their arguments are small and mostly
- * references to strings the company holds anyway: 20,000 members keep all of them in memory.
+ * restored by `--state-dir` read without a seed run. A generated company holds no blob entries:
+ * a download URL's blob id names the member and file, whose arguments are drawn again.
  */
 const PHOTO = 'generated-photo';
 const PDF = 'generated-pdf';
@@ -89,7 +90,7 @@ export function seedGenerated(options: GenerateOptions): (company: Company) => P
   return async (company) => {
     // The base photos are made before any download asks for them (synthetic-files.ts).
     photoBases();
-    company.data = new Generator(company, settings).run();
+    company.data = new GeneratedCompany(company, settings).run();
   };
 }
 
@@ -160,11 +161,36 @@ function generateMember(code: string, index: number, seed: number, departments: 
   };
 }
 
-class Generator {
+/** The files of one member and the generator of each, for the download URLs that name them. */
+interface GeneratedFile {
+  file: StoredFile;
+  generator: string;
+  args: unknown[];
+}
+
+/** Everything a generated member holds, made from the seed and its index alone. */
+interface MemberSlot {
+  member: Member;
+  photo?: GeneratedFile;
+  contract: SheetRecord;
+  contractFile?: GeneratedFile;
+  qualifications: { record: SheetRecord; file: GeneratedFile }[];
+}
+
+/**
+ * The generated company: its members, photos and sheet records are lazy records (lazy-record.ts)
+ * made from `slot(index)` when asked, and their files' blob ids name the slot (`<run>-p12`: the
+ * photo of member 12), so that a download URL is answered by making the file from the seed again.
+ */
+class GeneratedCompany {
   readonly data: CompanyData;
   private readonly now: string;
   /** Departments a member can belong to: all but the root. */
   private memberDepartments: readonly Department[] = [];
+  /** Blob ids of this seed run start with it: a URL listed before a reset finds nothing after it. */
+  private readonly runId = `${Date.now().toString(36)}${Math.random().toString(36).slice(2, 8)}`;
+  private readonly qualificationFields: readonly FieldDef[];
+  private lastSlot: { index: number; slot: MemberSlot } | undefined;
 
   constructor(
     private readonly company: Company,
@@ -172,11 +198,7 @@ class Generator {
   ) {
     this.now = company.now();
     this.data = emptyCompanyData(this.now);
-  }
-
-  private file(generator: string, args: unknown[], size: number, fileName: string): StoredFile {
-    const blob = this.company.blobs.putGenerated(generator, args, size);
-    return { blob: blob.id, file_name: fileName, size, updated_at: this.now };
+    this.qualificationFields = sheetDefs().find((d) => d.id === QUALIFICATION_SHEET_ID)!.fields;
   }
 
   run(): CompanyData {
@@ -189,36 +211,67 @@ class Generator {
       { id: 1, name: 'システム管理者 / Administrator', type: 'Adm' },
       { id: 2, name: '一般 / General', type: 'General' },
     ];
-    for (let i = 1; i <= o.members; i += 1) this.addMember(memberCode(i), i);
+    const source = <T>(holds: (index: number) => boolean, make: (index: number) => T | undefined): LazySource<T> => ({
+      count: o.members, codeOf: memberCode, indexOf: this.indexOf, holds, make, sorted: o.members < 1_000_000,
+    });
+    data.members = lazyRecord(source(() => true, (i) => this.slot(i).member));
+    data.photos = lazyRecord(source((i) => o.files && this.draws(i).hasPhoto, (i) => this.slot(i).photo?.file));
+    data.sheets[String(CONTRACT_SHEET_ID)]!.records = lazyRecord(source(() => true, (i) => [this.slot(i).contract]));
+    data.sheets[String(QUALIFICATION_SHEET_ID)]!.records = lazyRecord(
+      source((i) => o.files && this.draws(i).attachments > 1, (i) => this.slot(i).qualifications.map((q) => q.record)),
+    );
+    this.company.blobs.generatedBy({ entry: (id) => this.blobEntry(id), all: () => this.blobEntries() });
     this.addUsers();
     const optionIds = [...data.member_fields, ...Object.values(data.sheets).flatMap((s) => s.def.fields)].flatMap((f) => (f.options ?? []).map((x) => x.id));
     data.next_ids = { user: data.users.length + 1, webhook: 1, enum_option: Math.max(0, ...optionIds) + 1, task: 1, member: o.members + 1 };
     return data;
   }
 
-  private addMember(code: string, index: number): void {
-    const { data, o } = this;
+  private readonly indexOf = (code: string): number | undefined => {
+    const m = /^G(\d{6,7})$/.exec(code);
+    if (!m) return undefined;
+    const index = Number(m[1]);
+    return index >= 1 && index <= this.o.members && memberCode(index) === code ? index : undefined;
+  };
+
+  /** The first draws of a member's file stream: whether it has a photo and how many attachments. */
+  private draws(index: number): { attachments: number; hasPhoto: boolean } {
+    const { o } = this;
+    const random = new SeededRandom(seedOf(`${o.seed}:${memberCode(index)}:files`));
+    const attachments = random.int(o.attachments_per_member[0], o.attachments_per_member[1]);
+    return { attachments, hasPhoto: random.chance(o.photo_ratio) };
+  }
+
+  private file(kind: string, generator: string, args: unknown[], size: number, fileName: string): GeneratedFile {
+    return { file: { blob: `${this.runId}-${kind}`, file_name: fileName, size, updated_at: this.now }, generator, args };
+  }
+
+  /** A member and its files, drawn in the order the company made at start drew them. */
+  private slot(index: number): MemberSlot {
+    const { o } = this;
+    const code = memberCode(index);
     const member = generateMember(code, index, o.seed, this.memberDepartments, this.now);
-    data.members[code] = member;
     const random = new SeededRandom(seedOf(`${o.seed}:${code}:files`));
     const attachments = random.int(o.attachments_per_member[0], o.attachments_per_member[1]);
     const hasPhoto = random.chance(o.photo_ratio);
     const photoSize = random.int(o.photo_bytes[0], o.photo_bytes[1]);
-    if (o.files && hasPhoto) {
-      data.photos[code] = this.file(PHOTO, [random.int(0, 1000), code, o.seed, photoSize], photoSize, `${code}.jpg`);
+    const slot: MemberSlot = { member, contract: this.contract(member), qualifications: [] };
+    if (o.files && hasPhoto) slot.photo = this.file(`p${index}`, PHOTO, [random.int(0, 1000), code, o.seed, photoSize], photoSize, `${code}.jpg`);
+    if (o.files && attachments > 0) {
+      const size = random.int(o.attachment_bytes[0], o.attachment_bytes[1]);
+      slot.contractFile = this.file(`c${index}`, PDF, ['Employment contract', code, member.mail, 0, o.seed, size], size, 'employment-contract.pdf');
+      slot.contract.files[CONTRACT_FIELD_IDS.file] = slot.contractFile.file;
     }
-    this.addContract(member, random, o.files && attachments > 0);
-    if (!o.files) return;
-    const records: SheetRecord[] = [];
-    for (let n = 1; n < attachments; n += 1) records.push(this.qualification(member, n, random));
-    if (records.length) data.sheets[String(QUALIFICATION_SHEET_ID)]!.records[code] = records;
+    if (!o.files) return slot;
+    for (let n = 1; n < attachments; n += 1) slot.qualifications.push(this.qualification(member, index, n, random));
+    return slot;
   }
 
   /** The single-record sheet: values for every member, the contract PDF when it has files. */
-  private addContract(member: Member, random: SeededRandom, withFile: boolean): void {
+  private contract(member: Member): SheetRecord {
     const c = CONTRACT_FIELD_IDS;
     const values = new SeededRandom(seedOf(`${this.o.seed}:${member.code}:contract`));
-    const record: SheetRecord = {
+    return {
       values: {
         [c.start]: [member.entered_date],
         [c.term]: [values.pick(CONTRACT_TERMS)],
@@ -226,15 +279,10 @@ class Generator {
       },
       files: {},
     };
-    if (withFile) {
-      const size = random.int(this.o.attachment_bytes[0], this.o.attachment_bytes[1]);
-      record.files[c.file] = this.file(PDF, ['Employment contract', member.code, member.mail, 0, this.o.seed, size], size, 'employment-contract.pdf');
-    }
-    this.data.sheets[String(CONTRACT_SHEET_ID)]!.records[member.code] = [record];
   }
 
   /** A multiple-record sheet record holding one file; file names are unique per member. */
-  private qualification(member: Member, n: number, random: SeededRandom): SheetRecord {
+  private qualification(member: Member, index: number, n: number, random: SeededRandom): { record: SheetRecord; file: GeneratedFile } {
     const q = QUALIFICATION_FIELD_IDS;
     const name = random.pick(QUALIFICATIONS);
     const record: SheetRecord = {
@@ -246,19 +294,46 @@ class Generator {
       },
       files: {},
     };
-    recalculate(this.data.sheets[String(QUALIFICATION_SHEET_ID)]!.def.fields, record);
+    recalculate(this.qualificationFields, record);
     const size = random.int(this.o.attachment_bytes[0], this.o.attachment_bytes[1]);
-    if (random.chance(0.7)) {
-      record.files[q.file] = this.file(PDF, ['Certificate of qualification', member.code, name, n, this.o.seed, size], size, numbered('certificate', n, 'pdf'));
-    } else {
-      record.files[q.file] = this.file(CSV, [member.code, n, this.o.seed, size], size, numbered('scores', n, 'csv'));
+    const file = random.chance(0.7)
+      ? this.file(`q${index}-${n}`, PDF, ['Certificate of qualification', member.code, name, n, this.o.seed, size], size, numbered('certificate', n, 'pdf'))
+      : this.file(`q${index}-${n}`, CSV, [member.code, n, this.o.seed, size], size, numbered('scores', n, 'csv'));
+    record.files[q.file] = file.file;
+    return { record, file };
+  }
+
+  /** The generated file a blob id names (whether or not it is still current: the blob store knows). */
+  private blobEntry(id: string): BlobEntry | undefined {
+    const m = /^(.+)-([pcq])(\d+)(?:-(\d+))?$/.exec(id);
+    if (!m || m[1] !== this.runId) return undefined;
+    const index = Number(m[3]);
+    if (!(index >= 1 && index <= this.o.members) || !this.o.files) return undefined;
+    // The last slot read here is kept: a member's files are asked for one after the other. It is
+    // never handed to a record, so no route can change it.
+    if (this.lastSlot?.index !== index) this.lastSlot = { index, slot: this.slot(index) };
+    const { slot } = this.lastSlot;
+    const found = m[2] === 'p' ? slot.photo : m[2] === 'c' ? slot.contractFile : slot.qualifications[Number(m[4]) - 1]?.file;
+    if (!found || found.file.blob !== id) return undefined;
+    return { id, size: found.file.size, source: { type: 'generated', generator: found.generator, args: found.args } };
+  }
+
+  /** The generated files still current, for saving (--state-dir). */
+  private *blobEntries(): Generator<BlobEntry> {
+    const { data } = this;
+    const files = (record: SheetRecord[] | undefined): StoredFile[] => (record ?? []).flatMap((r) => Object.values(r.files));
+    for (const code of codesOf(data.members)) {
+      const held = [peekEntry(data.photos, code), ...Object.values(data.sheets).flatMap((s) => files(peekEntry(s.records, code)))];
+      for (const file of held) {
+        const entry = file && this.blobEntry(file.blob);
+        if (entry) yield entry;
+      }
     }
-    return record;
   }
 
   /** One administrator linked to the first member, and general users for the next four. */
   private addUsers(): void {
-    const codes = Object.keys(this.data.members).slice(0, 5);
+    const codes = Array.from({ length: Math.min(5, this.o.members) }, (_, i) => memberCode(i + 1));
     this.data.users = codes.map((code, i) => ({
       id: i + 1, email: i === 0 ? 'admin@example.com' : `${code.toLowerCase()}@example.com`, member_code: code,
       password: `generated-${code}`, role_id: i === 0 ? 1 : 2, is_active: true, password_locked: false,

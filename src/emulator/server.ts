@@ -18,7 +18,7 @@ import { Storage } from './storage.js';
 import { WebhookDispatcher } from './webhooks.js';
 import { HttpError } from './http-error.js';
 import { matchRoute, badIntegerParam } from './router.js';
-import { sendBody, json, type SendOptions } from './send.js';
+import { sendBody, json, jsonBody, type SendOptions } from './send.js';
 import { header, safeEqual } from './request-checks.js';
 import { handleControl } from './control.js';
 import type { ControlledEmulator } from './host.js';
@@ -189,7 +189,7 @@ export class Emulator implements ControlledEmulator {
   private async answer(
     res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}, company?: Company, send: SendOptions = {},
   ): Promise<void> {
-    const payload = body === undefined ? Buffer.alloc(0) : json(body);
+    const payload = body === undefined ? Buffer.alloc(0) : jsonBody(body);
     const all: Record<string, string> = { Date: new Date(this.clock.now()).toUTCString(), ...headers };
     if (body !== undefined) all['Content-Type'] = 'application/json';
     if (status === 429 && company) company.stats.rate_limited += 1;

@@ -5,6 +5,7 @@
  * `values` (formula parts computed, `[""]` when empty), the service's integer `id`, and
  * `face_image` with the photo's time (null without a photo).
  */
+import { peekEntry } from '../lazy-record.js';
 import type { CompanyData, Department, Member } from '../model.js';
 import { evaluateFormula } from './member-formula.js';
 
@@ -93,7 +94,7 @@ export function memberView(data: CompanyData, departments: DepartmentIndex, memb
     }
     return { id: field.id, name: field.name, values: answerValues(values) };
   });
-  const photo = data.photos[member.code];
+  const photo = peekEntry(data.photos, member.code);
   return {
     id: member.id,
     code: member.code,

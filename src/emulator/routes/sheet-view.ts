@@ -14,6 +14,8 @@ import type { FieldDef, SheetRecord, SheetState } from '../model.js';
 import type { Company } from '../company.js';
 import { customFieldLayout } from './member-layout.js';
 import { answerValues } from './member-view.js';
+import { peekEntry, sortedCodes } from '../lazy-record.js';
+import { JsonParts } from '../send.js';
 
 /** The fields a read shows: formula parts only when asked for. */
 export function visibleFields(sheet: SheetState, withFormulas: boolean): FieldDef[] {
@@ -52,15 +54,15 @@ function recordView(fields: FieldDef[], record: SheetRecord | undefined): unknow
  * `[""]` in every field where nothing is stored (wire-format.md, "Real-client facts"); a
  * multiple-record sheet shows the member's records in stored order, none when the member has none.
  */
-export function sheetView(company: Company, sheet: SheetState, withFormulas: boolean): unknown {
+export function sheetView(company: Company, sheet: SheetState, withFormulas: boolean): JsonParts {
   const fields = visibleFields(sheet, withFormulas);
   const single = sheet.def.record_type === 0;
-  const member_data = Object.keys(company.data.members)
-    .sort()
-    .map((code) => {
-      const stored = sheet.records[code] ?? [];
+  const member_data = (function* () {
+    for (const code of sortedCodes(company.data.members)) {
+      const stored = peekEntry(sheet.records, code) ?? [];
       const records = single ? [recordView(fields, stored[0])] : stored.map((r) => recordView(fields, r));
-      return { code, records };
-    });
-  return { id: sheet.def.id, name: sheet.def.name, record_type: sheet.def.record_type, updated_at: sheet.updated_at, member_data };
+      yield { code, records };
+    }
+  })();
+  return JsonParts.withList({ id: sheet.def.id, name: sheet.def.name, record_type: sheet.def.record_type, updated_at: sheet.updated_at }, 'member_data', member_data);
 }

@@ -24,6 +24,7 @@
  * every required field; a single-record partial update must not clear a required field it sends.
  * File and formula parts are exempt: neither can be set by these writes.
  */
+import { peekEntries } from '../lazy-record.js';
 import type { Company } from '../company.js';
 import type { FieldDef, SheetRecord, SheetState, StoredFile } from '../model.js';
 import type { TaskPlan } from './context.js';
@@ -205,7 +206,7 @@ export function planSheetWrite(company: Company, sheetId: number, mode: SheetWri
   }
   if (mode === 'bulk') {
     // Members absent from a bulk update lose their data in the sheet (4.4 Sheets 2).
-    for (const [code, records] of Object.entries(sheet.records)) {
+    for (const [code, records] of peekEntries(sheet.records)) {
       if (!seen.has(code)) changes.push({ code, records: [], released: records.flatMap((r) => Object.values(r.files)) });
     }
   }

@@ -15,6 +15,7 @@
  *   to (primary or concurrent): the task ends NG naming it, as the v2 bulk update does.
  * - `leader_member_name` is read-only (the leader's name) and ignored when sent.
  */
+import { peekEntries } from '../../lazy-record.js';
 import { z } from 'zod';
 import type { Company } from '../../company.js';
 import type { CompanyData, Department } from '../../model.js';
@@ -187,7 +188,7 @@ function planDepartments(company: Company, records: PathRecord[], mode: 'overwri
   if (mode === 'overwrite') {
     tree = [...nodes.values()];
     const holders = new Map<string, string[]>();
-    for (const member of Object.values(data.members)) {
+    for (const [, member] of peekEntries(data.members)) {
       for (const code of [member.department_code, ...member.sub_department_codes]) {
         if (code === null || nodes.has(code)) continue;
         holders.set(code, [...new Set([...(holders.get(code) ?? []), member.code])]);

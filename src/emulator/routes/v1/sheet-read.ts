@@ -19,6 +19,7 @@
  *   one per record, none for a member without records. Members are in code order.
  * - An unknown sheet id is 404 on operation 8.
  */
+import { peekEntry, sortedCodes } from '../../lazy-record.js';
 import type { Company } from '../../company.js';
 import type { FieldDef, Member, SheetState } from '../../model.js';
 import { BASE_LAYOUT } from '../member-layout.js';
@@ -105,8 +106,8 @@ export function sheetRecords(company: Company, sheet: LegacySheet, withKana: boo
   const { data } = company;
   const departments = new DepartmentIndex(data.departments);
   const out: Record<string, string>[] = [];
-  for (const code of Object.keys(data.members).sort()) {
-    const member = data.members[code]!;
+  for (const code of sortedCodes(data.members)) {
+    const member = peekEntry(data.members, code)!;
     const head: Record<string, string> = { member_code: code, member_name: member.name };
     if (withKana || sheet.id === 0) head.member_kana = member.name_kana;
     if (sheet.id === 0) {
@@ -116,7 +117,7 @@ export function sheetRecords(company: Company, sheet: LegacySheet, withKana: boo
       continue;
     }
     const state = sheet.state!;
-    const stored = state.records[code] ?? [];
+    const stored = peekEntry(state.records, code) ?? [];
     const records = state.def.record_type === 0 ? [stored[0]] : stored;
     for (const stored of records) {
       const record: Record<string, string> = { ...head };

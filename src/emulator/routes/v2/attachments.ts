@@ -12,6 +12,8 @@ import { attachmentBodySchema } from '../../../spec/schemas.js';
 import { MAX_ATTACHMENTS_PER_REQUEST } from '../../../spec/limits.js';
 import { extensionOf, isAttachmentExtension } from '../../../spec/extensions.js';
 import { isValidDate } from '../../../spec/time.js';
+import { peekEntry, sortedCodes } from '../../lazy-record.js';
+import { JsonParts } from '../../send.js';
 
 export const listAttachments: RouteHandler = (ctx) => {
   const sheet = findSheet(ctx.company, intParam(ctx, 'sheet_id'));
@@ -19,19 +21,21 @@ export const listAttachments: RouteHandler = (ctx) => {
   const since = ctx.query.get('updated_since');
   if (since !== null && !isValidDate(since)) throw badRequest(`updated_since must be a date YYYY-MM-DD, got "${since}"`);
   const keep = updatedSinceFilter(since);
-  const member_data = [];
-  for (const code of Object.keys(sheet.records).sort()) {
-    const records = [];
-    // Only records that hold a file are listed (4.4 Sheets 6).
-    for (const record of sheet.records[code]!) {
-      const file = record.files[String(field.id)];
-      if (!file || !keep(file.updated_at)) continue;
-      const { url } = ctx.storage.signUrl(ctx.baseUrl, ctx.company, file.blob, file.file_name);
-      records.push({ file_name: file.file_name, download_url: url, updated_at: file.updated_at });
+  // Walked, not collected: a generated company makes each member's records only to list them (lazy-record.ts).
+  function* member_data(): Generator<unknown> {
+    for (const code of sortedCodes(sheet.records)) {
+      const records = [];
+      // Only records that hold a file are listed (4.4 Sheets 6).
+      for (const record of peekEntry(sheet.records, code)!) {
+        const file = record.files[String(field.id)];
+        if (!file || !keep(file.updated_at)) continue;
+        const { url } = ctx.storage.signUrl(ctx.baseUrl, ctx.company, file.blob, file.file_name);
+        records.push({ file_name: file.file_name, download_url: url, updated_at: file.updated_at });
+      }
+      if (records.length) yield { code, records };
     }
-    if (records.length) member_data.push({ code, records });
   }
-  return { body: { member_data } };
+  return { body: JsonParts.withList({}, 'member_data', member_data()) };
 };
 
 type Mode = 'register' | 'update';

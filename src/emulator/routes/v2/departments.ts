@@ -11,6 +11,7 @@
  * - An absent `order` is the department's position among its siblings in the request (1 first).
  * - An empty `department_data` is accepted: it empties the tree, when no member belongs anywhere.
  */
+import { peekEntries } from '../../lazy-record.js';
 import { createTask, parseBody, type RouteHandler, type TaskPlan } from '../context.js';
 import type { Company } from '../../company.js';
 import type { Department } from '../../model.js';
@@ -113,7 +114,7 @@ function planTree(company: Company, items: DepartmentInput[]): TaskPlan {
 
   // A department left out of the request would disappear: refused while members belong to it.
   const holders = new Map<string, string[]>();
-  for (const member of Object.values(data.members)) {
+  for (const [, member] of peekEntries(data.members)) {
     for (const code of [member.department_code, ...member.sub_department_codes]) {
       if (code === null || codes.has(code)) continue;
       const list = holders.get(code) ?? [];

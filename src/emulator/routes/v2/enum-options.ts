@@ -4,6 +4,7 @@
  * and the update task. Stored values (member custom fields, sheet records) hold a master's name, so
  * renaming a master renames the values that use it.
  */
+import { peekEntries } from '../../lazy-record.js';
 import { createTask, intParam, parseBody, requireNonEmpty, type RouteHandler, type TaskPlan } from '../context.js';
 import { badRequest, notFound } from '../../http-error.js';
 import type { Company } from '../../company.js';
@@ -97,9 +98,9 @@ function membersByValue({ field, sheet }: Located, data: CompanyData): Map<strin
     users.set(value, codes);
   };
   if (!sheet) {
-    for (const member of Object.values(data.members)) for (const value of member.custom_fields[key] ?? []) add(value, member.code);
+    for (const [, member] of peekEntries(data.members)) for (const value of member.custom_fields[key] ?? []) add(value, member.code);
   } else {
-    for (const [code, records] of Object.entries(sheet.records)) {
+    for (const [code, records] of peekEntries(sheet.records)) {
       for (const record of records) for (const value of record.values[key] ?? []) add(value, code);
     }
   }
@@ -176,8 +177,10 @@ function renameValues(company: Company, { field, sheet }: Located, renames: Map<
   };
   if (sheet) {
     let touched = false;
-    for (const records of Object.values(sheet.records)) {
-      for (const record of records) {
+    // Read first, taken (and kept) only where a value changes: lazy-record.ts.
+    for (const [code, peeked] of peekEntries(sheet.records)) {
+      if (!peeked.some((record) => rename(record.values[key]))) continue;
+      for (const record of sheet.records[code]!) {
         const renamed = rename(record.values[key]);
         if (!renamed) continue;
         record.values[key] = renamed;
@@ -188,7 +191,9 @@ function renameValues(company: Company, { field, sheet }: Located, renames: Map<
     return;
   }
   const changed: string[] = [];
-  for (const member of Object.values(company.data.members)) {
+  for (const [code, peeked] of peekEntries(company.data.members)) {
+    if (!rename(peeked.custom_fields[key])) continue;
+    const member = company.data.members[code]!;
     const renamed = rename(member.custom_fields[key]);
     if (!renamed) continue;
     member.custom_fields[key] = renamed;

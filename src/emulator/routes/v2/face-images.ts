@@ -9,20 +9,24 @@ import { faceImageBodySchema } from '../../../spec/schemas.js';
 import { MAX_PHOTOS_PER_REQUEST } from '../../../spec/limits.js';
 import { sniffPhotoType } from '../../../spec/extensions.js';
 import { isValidDate } from '../../../spec/time.js';
+import { peekEntry, sortedCodes } from '../../lazy-record.js';
+import { JsonParts } from '../../send.js';
 
 export const listFaceImages: RouteHandler = (ctx) => {
   const since = ctx.query.get('updated_since');
   if (since !== null && !isValidDate(since)) throw badRequest(`updated_since must be a date YYYY-MM-DD, got "${since}"`);
   const keep = updatedSinceFilter(since);
   const { data } = ctx.company;
-  const member_data = [];
-  for (const code of Object.keys(data.members).sort()) {
-    const photo = data.photos[code];
-    if (!photo || !keep(photo.updated_at)) continue;
-    const { url } = ctx.storage.signUrl(ctx.baseUrl, ctx.company, photo.blob, photo.file_name);
-    member_data.push({ code, file_name: photo.file_name, download_url: url, updated_at: photo.updated_at });
+  // Walked, not collected: a generated company makes each photo's entry only to list it (lazy-record.ts).
+  function* member_data(): Generator<unknown> {
+    for (const code of sortedCodes(data.photos)) {
+      const photo = peekEntry(data.photos, code)!;
+      if (!(code in data.members) || !keep(photo.updated_at)) continue;
+      const { url } = ctx.storage.signUrl(ctx.baseUrl, ctx.company, photo.blob, photo.file_name);
+      yield { code, file_name: photo.file_name, download_url: url, updated_at: photo.updated_at };
+    }
   }
-  return { body: { member_data } };
+  return { body: JsonParts.withList({}, 'member_data', member_data()) };
 };
 
 type Mode = 'register' | 'update';

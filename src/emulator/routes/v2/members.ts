@@ -20,6 +20,8 @@ import { DepartmentIndex, memberView } from '../member-view.js';
 import { buildMember } from '../member-input.js';
 import { applyMemberWrite, writeContext } from '../member-write.js';
 import { removeMembers } from '../member-removal.js';
+import { peekEntry, sortedCodes } from '../../lazy-record.js';
+import { JsonParts } from '../../send.js';
 
 export const memberLayout: RouteHandler = (ctx) => ({
   body: memberLayoutBody(ctx.company.data, boolQuery(ctx, 'get_calc_type')),
@@ -29,10 +31,10 @@ export const listMembers: RouteHandler = (ctx) => {
   const { data } = ctx.company;
   const today = ctx.company.clock.formatDate();
   const departments = new DepartmentIndex(data.departments);
-  const member_data = Object.keys(data.members)
-    .sort()
-    .map((code) => memberView(data, departments, data.members[code]!, today));
-  return { body: { updated_at: data.members_updated_at, member_data } };
+  const member_data = (function* () {
+    for (const code of sortedCodes(data.members)) yield memberView(data, departments, peekEntry(data.members, code)!, today);
+  })();
+  return { body: JsonParts.withList({ updated_at: data.members_updated_at }, 'member_data', member_data) };
 };
 
 type Operation = 'register' | 'bulkUpdate' | 'partialUpdate' | 'replaceAll';
