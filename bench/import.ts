@@ -20,6 +20,7 @@
  *   npx tsx bench/import.ts --no-build                      use dist/ as it is
  *   npx tsx bench/import.ts --speed 1 --attachments 0       the service's real pace: 1,000 photos
  *                                                           wait a minute on the update limit
+ *   npx tsx bench/import.ts --files 2000,20000             memory and time per file at each size
  *   npx tsx bench/import.ts --runs 3 --cli /tmp/x/dist/cli/main.js   the photo import 3 times (the
  *                                                           photos made once, a fresh emulator each
  *                                                           time), with that build of the CLI
@@ -35,6 +36,12 @@
  * first update request left, the waits between update requests beyond what the limit imposes, and
  * the time after the last one left: its answer, its task followed to the end, and the rest (the
  * closing listing, the report, the process ending). With --runs, the median of the totals.
+ *
+ * With --files (issue 46: memory that does not grow with the files), instead of the two halves:
+ * at each size, a photo import of that many small JPEGs (one 64x64 picture, a file a member) and
+ * an attachment import of that many PDFs of 700 bytes (two a member), each into a generated
+ * company without files; prints peak RSS, CPU seconds, wall time and time per file, and the RSS
+ * each file added beyond the first size. `--photos 0` or `--attachments 0` leaves a kind out.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
@@ -69,6 +76,8 @@ const keep = process.argv.includes('--keep');
 const trimming = process.argv.includes('--trim');
 const runs = Number(argValue('runs') ?? 1);
 const cliPath = argValue('cli');
+const fileSizes = argValue('files')?.split(',').map(Number);
+if (fileSizes?.some((n) => !Number.isInteger(n) || n < 10)) throw new Error(`--files must be whole numbers of at least 10, separated by commas, got ${argValue('files')}`);
 const build = !process.argv.includes('--no-build') && !cliPath;
 if (!Number.isInteger(runs) || runs < 1) throw new Error(`--runs must be a whole number of at least 1, got ${argValue('runs')}`);
 if (!Number.isInteger(photos) || (photos !== 0 && photos < 10)) throw new Error(`--photos must be 0 or a whole number of at least 10, got ${argValue('photos')}`);
@@ -518,6 +527,61 @@ async function attachmentHalf(cli: string): Promise<void> {
   }
 }
 
+// ---------------------------------------------------------------------------------------------
+// --files: memory and time per file at several sizes
+
+/** `count` small files of `kind` in a new folder: photos as `<code>.jpg`, attachments as `<code>/doc-<n>.pdf` (two a member). */
+async function makeSmallFiles(kind: 'photos' | 'attachments', count: number): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), `wds-bench-${kind}-`));
+  const code = (n: number): string => `G${String(n).padStart(6, '0')}`;
+  if (kind === 'photos') {
+    const jpeg = await sharp({ create: { width: 64, height: 64, channels: 3, background: { r: 90, g: 120, b: 200 } } }).jpeg().toBuffer();
+    for (let i = 1; i <= count; i += 1) await writeFile(join(dir, `${code(i)}.jpg`), jpeg);
+    return dir;
+  }
+  const data = pdf(700);
+  for (let i = 0; i < count; i += 1) {
+    const member = join(dir, code(Math.floor(i / 2) + 1));
+    if (i % 2 === 0) await mkdir(member);
+    await writeFile(join(member, `doc-${i % 2}.pdf`), data);
+  }
+  return dir;
+}
+
+async function scaleRun(kind: 'photos' | 'attachments', count: number): Promise<ImportRun> {
+  const dir = await makeSmallFiles(kind, count);
+  const work = await mkdtemp(join(tmpdir(), 'wds-bench-run-'));
+  const emulator = await startEmulator(kind === 'photos' ? count : Math.ceil(count / 2), false);
+  try {
+    const args = kind === 'photos' ? ['photos', 'import', dir] : ['attachments', 'import', dir, '--sheet', '2', '--field', '1306'];
+    const { run } = await importRun(emulator, args, work);
+    if (run.problems.length) console.log(`  problems (first 5): ${JSON.stringify(run.problems)}`);
+    return run;
+  } finally {
+    await stopEmulator(emulator);
+    await rm(dir, { recursive: true, force: true });
+    await rm(work, { recursive: true, force: true });
+  }
+}
+
+async function scale(cli: string, sizes: number[]): Promise<void> {
+  console.log(`import at ${sizes.join(', ')} files; clock speed ${CLOCK_SPEED}; import: ${cli}; load average ${loads()}`);
+  for (const kind of ['photos', 'attachments'] as const) {
+    if ((kind === 'photos' ? photos : attachments) === 0) continue;
+    let first: { count: number; rssKb: number } | undefined;
+    for (const count of sizes) {
+      const run = await scaleRun(kind, count);
+      const grew = first && count > first.count ? `, ${(((run.maxRssKb - first.rssKb) * 1024) / (count - first.count)).toFixed(0)} bytes a file beyond ${first.count}` : '';
+      first ??= { count, rssKb: run.maxRssKb };
+      console.log(`  ${kind} import of ${count}: ${outcomes(run.summary.counts)}; peak RSS ${(run.maxRssKb / 1024).toFixed(0)} MB${grew}; ` +
+        `CPU ${run.cpuS.toFixed(1)} s; ${(run.ms / 1000).toFixed(1)} s (${(run.ms / count).toFixed(2)} ms a file; load average ${loads()})`);
+    }
+  }
+}
+
 const cli = cliPath ? `node ${cliPath} (--cli)` : ensureBuilt(build);
-if (photos > 0) await photoHalf(cli);
-if (attachments > 0) await attachmentHalf(cli);
+if (fileSizes) await scale(cli, fileSizes);
+else {
+  if (photos > 0) await photoHalf(cli);
+  if (attachments > 0) await attachmentHalf(cli);
+}

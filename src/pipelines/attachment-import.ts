@@ -203,7 +203,9 @@ function checkOrder(routed: RoutedFile[]): RoutedFile[] {
   for (const f of routed) {
     if (!f.lane) continue;
     const key = laneKey(f.lane);
-    lanes.set(key, [...(lanes.get(key) ?? []), f]);
+    const lane = lanes.get(key);
+    if (lane) lane.push(f);
+    else lanes.set(key, [f]);
   }
   // A file part comes where its first file comes; within it, register before update.
   const partAt = new Map<string, number>();

@@ -215,7 +215,9 @@ export class AttachmentRouting {
       const part = `${item.sheetId}:${item.fieldId}`;
       if (this.#parts.get(part)!.multi || !this.#members.has(item.code) || extensionProblem(item.fileName)) continue;
       const slot = `${part}\u0000${item.code}`;
-      slots.set(slot, [...(slots.get(slot) ?? []), item]);
+      const same = slots.get(slot);
+      if (same) same.push(item);
+      else slots.set(slot, [item]);
     }
     return new Map([...slots].filter(([, same]) => same.length > 1));
   }
