@@ -14,7 +14,9 @@
  * (in all, and the most in one company), overlaps of one company's runs (pairs in the history
  * where a run started before the one before it ended), and each worker's peak RSS and CPU time
  * (wait4, bench/max-rss.ts; measured to its exit after SIGINT), with the median time of a run and
- * of its wait in the queue, and the CPU time of this process (the emulator) during the round. Then the ratios of runs per minute
+ * of its wait in the queue, the CPU time of this process (the emulator) during the round, and
+ * that of the S3 server (radosgw, ceph) and PostgreSQL (from /proc), which share the cores with
+ * the workers; and all of those divided by the runs. Then the ratios of runs per minute
  * (2 workers / 1, 4 workers / 1) and the targets: 0 x 429 and 0 overlaps in every round; 2
  * workers >= 1.6 x and 4 workers >= 2.5 x the runs per minute of 1 (the runs wait on the
  * service's and the storage's latency, not on the machine's cores). The load average is printed
@@ -28,7 +30,7 @@
  *   npx tsx bench/fleet.ts --cpu-prof DIR                node --cpu-prof of each worker into DIR
  */
 import { execFile } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, readlinkSync, writeFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -78,8 +80,34 @@ interface Round {
   queuedS: number;
   /** CPU seconds of this process (the emulator, and the bench's queries) during the round. */
   emulatorCpuS: number;
+  /** CPU seconds of the S3 server and PostgreSQL during the round, by program. */
+  serversCpuS: Record<string, number>;
   measured: Measured[];
   load: string;
+}
+
+/**
+ * CPU seconds so far of the servers under `dir` (ours: their working folder is there), by program:
+ * radosgw and ceph's daemons, and PostgreSQL with its backends (the postmaster's reaped children
+ * counted in its own cutime), so a round can say what the workers cost the servers they drive.
+ */
+function serverCpu(dir: string): Record<string, number> {
+  const ticks: Record<string, number> = {};
+  for (const pid of readdirSync('/proc').filter((name) => /^\d+$/.test(name))) {
+    try {
+      if (!readlinkSync(`/proc/${pid}/cwd`).startsWith(dir)) continue;
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      const comm = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      // utime, stime, cutime, cstime: fields 14-17 of proc(5), 12-15 after the pid and comm.
+      const used = [11, 12, 13, 14].reduce((n, i) => n + Number(fields[i]), 0);
+      const name = comm.startsWith('postgres') ? 'postgres' : comm.startsWith('ceph') ? 'ceph' : comm;
+      if (['postgres', 'radosgw', 'ceph'].includes(name)) ticks[name] = (ticks[name] ?? 0) + used / 100;
+    } catch {
+      // gone meanwhile, or not ours to read
+    }
+  }
+  return ticks;
 }
 
 const median = (values: number[]): number => {
@@ -137,7 +165,7 @@ async function main(): Promise<void> {
       rounds.push(round);
       const rss = round.measured.map((m) => `${(m.maxRssKb / 1024).toFixed(0)}`).join(', ');
       const cpu = round.measured.map((m) => (m.userS + m.systemS).toFixed(0)).join(', ');
-      console.log(`  ${count} worker${count === 1 ? ' ' : 's'}: ${(round.wallMs / 1000).toFixed(1).padStart(6)} s  ${round.perMinute.toFixed(1).padStart(6)} runs/min  runs ${Object.entries(round.statuses).map(([s, n]) => `${s} ${n}`).join(', ')} (median ${round.runS.toFixed(1)} s a run, ${round.queuedS.toFixed(1)} s queued); snapshots ${round.snapshots}  429s ${round.limited} (most in one company ${round.limitedMost.count}${round.limitedMost.count ? `, ${round.limitedMost.company}` : ''})  overlaps ${round.overlaps}  peak RSS ${rss} MB  CPU ${cpu} s (emulator ${round.emulatorCpuS.toFixed(0)} s)  load ${round.load}`);
+      console.log(`  ${count} worker${count === 1 ? ' ' : 's'}: ${(round.wallMs / 1000).toFixed(1).padStart(6)} s  ${round.perMinute.toFixed(1).padStart(6)} runs/min  runs ${Object.entries(round.statuses).map(([s, n]) => `${s} ${n}`).join(', ')} (median ${round.runS.toFixed(1)} s a run, ${round.queuedS.toFixed(1)} s queued); snapshots ${round.snapshots}  429s ${round.limited} (most in one company ${round.limitedMost.count}${round.limitedMost.count ? `, ${round.limitedMost.company}` : ''})  overlaps ${round.overlaps}  peak RSS ${rss} MB  CPU ${cpu} s (emulator ${round.emulatorCpuS.toFixed(0)} s, ${Object.entries(round.serversCpuS).map(([name, s]) => `${name} ${s.toFixed(0)} s`).join(', ')}; a run: workers ${(round.measured.reduce((n, m) => n + m.userS + m.systemS, 0) / COMPANIES).toFixed(3)} s, ${Object.entries(round.serversCpuS).map(([name, s]) => `${name} ${(s / COMPANIES).toFixed(3)} s`).join(', ')})  load ${round.load}`);
     }
   } finally {
     await emu.close();
@@ -186,6 +214,7 @@ async function runRound(count: number, at: { url: string; bucket: string; work: 
     const boss = await startBoss(client, fleetTiming({}), 'client', () => undefined);
     const started = Date.now();
     const cpu = process.cpuUsage();
+    const servers = serverCpu(work);
     let next = 0;
     await Promise.all(Array.from({ length: 4 }, async () => {
       while (next < names.length) await enqueueRun(client, boss, { company: names[next++]!, pipeline: 'nightly', trigger: 'manual' });
@@ -199,6 +228,8 @@ async function runRound(count: number, at: { url: string; bucket: string; work: 
       await sleep(500);
     }
     const used = process.cpuUsage(cpu);
+    const serversNow = serverCpu(work);
+    const serversCpuS = Object.fromEntries(Object.entries(serversNow).map(([name, s]) => [name, s - (servers[name] ?? 0)]));
     const { rows } = await client.executeSql('SELECT company, pipeline, status, started_at, finished_at, snapshot FROM wds_fleet.runs');
     const history = rows as unknown as RunRow[];
     const { rows: waits } = await client.executeSql(`SELECT extract(epoch FROM started_on - created_on)::float AS s FROM pgboss.job WHERE name = 'wds-fleet-runs' AND started_on IS NOT NULL`);
@@ -224,6 +255,7 @@ async function runRound(count: number, at: { url: string; bucket: string; work: 
       runS: median(history.filter((r) => r.finished_at).map((r) => (r.finished_at!.getTime() - r.started_at.getTime()) / 1000)),
       queuedS: median(waits.map((w) => Number(w.s))),
       emulatorCpuS: (used.user + used.system) / 1e6,
+      serversCpuS,
       measured: done,
       load: loadNow(),
     };

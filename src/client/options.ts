@@ -116,6 +116,12 @@ export interface WdsClientOptions {
   logger?: Logger;
   /** An undici Dispatcher for every request (a proxy agent, say). Default: the client's own connection pools. */
   dispatcher?: Dispatcher;
+  /**
+   * An undici Dispatcher for update requests (and token requests) only, beside `dispatcher` for
+   * reads: a fleet worker shares its pools between runs. Default: `dispatcher`, else a pool of the
+   * client's own that opens a connection per request.
+   */
+  updateDispatcher?: Dispatcher;
   /** The User-Agent header. Default `wds-files`. */
   userAgent?: string;
 }
@@ -137,6 +143,7 @@ const optionsSchema = z.strictObject({
   onWait: onWaitSchema<WaitEvent>(),
   logger: loggerSchema,
   ...connectionFields,
+  updateDispatcher: z.custom<Dispatcher>((v) => !!v && typeof v === 'object', 'updateDispatcher must be an undici Dispatcher').optional(),
 });
 
 /** True when A and B are the same type, optional keys included. */

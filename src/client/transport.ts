@@ -178,7 +178,14 @@ export class Transport {
    * extra handshakes free.
    */
   readonly updateDispatcher: Dispatcher;
-  private readonly ownsDispatcher: boolean;
+  /** The pools this transport made, and closes; those given in the options stay open. */
+  private readonly owned: Dispatcher[] = [];
+
+  private own(dispatcher: Dispatcher): Dispatcher {
+    this.owned.push(dispatcher);
+    return dispatcher;
+  }
+
   private readonly meter: WaitMeter;
   /**
    * Whether anything ever answered from the base URL. A refused connection before that is a wrong
@@ -204,9 +211,8 @@ export class Transport {
         return waits.totalMs;
       },
     };
-    this.ownsDispatcher = !options.dispatcher;
-    this.dispatcher = options.dispatcher ?? new Agent({ connections: options.connections, keepAliveTimeout: 10_000 });
-    this.updateDispatcher = options.dispatcher ?? new Agent({ connections: options.connections, pipelining: 0 });
+    this.dispatcher = options.dispatcher ?? this.own(new Agent({ connections: options.connections, keepAliveTimeout: 10_000 }));
+    this.updateDispatcher = options.updateDispatcher ?? options.dispatcher ?? this.own(new Agent({ connections: options.connections, pipelining: 0 }));
   }
 
   /**
@@ -217,7 +223,7 @@ export class Transport {
 
   async close(): Promise<void> {
     this.closing.abort(new Error('the client was closed'));
-    if (this.ownsDispatcher) await Promise.all([this.dispatcher.close(), this.updateDispatcher.close()]);
+    await Promise.all(this.owned.map((dispatcher) => dispatcher.close()));
   }
 
   private log(level: 'debug' | 'info' | 'warn', message: string): void {

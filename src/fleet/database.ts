@@ -263,3 +263,14 @@ export async function openDatabase(url: string, log: (line: string) => void, opt
   }
   return db;
 }
+
+/** `work`, or the stop signal's reason once it aborts (a connection attempt may hang for its whole timeout). */
+export function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason);
+  work.catch(() => undefined);
+  return new Promise((resolve, reject) => {
+    const stop = (): void => reject(signal.reason);
+    signal.addEventListener('abort', stop, { once: true });
+    work.then(resolve, reject).finally(() => signal.removeEventListener('abort', stop));
+  });
+}

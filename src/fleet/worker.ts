@@ -17,17 +17,19 @@
  */
 import { hostname } from 'node:os';
 import { Cron } from 'croner';
+import { Agent } from 'undici';
 import type PgBoss from 'pg-boss';
 import { redact } from '../util/redact.js';
 import { runPipelineFile, type PipelineRunSummary } from '../pipeline-files/run.js';
 import type { LoadedPipeline } from '../pipeline-files/load.js';
+import type { ClientDispatchers } from '../pipeline-files/connection.js';
 import { runnerOf } from '../schedule/pipelines.js';
 import { dueTimes, lineOf, missedCount, notifyAfter, runGuarded } from '../schedule/scheduler.js';
 import { localClock, probeService, waitForService } from '../schedule/service-time.js';
 import type { StatusHealth } from '../schedule/status-server.js';
 import type { RunOutcome } from '../schedule/types.js';
 import type { FleetCompany } from './companies.js';
-import { FleetDatabase, migrate, type Executor } from './database.js';
+import { FleetDatabase, migrate, untilAborted, type Executor } from './database.js';
 import { FleetMetrics } from './metrics.js';
 import { databaseWindowStores } from './limit-windows.js';
 import { databaseJournals } from './journal-store.js';
@@ -77,6 +79,12 @@ export class FleetWorker {
   private readonly windows: WindowStores;
   /** Import journals in the database, so that a run taken over continues from what the dead one sent. */
   private readonly journals: JournalStores;
+  /**
+   * The service's connections, shared by the worker's runs: each run's client opened its own
+   * (about 18 a run of 20 files, each a TLS handshake against the real service), used once.
+   * Updates keep opening a connection each, as a client's own pool does.
+   */
+  private readonly dispatchers: ClientDispatchers;
 
   constructor(private readonly options: FleetWorkerOptions) {
     this.db = new FleetDatabase(options.database, (line) => {
@@ -85,6 +93,9 @@ export class FleetWorker {
     }, { max: Math.max(4, options.concurrency + 3) });
     this.windows = databaseWindowStores(this.db);
     this.journals = databaseJournals(this.db);
+    // As many connections to a host as the runs' own clients had together (8 each).
+    const connections = 8 * options.concurrency;
+    this.dispatchers = { reads: new Agent({ connections, keepAliveTimeout: 10_000 }), updates: new Agent({ connections, pipelining: 0 }) };
     this.byName = new Map(options.companies.map((company) => [company.name, company]));
     for (const company of options.companies) for (const name of company.pipelines.keys()) this.metrics.declare(company.name, name);
     this.metrics.setDatabaseUp(true);
@@ -134,6 +145,7 @@ export class FleetWorker {
     if (this.healthTimer) clearInterval(this.healthTimer);
     await this.boss?.stop({ graceful: false, close: false, wait: true }).catch(() => undefined);
     await this.db.close().catch(() => undefined);
+    await Promise.all([this.dispatchers.reads.close(), this.dispatchers.updates.close()]).catch(() => undefined);
   }
 
   private scheduled(): Scheduled[] {
@@ -295,7 +307,7 @@ export class FleetWorker {
     const command = `wds-files fleet worker ${this.id} (${key})`;
     // pg-boss lets no other fleet run of this key start, so a lock on the target is a dead worker's
     // (stale after 2 minutes when it was on another machine) or a person's `wds-files run`: waited for.
-    const runner = { ...runnerOf(pipeline, command, { log }), name: key, run: ({ signal: stop, log: say }: { signal: AbortSignal; log: (line: string) => void }) => runPipelineFile(pipeline, { signal: stop, log: say, command, waitLockMs: LOCK_WAIT_MS, windowStores: this.windows, journals: this.journals }) };
+    const runner = { ...runnerOf(pipeline, command, { log }), name: key, run: ({ signal: stop, log: say }: { signal: AbortSignal; log: (line: string) => void }) => runPipelineFile(pipeline, { signal: stop, log: say, command, waitLockMs: LOCK_WAIT_MS, windowStores: this.windows, journals: this.journals, dispatchers: this.dispatchers }) };
     try {
       const waited = await waitForService(company.baseUrl, { timeZone: this.options.timeZone, signal: runSignal, probe: this.options.probe, onWait: (message) => log(`${key}: ${message}`) });
       if (runSignal.aborted) {
@@ -372,15 +384,4 @@ export class FleetWorker {
     }
     this.metrics.setDatabaseUp(this.db.up);
   }
-}
-
-/** `work`, or the stop signal's reason once it aborts (a connection attempt may hang for its whole timeout). */
-function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) return Promise.reject(signal.reason);
-  work.catch(() => undefined);
-  return new Promise((resolve, reject) => {
-    const stop = (): void => reject(signal.reason);
-    signal.addEventListener('abort', stop, { once: true });
-    work.then(resolve, reject).finally(() => signal.removeEventListener('abort', stop));
-  });
 }

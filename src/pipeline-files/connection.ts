@@ -14,6 +14,7 @@ import type { Logger } from '../client/options.js';
 import type { WindowStores } from '../client/window-store.js';
 import { baseUrlProblem } from '../client/option-schema.js';
 import { redactUrl, registerSecret } from '../util/redact.js';
+import type { Dispatcher } from 'undici';
 import type { LoadedPipeline } from './load.js';
 
 /** A service started for one run, and how to stop it. */
@@ -49,6 +50,14 @@ export interface ConnectOptions {
   tokenCache?: boolean;
   /** Where the company's limit windows are shared (see {@link ClientSettings.windowStores}). */
   windowStores?: WindowStores;
+  /** Connection pools shared with other runs (see {@link ClientSettings.dispatchers}). */
+  dispatchers?: ClientDispatchers;
+}
+
+/** Connection pools a client uses instead of its own: for reads, and for updates and tokens. */
+export interface ClientDispatchers {
+  reads: Dispatcher;
+  updates: Dispatcher;
 }
 
 /** A connection problem a person fixes in the file or the environment. */
@@ -150,6 +159,11 @@ export interface ClientSettings {
    * instead of the state file on this one. Not used with the embedded emulator. Default: none.
    */
   windowStores?: WindowStores;
+  /**
+   * Connection pools shared with other runs (a fleet worker's), kept open when the client closes,
+   * so the next run reuses the connections instead of opening its own. Default: the client's own.
+   */
+  dispatchers?: ClientDispatchers;
   /** The error to throw for a WDS_CLIENT_LIMITS that does not read. */
   fail: (message: string) => Error;
 }
@@ -182,6 +196,7 @@ export async function clientFor(endpoint: Endpoint, settings: ClientSettings): P
     tokenCache: keepsToken(settings.tokenCache, !!embedded, settings.env),
     ...(settings.logger ? { logger: settings.logger } : {}),
     ...(settings.onWait ? { onWait: settings.onWait } : {}),
+    ...(settings.dispatchers ? { dispatcher: settings.dispatchers.reads, updateDispatcher: settings.dispatchers.updates } : {}),
   });
   return {
     client,
@@ -205,6 +220,6 @@ export async function connectPipeline(pipeline: LoadedPipeline, options: Connect
   }, env);
   return clientFor(endpoint, {
     env, dryRun: options.dryRun, logger: options.logger, onWait: (event) => options.log?.(event.message), fail: (message) => new PipelineConnectionError(message),
-    tokenCache: options.tokenCache, windowStores: options.windowStores,
+    tokenCache: options.tokenCache, windowStores: options.windowStores, dispatchers: options.dispatchers,
   });
 }

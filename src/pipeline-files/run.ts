@@ -83,6 +83,8 @@ export interface RunPipelineOptions {
   windowStores?: import('../client/window-store.js').WindowStores;
   /** Where imports keep their journal, shared with other machines (the fleet's database). Default: the file under the state folder. */
   journals?: import('../stages/import/journal/store.js').JournalStores;
+  /** Connection pools to the service shared with other runs (a fleet worker's). Default: the run's client's own. */
+  dispatchers?: import('./connection.js').ClientDispatchers;
 }
 
 /** A run's summary, with the per-file report and lines for a person when there is one. */
@@ -297,7 +299,7 @@ async function executeWith(
   // The client and the stages load here, after the lock and while a snapshot starts.
   const { connectPipeline } = await import('./connection.js');
   const connection = await connectPipeline(pipeline, {
-    env: options.env, embedded: options.embedded, dryRun, log, logger: options.logger, tokenCache: options.tokenCache, windowStores: options.windowStores,
+    env: options.env, embedded: options.embedded, dryRun, log, logger: options.logger, tokenCache: options.tokenCache, windowStores: options.windowStores, dispatchers: options.dispatchers,
   });
   try {
     const { client } = connection;

@@ -119,7 +119,8 @@ export class BucketTarget implements ExportTarget<SnapshotInfo> {
     const store = this.store;
     const ids = await store.listIds();
     this.unfinished = [...ids].filter(([, o]) => !o.doc && o.started).map(([id]) => id);
-    const latest = await store.readLatest();
+    // `latest` names a finished snapshot or nothing of use: a listing with none spares its read.
+    const latest = [...ids.values()].some((o) => o.doc) ? await store.readLatest() : null;
     const entry = latest && ids.get(latest)?.doc ? await store.readEntry(latest) : null;
     // Under the lock, before anything is written: another company's files are never mixed in.
     // The latest snapshot's source is at hand; an archive whose latest records none is asked.

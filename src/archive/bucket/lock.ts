@@ -16,6 +16,13 @@ import type { BucketStore } from './store.js';
 
 export const LOCK_NAME = 'locks/archive';
 
+/**
+ * A holding read back this recently stands for a read now: the lock can pass to another run only
+ * after 2 minutes without a heartbeat, so it is still ours. A run's end asks twice in a row (its
+ * output settled, then its snapshot written), and a short run asks right after taking the lock.
+ */
+const CONFIRMED_FOR_MS = 1000;
+
 async function readHolder(store: BucketStore): Promise<{ holder: LockHolder | null; heartbeatMs: number } | null> {
   const found = await store.bucket.getWithTime(LOCK_NAME);
   if (!found) return null;
@@ -41,10 +48,14 @@ export async function lockBucketArchive(store: BucketStore, options: { command: 
   const until = Date.now() + (options.waitMs ?? 0);
   let waited = false;
   let tookOver: string | null = null;
+  let confirmedAt = 0;
   for (;;) {
     if (await store.bucket.put(LOCK_NAME, body, { ifAbsent: true, contentType: 'application/json' })) {
       const seen = await readHolder(store);
-      if (seen?.holder?.token === holder.token) break;
+      if (seen?.holder?.token === holder.token) {
+        confirmedAt = Date.now();
+        break;
+      }
       // Another run wrote after this one, where the condition was not atomic: it holds the lock.
       if (seen) throw new TargetLockedError(file, seen.holder, Date.now() - seen.heartbeatMs);
       continue;
@@ -67,12 +78,15 @@ export async function lockBucketArchive(store: BucketStore, options: { command: 
   let released = false;
   const assertHeld = async (): Promise<void> => {
     controller.signal.throwIfAborted();
+    if (Date.now() - confirmedAt < CONFIRMED_FOR_MS) return;
+    const asked = Date.now();
     const seen = await readHolder(store);
     if (seen?.holder?.token !== holder.token) {
       const error = new LockLostError(file, seen?.holder ?? null);
       controller.abort(error);
       throw error;
     }
+    confirmedAt = asked;
   };
   const heartbeat = setInterval(() => {
     void (async () => {

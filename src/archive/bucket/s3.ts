@@ -35,19 +35,26 @@ export class BucketError extends Error {
 const statusOf = (error: unknown): number | undefined => (error as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
 const codeOf = (error: unknown): string => (error as { name?: string; Code?: string }).Code ?? (error as Error).name ?? 'Error';
 
-export class Bucket {
-  readonly client: S3Client;
-  /** Requests sent, by kind, retries included. */
-  readonly requests: Record<RequestKind, number> = { GET: 0, PUT: 0, HEAD: 0, LIST: 0, DELETE: 0, RETENTION: 0 };
-  /** Bytes uploaded in object bodies. */
-  uploadedBytes = 0;
+/** The variables the SDK's chain reads for an S3 client: a client made under others is not reused. */
+const CLIENT_ENV = ['AWS_ENDPOINT_URL_S3', 'AWS_ENDPOINT_URL', 'AWS_REGION', 'AWS_DEFAULT_REGION', 'AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY', 'AWS_SESSION_TOKEN', 'AWS_PROFILE'];
 
-  constructor(readonly address: BucketAddress, settings: S3Settings = {}) {
-    // The SDK warns on Node 20 that its releases of 2027 will need Node 22; package-lock.json pins
-    // one that runs on Node 20, so the warning would only clutter every command's output.
-    process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
-    const region = settings.region ?? process.env.AWS_REGION ?? process.env.AWS_DEFAULT_REGION;
-    this.client = new S3Client({
+/**
+ * One S3 client per process for each way of reaching storage, shared by every bucket archive
+ * opened with it: its keep-alive connections and resolved credentials serve the next run too (a
+ * fleet worker's runs opened a client, and so new connections, for each store, about 19 a run).
+ * Idle connections do not keep the process alive (Node's agent unrefs them).
+ */
+const clients = new Map<string, S3Client>();
+
+function sharedClient(settings: S3Settings): S3Client {
+  // The SDK warns on Node 20 that its releases of 2027 will need Node 22; package-lock.json pins
+  // one that runs on Node 20, so the warning would only clutter every command's output.
+  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+  const region = settings.region ?? process.env.AWS_REGION ?? process.env.AWS_DEFAULT_REGION;
+  const key = JSON.stringify([settings.endpoint, region, settings.force_path_style, CLIENT_ENV.map((name) => process.env[name])]);
+  let client = clients.get(key);
+  if (!client) {
+    client = new S3Client({
       ...(settings.endpoint ? { endpoint: settings.endpoint } : {}),
       // An S3 client needs a region even where the storage has none (most S3-compatible servers).
       ...(region ? { region } : { region: 'us-east-1' }),
@@ -57,17 +64,36 @@ export class Bucket {
       requestChecksumCalculation: 'WHEN_REQUIRED',
       responseChecksumValidation: 'WHEN_REQUIRED',
     });
+    clients.set(key, client);
+  }
+  return client;
+}
+
+/** The attempts a request took (the SDK's retries), from its answer or its error. */
+const attemptsOf = (answer: unknown): number => (answer as { $metadata?: { attempts?: number } } | undefined)?.$metadata?.attempts ?? 1;
+
+export class Bucket {
+  readonly client: S3Client;
+  /** Requests sent, by kind, retries included. */
+  readonly requests: Record<RequestKind, number> = { GET: 0, PUT: 0, HEAD: 0, LIST: 0, DELETE: 0, RETENTION: 0 };
+  /** Bytes uploaded in object bodies. */
+  uploadedBytes = 0;
+
+  constructor(readonly address: BucketAddress, settings: S3Settings = {}) {
+    this.client = sharedClient(settings);
     this.storage = { ...(settings.storage_class ? { StorageClass: settings.storage_class as PutObjectCommandInput['StorageClass'] } : {}), ...(settings.sse ? { ServerSideEncryption: settings.sse } : {}) };
-    const kinds: Record<string, RequestKind> = {
-      GetObjectCommand: 'GET', PutObjectCommand: 'PUT', HeadObjectCommand: 'HEAD', ListObjectsV2Command: 'LIST', ListObjectVersionsCommand: 'LIST',
-      DeleteObjectsCommand: 'DELETE', DeleteObjectCommand: 'DELETE', PutObjectRetentionCommand: 'RETENTION', GetObjectRetentionCommand: 'GET',
-    };
-    // Counted once per attempt: the retry step sits above this one.
-    this.client.middlewareStack.add((next, context) => (args) => {
-      const kind = kinds[context.commandName ?? ''];
-      if (kind) this.requests[kind] += 1;
-      return next(args);
-    }, { step: 'finalizeRequest', priority: 'low', name: 'wdsCountRequests' });
+  }
+
+  /** One request through the shared client, each of its attempts counted as `kind`. */
+  private async call<T>(kind: RequestKind, request: () => Promise<T>): Promise<T> {
+    try {
+      const answer = await request();
+      this.requests[kind] += attemptsOf(answer);
+      return answer;
+    } catch (error) {
+      this.requests[kind] += attemptsOf(error);
+      throw error;
+    }
   }
 
   private readonly storage: Pick<PutObjectCommandInput, 'StorageClass' | 'ServerSideEncryption'>;
@@ -97,7 +123,7 @@ export class Bucket {
   /** The object's bytes and when it was last written, or null when there is none. */
   async getWithTime(name: string): Promise<{ bytes: Buffer; modified: Date } | null> {
     try {
-      const answer = await this.client.send(new GetObjectCommand({ Bucket: this.address.bucket, Key: this.key(name) }));
+      const answer = await this.call('GET', () => this.client.send(new GetObjectCommand({ Bucket: this.address.bucket, Key: this.key(name) })));
       return { bytes: Buffer.from(await answer.Body!.transformToByteArray()), modified: answer.LastModified ?? new Date(0) };
     } catch (error) {
       if (statusOf(error) === 404) return null;
@@ -108,7 +134,7 @@ export class Bucket {
   /** The object's size and Object Lock retain-until, or null when there is none. */
   async head(name: string): Promise<{ size: number; modified: Date; retainUntil: Date | null } | null> {
     try {
-      const answer = await this.client.send(new HeadObjectCommand({ Bucket: this.address.bucket, Key: this.key(name) }));
+      const answer = await this.call('HEAD', () => this.client.send(new HeadObjectCommand({ Bucket: this.address.bucket, Key: this.key(name) })));
       return { size: answer.ContentLength ?? 0, modified: answer.LastModified ?? new Date(0), retainUntil: answer.ObjectLockRetainUntilDate ?? null };
     } catch (error) {
       if (statusOf(error) === 404) return null;
@@ -124,14 +150,14 @@ export class Bucket {
   async put(name: string, body: Buffer | string, options: { ifAbsent?: boolean; lock?: ObjectLock; contentType?: string } = {}): Promise<boolean> {
     const bytes = typeof body === 'string' ? Buffer.from(body) : body;
     try {
-      await this.client.send(new PutObjectCommand({
+      await this.call('PUT', () => this.client.send(new PutObjectCommand({
         Bucket: this.address.bucket, Key: this.key(name), Body: bytes, ContentLength: bytes.length,
         ContentMD5: createHash('md5').update(bytes).digest('base64'),
         ...(options.contentType ? { ContentType: options.contentType } : {}),
         ...(options.ifAbsent ? { IfNoneMatch: '*' } : {}),
         ...(options.lock ? { ObjectLockMode: lockMode(options.lock), ObjectLockRetainUntilDate: retainUntil(options.lock) } : {}),
         ...this.storage,
-      }));
+      })));
       this.uploadedBytes += bytes.length;
       return true;
     } catch (error) {
@@ -151,9 +177,9 @@ export class Bucket {
 
   /** Sets an object's retain-until to `until` (Object Lock only ever lets it move later). */
   async retain(name: string, lock: ObjectLock, until: Date): Promise<void> {
-    await this.send(name, () => this.client.send(new PutObjectRetentionCommand({
+    await this.send(name, () => this.call('RETENTION', () => this.client.send(new PutObjectRetentionCommand({
       Bucket: this.address.bucket, Key: this.key(name), Retention: { Mode: lockMode(lock), RetainUntilDate: until },
-    })));
+    }))));
   }
 
   /** Every object under `dir` (a folder of the archive, such as `data/`), 1,000 a request. */
@@ -162,7 +188,7 @@ export class Bucket {
     const skip = this.key('').length;
     let token: string | undefined;
     do {
-      const answer = await this.send(dir, () => this.client.send(new ListObjectsV2Command({ Bucket: this.address.bucket, Prefix: this.key(dir), ContinuationToken: token })));
+      const answer = await this.send(dir, () => this.call('LIST', () => this.client.send(new ListObjectsV2Command({ Bucket: this.address.bucket, Prefix: this.key(dir), ContinuationToken: token }))));
       for (const o of answer.Contents ?? []) found.push({ name: o.Key!.slice(skip), size: o.Size ?? 0, modified: o.LastModified ?? new Date(0) });
       token = answer.IsTruncated ? answer.NextContinuationToken : undefined;
     } while (token);
@@ -183,7 +209,7 @@ export class Bucket {
       let keyMarker: string | undefined;
       let versionMarker: string | undefined;
       do {
-        const answer = await this.send(dir, () => this.client.send(new ListObjectVersionsCommand({ Bucket: this.address.bucket, Prefix: this.key(dir), KeyMarker: keyMarker, VersionIdMarker: versionMarker })));
+        const answer = await this.send(dir, () => this.call('LIST', () => this.client.send(new ListObjectVersionsCommand({ Bucket: this.address.bucket, Prefix: this.key(dir), KeyMarker: keyMarker, VersionIdMarker: versionMarker }))));
         for (const v of [...(answer.Versions ?? []), ...(answer.DeleteMarkers ?? [])]) {
           if (wanted.has(v.Key!)) objects.push({ Key: v.Key!, ...(v.VersionId && v.VersionId !== 'null' ? { VersionId: v.VersionId } : {}) });
         }
@@ -195,9 +221,9 @@ export class Bucket {
     const skip = this.key('').length;
     for (let at = 0; at < objects.length; at += 1000) {
       const batch = objects.slice(at, at + 1000);
-      const answer = await this.send(names[0]!, () => this.client.send(new DeleteObjectsCommand({
+      const answer = await this.send(names[0]!, () => this.call('DELETE', () => this.client.send(new DeleteObjectsCommand({
         Bucket: this.address.bucket, Delete: { Objects: batch, Quiet: true },
-      }, )));
+      }, ))));
       for (const e of answer.Errors ?? []) refused.push({ name: e.Key!.slice(skip), why: `${e.Code ?? 'refused'}${e.Message ? `: ${e.Message}` : ''}` });
     }
     return refused;
@@ -205,7 +231,7 @@ export class Bucket {
 
   /** Removes one object as a plain delete does (a marker in a versioned bucket): for the lock and markers, never for locked objects. */
   async delete(name: string): Promise<void> {
-    await this.send(name, () => this.client.send(new DeleteObjectCommand({ Bucket: this.address.bucket, Key: this.key(name) })));
+    await this.send(name, () => this.call('DELETE', () => this.client.send(new DeleteObjectCommand({ Bucket: this.address.bucket, Key: this.key(name) }))));
   }
 
   /** Requests sent so far, all kinds together. */
@@ -213,9 +239,8 @@ export class Bucket {
     return Object.values(this.requests).reduce((a, b) => a + b, 0);
   }
 
-  destroy(): void {
-    this.client.destroy();
-  }
+  /** Nothing to close: the client and its connections are shared with the process's other archives. */
+  destroy(): void {}
 }
 
 const lockMode = (lock: ObjectLock): ObjectLockMode => (lock.mode === 'compliance' ? 'COMPLIANCE' : 'GOVERNANCE');
