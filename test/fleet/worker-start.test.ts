@@ -1,7 +1,8 @@
 /**
- * A fleet worker started while its PostgreSQL is down (DESIGN.md section 14): the real CLI as a
- * child process waits, says so once with host:port/database and never the password, and starts
- * when the database comes up; SIGTERM during the wait ends it at once with exit 0.
+ * A fleet worker, and the fleet's webhook receiver, started while their PostgreSQL is down
+ * (DESIGN.md sections 14 and 15): the real CLI as a child process waits, says so once with
+ * host:port/database and never the password, and starts when the database comes up; SIGTERM
+ * during the wait ends it at once with exit 0.
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -58,5 +59,28 @@ describe('fleet worker started while PostgreSQL is down', { timeout: 180_000 }, 
     expect(run.stderr).toMatch(/stopped \(SIGTERM\) while waiting for the database; nothing was started/);
     expect(run.stderr).not.toMatch(/worker \S+: 1 company/);
     expect(run.stderr).not.toContain('test-password');
+  });
+
+  it('webhook serve --database --companies waits as the worker does, then receives; SIGTERM during the wait exits 0', async () => {
+    await db.stop();
+    const serve = () => spawnCli(['webhook', 'serve', '--port', '0', '--database', db.url, '--companies', join(dir, 'companies.yaml')], { ...env, WDS_WEBHOOK_TOKEN: 'webhook-token-7f3e' });
+    const stopped = serve();
+    const stoppedEnd = finished(stopped);
+    await stderrMatching(stopped, OUT_OF_REACH, 60_000);
+    stopped.kill('SIGTERM');
+    const early = await stoppedEnd;
+    expect(early.code, early.stderr).toBe(0);
+    expect(early.stderr).toMatch(/stopped \(SIGTERM\) while waiting for the database; nothing was received/);
+
+    const child = serve();
+    const ended = finished(child);
+    await stderrMatching(child, OUT_OF_REACH, 60_000);
+    await db.start();
+    await stderrMatching(child, /receiving webhooks at \S+\/COMPANY for 1 company/, 60_000);
+    child.kill('SIGTERM');
+    const run = await ended;
+    expect(run.code, run.stderr).toBe(0);
+    expect([...run.stderr.matchAll(new RegExp(OUT_OF_REACH, 'g'))]).toHaveLength(1);
+    for (const secret of ['test-password', env.ACME_SECRET, 'webhook-token-7f3e']) expect(run.stderr + run.stdout).not.toContain(secret);
   });
 });

@@ -56,11 +56,31 @@ async function timing(lease?: number) {
  * webhook receiver in fleet mode (which logs outages and connects within `connectMs`).
  */
 export async function openClient(argv: DatabaseArgs, options: { log?: (line: string) => void; max?: number; connectMs?: number } = {}) {
+  return (await openClientWhenUp(argv, options))!;
+}
+
+/**
+ * The fleet's database, as openClient opens it; with `waitFor`, a database out of reach is waited
+ * for (told once through `log`, as a fleet worker does) until it answers, or null once `waitFor`
+ * aborts: a service started before its database, as after a reboot of both, is not a failure.
+ */
+export async function openClientWhenUp(argv: DatabaseArgs, options: { log?: (line: string) => void; max?: number; connectMs?: number; waitFor?: AbortSignal }) {
   const url = await fleetDatabaseUrl(argv);
-  const [{ FleetDatabase, migrate }, { startBoss }] = await Promise.all([import('../../fleet/database.js'), import('../../fleet/queue.js')]);
+  const [{ FleetDatabase, migrate, untilAborted }, { startBoss }] = await Promise.all([import('../../fleet/database.js'), import('../../fleet/queue.js')]);
   const db = new FleetDatabase(url, options.log ?? (() => undefined), { max: options.max ?? 2, connectMs: options.connectMs });
+  const signal = options.waitFor;
   try {
-    await migrate(db);
+    if (signal) {
+      try {
+        await db.untilReached(() => untilAborted(migrate(db), signal), { everyMs: 2000, signal });
+      } catch (error) {
+        if (!signal.aborted) throw error;
+        await db.close().catch(() => undefined);
+        return null;
+      }
+    } else {
+      await migrate(db);
+    }
     const boss = await startBoss(db, await timing(), 'client', () => undefined);
     return { db, boss, close: async () => {
       await boss.stop({ graceful: false, close: false, wait: false }).catch(() => undefined);

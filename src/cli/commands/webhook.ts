@@ -171,19 +171,23 @@ async function serveFleet(argv: ServeArgs, ending: Ending): Promise<void> {
   if (argv['reconcile-every'] !== undefined) throw new UsageError('--reconcile-every is not for --companies: run `wds-files webhook reconcile --database URL --companies FILE` from a schedule instead');
   const token = await readToken(argv);
   const tls = await tlsOptions(argv);
-  const [{ openClient, readCompanies }, { CompanyEventStore }, { createWebhookReceiver }, { WebhookMetrics }, { startStatusServer }, { startWebhookServer }] = await Promise.all([
+  const [{ openClientWhenUp, readCompanies }, { CompanyEventStore }, { createWebhookReceiver }, { WebhookMetrics }, { startStatusServer }, { startWebhookServer }] = await Promise.all([
     import('./fleet.js'), import('../../fleet/webhook-events.js'), import('../../webhooks/receiver.js'), import('../../webhooks/metrics.js'),
     import('../../schedule/status-server.js'), import('../../webhooks/server.js'),
   ]);
   const companies = await readCompanies(argv.companies!, 'the receiver');
+  const signal = stopSignal();
   // A connection that takes longer than 3 s would leave too little of the service's 10 s for the answer.
-  const client = await openClient(argv, { log, max: 8, connectMs: 3_000 });
+  const client = await openClientWhenUp(argv, { log, max: 8, connectMs: 3_000, waitFor: signal });
+  if (!client) {
+    log(`stopped (${String(signal.reason)}) while waiting for the database; nothing was received`);
+    return;
+  }
   const stores = new Map(companies.map((company) => [company.name, new CompanyEventStore(client.db, client.boss, company, log)]));
   const prefix = argv.path.endsWith('/') ? argv.path : `${argv.path}/`;
   const metrics = new WebhookMetrics(null);
   const counts = { stored: 0, duplicates: 0, refused: 0 };
   ending.counts = counts;
-  const signal = stopSignal();
   const handler = createWebhookReceiver({
     token,
     route: {
@@ -236,7 +240,7 @@ export const webhookServeCommand = leafCommand<ServeArgs>({
     ['wds-files webhook serve --port 8080 --token-file /etc/wds/webhook-token --pipelines pipelines/', 'also reconciling every 6 h, and running the pipelines whose on: names the events'],
     ['wds-files webhook serve --port 8080 --token-file /etc/wds/webhook-token --database postgres://wds:PASSWORD@db:5432/wds --companies companies.yaml', 'fleet mode: acme\'s deliveries at /acme, its on: pipelines run by the fleet\'s workers'],
   ],
-  exits: { 0: 'stopped by SIGTERM or Ctrl-C once the deliveries under way were stored and answered', 1: 'the inbox (or the database) cannot be opened', 2: 'a bad option, no secret, a pipeline file with a problem, or the port cannot be served' },
+  exits: { 0: 'stopped by SIGTERM or Ctrl-C once the deliveries under way were stored and answered (or while waiting for the database)', 1: 'the inbox cannot be opened, or the database refused the receiver (one out of reach is waited for)', 2: 'a bad option, no secret, a pipeline file with a problem, or the port cannot be served' },
   env: [...CONNECTION_ENV, 'WDS_WEBHOOK_TOKEN', 'WDS_TIMEZONE'],
 });
 
