@@ -20,6 +20,7 @@ import {
 import { MANIFEST_NAME, checkManifestLine, manifestKey, type ManifestLine } from '../sinks/manifest.js';
 import { readLines } from '../util/line-reader.js';
 import { removeTree } from '../util/remove-tree.js';
+import { PathHashes } from '../util/safe-name.js';
 import type { ExportSource } from '../sinks/source.js';
 import { TargetRefusedError } from '../sinks/target-error.js';
 
@@ -317,43 +318,62 @@ export class SnapshotBuild {
     return { id: this.id, path: this.dir, complete: false, counts, bytes };
   }
 
-  /** The folders of the manifest's files, with those above them (`noteUsed`). */
-  private usedFolders = new Set<string>();
+  /**
+   * The folders of the manifest's files, with those above them (`noteUsed`), as hashes: an archive
+   * of 100,000 members has a folder a member and file part. A folder left empty whose hashes a used
+   * one has stays, empty.
+   */
+  private usedFolders = new PathHashes();
 
   /** Notes the folders of a line of this snapshot's manifest, which stay. */
   private noteUsed(line: Pick<ManifestLine, 'path'>): void {
-    for (let folder = folderOf(line.path); folder !== '.' && !this.usedFolders.has(folder); folder = folderOf(folder)) this.usedFolders.add(folder);
+    for (let folder = folderOf(line.path); folder !== '.' && this.usedFolders.add(folder); folder = folderOf(folder));
   }
 
   /**
-   * Removes what the snapshot does not use: with `files`, the files placed ahead that the
-   * manifest does not list (those of members since deleted, or of files that moved); then the
-   * folders made ahead that hold nothing, deepest first. A continued `.partial` may hold both from
-   * the run that was stopped: there the earlier snapshots' paths are the candidates. Only paths
-   * the manifest does not list go, and rmdir removes only an empty folder.
+   * Removes what the snapshot does not use: with `files`, in a continued `.partial`, the files an
+   * earlier run placed that the manifest does not list (those of members since deleted, or of
+   * files that moved); then the folders made ahead that hold nothing, deepest first. The earlier
+   * snapshots' paths, read again from their manifests, are the candidates: folders were made ahead
+   * for them alone. Only paths the manifest does not list go, and rmdir removes only an empty folder.
    */
   private async removeUnused(files: boolean): Promise<void> {
-    const candidates = this.resumed === null ? await this.linker.placedAhead() : this.earlierPaths();
     // No run links after this: the threads that made folders ahead are done.
+    if (this.resumed === null) await this.linker.placedAhead().catch(() => undefined);
     await this.linker.release();
-    if (files && candidates.files.length > 0) {
-      // Rare (a continued `.partial`): the manifest's paths are read for it.
-      const used = new Set<string>();
-      await this.readOwnManifest((line) => used.add(line.path)).catch(() => undefined);
-      const stray = candidates.files.filter((path) => !used.has(path));
-      for (let at = 0; at < stray.length; at += REMOVALS_AT_ONCE) {
-        await Promise.all(stray.slice(at, at + REMOVALS_AT_ONCE).map((path) => rm(join(this.dir, path), { force: true }).catch(() => undefined)));
-      }
+    if (files && this.resumed !== null) await this.removeStray();
+    // Folders of the file parts and the like, above the members' folders: few, removed last.
+    const above = new Set<string>();
+    let last = '';
+    for await (const path of this.earlier.paths()) {
+      const folder = folderOf(path);
+      if (folder === last || folder === '.') continue;
+      last = folder;
+      for (let up = folderOf(folder); up !== '.' && !above.has(up); up = folderOf(up)) if (!this.usedFolders.has(up)) above.add(up);
+      if (this.usedFolders.has(folder)) continue;
+      await rmdir(join(this.dir, folder)).catch((error: NodeJS.ErrnoException) => {
+        // One that still holds a folder of another path's is tried again with those above.
+        if (error.code === 'ENOTEMPTY' || error.code === 'EEXIST') above.add(folder);
+      });
     }
-    const unused = candidates.folders.filter((folder) => !this.usedFolders.has(folder));
-    unused.sort((a, b) => b.length - a.length);
-    for (const folder of unused) await rmdir(join(this.dir, folder)).catch(() => undefined);
+    for (const folder of [...above].sort((a, b) => b.length - a.length)) await rmdir(join(this.dir, folder)).catch(() => undefined);
   }
 
-  /** The paths of the earlier snapshots' files, and their folders. */
-  private earlierPaths(): { files: string[]; folders: string[] } {
-    const files = [...this.earlier.values()].map((line) => line.path);
-    return { files, folders: [...foldersAbove(files)] };
+  /** In a continued `.partial`: removes the earlier snapshots' files the manifest does not list. */
+  private async removeStray(): Promise<void> {
+    const used = new PathHashes();
+    await this.readOwnManifest((line) => used.add(line.path)).catch(() => undefined);
+    let batch: string[] = [];
+    const flush = async (): Promise<void> => {
+      await Promise.all(batch.map((path) => rm(join(this.dir, path), { force: true }).catch(() => undefined)));
+      batch = [];
+    };
+    for await (const path of this.earlier.paths()) {
+      if (used.has(path)) continue;
+      batch.push(path);
+      if (batch.length >= REMOVALS_AT_ONCE) await flush();
+    }
+    await flush();
   }
 
   /** What the snapshot holds against the earlier one, counted as the folder sink writes the final manifest (`noteLine`). */
@@ -407,15 +427,6 @@ export class SnapshotBuild {
       if (line) onLine(line);
     }
   }
-}
-
-/** The folders the paths are in, and every folder above them (not the top). */
-function foldersAbove(paths: Iterable<string>): Set<string> {
-  const folders = new Set<string>();
-  for (const path of paths) {
-    for (let folder = folderOf(path); folder !== '.' && !folders.has(folder); folder = folderOf(folder)) folders.add(folder);
-  }
-  return folders;
 }
 
 /** The folder a path inside the snapshot is in ('.' for the top). */

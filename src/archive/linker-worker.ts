@@ -6,6 +6,7 @@
 import fs from 'node:fs';
 import { parentPort, workerData } from 'node:worker_threads';
 import { changedOutside, type WriteWindows } from './writes.js';
+import { PathHashes } from '../util/safe-name.js';
 
 /** What the Linker starts a thread with. */
 export interface LinkerData {
@@ -15,7 +16,7 @@ export interface LinkerData {
   noHardLinks: string[];
   /** When the archive's commands wrote in it: a file changed outside those times is not taken over. */
   writes: WriteWindows;
-  /** Folders made (or checked) before, by the thread that made them ahead of the run. */
+  /** Folders made (or checked) before, by the thread that made them ahead of the run (placing files ahead). */
   made: string[];
 }
 
@@ -37,7 +38,7 @@ export interface LinkerRequest {
 /** placed[i]: 1 placed, 0 refused, 2 not reached (a file error stopped the batch before it). */
 export interface LinkerReply {
   id: number;
-  /** Of the last part placed ahead: every folder made or checked. */
+  /** Of the last part placed ahead (which it marks): every folder made or checked when files were linked ahead; none when only folders were made. */
   made?: string[];
   placed: Uint8Array;
   copying?: boolean;
@@ -59,21 +60,32 @@ const folderOf = (path: string): string => {
 };
 let copying = false;
 // Folders made (or checked) before: by this thread, or by the one that made them ahead of the run.
-const made = new Set(data.made);
+// Kept as hashes (16 bytes a folder; an archive of 100,000 members has a folder each): a folder
+// taken for made by a collision is not made, and its files, refused, are downloaded.
+const made = new PathHashes();
+for (const folder of data.made) made.add(folder);
+// Their names too, only when files are placed ahead: the run is then told which folders to remove.
+let madeNames: string[] | null = null;
 // Per earlier snapshot: its folders known to be real folders (true) or not (false), and the
-// names of the real folders inside a folder. A member folder is asked about once, so only the
-// folders above it are remembered.
+// names of the real folders inside a folder (as hashes: a file part's folder holds a folder per
+// member). A member folder is asked about once, so only the folders above it are remembered.
 const plainFolders = new Map<string, Map<string, boolean>>();
-const subfolders = new Map<string, Set<string>>();
+const subfolders = new Map<string, PathHashes>();
 
-function subfoldersOf(root: string, folder: string): Set<string> {
+function subfoldersOf(root: string, folder: string): PathHashes {
   const path = folder === '.' ? root : under(root, folder);
   let names = subfolders.get(path);
   if (!names) {
+    names = new PathHashes();
+    // Read a few hundred entries at a time: the whole listing of 100,000 at once is 10 MB of entries.
+    let dir: fs.Dir | null = null;
     try {
-      names = new Set(fs.readdirSync(path, { withFileTypes: true }).filter((e) => e.isDirectory()).map((e) => e.name));
+      dir = fs.opendirSync(path, { bufferSize: 256 });
+      for (let entry = dir.readSync(); entry; entry = dir.readSync()) if (entry.isDirectory()) names.add(entry.name);
     } catch {
-      names = new Set();
+      // Not a folder (or gone): nothing in it is taken over.
+    } finally {
+      dir?.closeSync();
     }
     subfolders.set(path, names);
   }
@@ -119,6 +131,7 @@ function makeFolder(folder: string): void {
     if (!info.isDirectory()) throw Object.assign(new Error(`${path} is a file where the snapshot needs a folder`), { path });
   }
   made.add(folder);
+  madeNames?.push(folder);
 }
 
 function linkOrCopy(source: string, to: string): void {
@@ -200,9 +213,11 @@ port.on('message', (message: LinkerRequest) => {
     // folder. Each part is answered with what was placed of it (1 placed, 0 not), so that the run
     // can record those while the next parts are placed; the last, empty, with the folders made.
     if (!more) {
-      post({ id, made: [...made], placed: new Uint8Array(0) });
+      post({ id, made: madeNames?.splice(0) ?? [], placed: new Uint8Array(0) });
+      madeNames = null;
       return;
     }
+    if (links) madeNames ??= [];
     if (!links) {
       // Only the folders are made: the part is the paths inside the new snapshot alone.
       for (const to of items as string[]) {

@@ -163,6 +163,25 @@ export class ManifestIndex implements ReadonlyMap<string, ManifestLine> {
     return entry === undefined ? undefined : this.dirs[this.dirOfEntry[entry]!];
   }
 
+  /**
+   * The path of every good line of the manifests read, replaced ones too, a block at a time: what a
+   * run made folders for ahead of the listing. A manifest no longer readable gives what it can.
+   */
+  async *paths(): AsyncGenerator<string> {
+    const into = { problems: [] as string[] };
+    for (const dir of this.dirs) {
+      try {
+        for await (const { bytes, number } of readLines(join(dir, MANIFEST_NAME), { tail: true })) {
+          const line = checkManifestLine(bytes.toString('utf8'), number, into);
+          into.problems.length = 0;
+          if (line) yield line.path;
+        }
+      } catch {
+        // Read as far as it could be.
+      }
+    }
+  }
+
   /** The folder of the newest manifest read, or '' when none was. */
   get newestDir(): string {
     return this.dirs.at(-1) ?? '';

@@ -83,21 +83,27 @@ export class PathHashes {
 
   /** Adds `text`; false when it (or a text of the same hashes) was there already. */
   add(text: string): boolean {
-    let a = 0x811c9dc5;
-    let b = 0x9747b28c;
-    for (let i = 0; i < text.length; i += 1) {
-      const c = text.charCodeAt(i);
-      a = Math.imul(a ^ c, 0x01000193);
-      b = Math.imul(b ^ c, 0x5bd1e995);
-      b ^= b >>> 15;
-    }
-    // (0, 0) marks an empty slot.
-    a >>>= 0;
-    b = b >>> 0 || 1;
+    const [a, b] = hashesOf(text);
     if (!this.insert(a, b)) return false;
     this.count += 1;
     if (this.count * 2 > this.table.length / 2) this.grow();
     return true;
+  }
+
+  /** Whether `text` (or a text of the same hashes) was added. */
+  has(text: string): boolean {
+    const [a, b] = hashesOf(text);
+    const slots = this.table.length / 2;
+    for (let at = a & (slots - 1); ; at = (at + 1) & (slots - 1)) {
+      const y = this.table[2 * at + 1]!;
+      if (y === 0) return false;
+      if (y === b && this.table[2 * at] === a) return true;
+    }
+  }
+
+  /** How many texts were added. */
+  get size(): number {
+    return this.count;
   }
 
   /** Puts (a, b) in the table; false when it is there already. */
@@ -120,4 +126,17 @@ export class PathHashes {
     this.table = new Uint32Array(old.length * 2);
     for (let at = 0; at < old.length; at += 2) if (old[at + 1] !== 0) this.insert(old[at]!, old[at + 1]!);
   }
+}
+
+/** Two 32-bit hashes of a text; the second never 0 (an empty slot of PathHashes). */
+function hashesOf(text: string): [number, number] {
+  let a = 0x811c9dc5;
+  let b = 0x9747b28c;
+  for (let i = 0; i < text.length; i += 1) {
+    const c = text.charCodeAt(i);
+    a = Math.imul(a ^ c, 0x01000193);
+    b = Math.imul(b ^ c, 0x5bd1e995);
+    b ^= b >>> 15;
+  }
+  return [a >>> 0, b >>> 0 || 1];
 }

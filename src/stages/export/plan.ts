@@ -5,7 +5,7 @@
 import type { RemoteFile } from './list-urls.js';
 import type { DownloadJob } from './download.js';
 import { exportDir, manifestKey, type ManifestLine } from '../../sinks/manifest.js';
-import { PathAllocator, safeName } from '../../util/safe-name.js';
+import { PathAllocator, PathHashes, safeName } from '../../util/safe-name.js';
 import { extensionOf } from '../../spec/extensions.js';
 
 /** What the plan decided for the files of a listing. */
@@ -121,7 +121,10 @@ export function realign(listing: Iterable<RemoteFile>, earlier: ReadonlyMap<stri
  */
 export function planExport(listing: Iterable<RemoteFile>, intact: ReadonlyMap<string, ManifestLine>, previous?: ReadonlyMap<string, ManifestLine>): ExportPlan {
   const intactPaths = previous ? new Set([...intact.values()].map((line) => line.path)) : undefined;
-  const taken = intactPaths ? new Set(intactPaths) : undefined;
+  // The previous paths given a file so far, as hashes (an archive run goes through 200,000): a
+  // path taken for given by a collision only gives its file a new path.
+  const taken = intactPaths ? new PathHashes() : undefined;
+  for (const path of intactPaths ?? []) taken!.add(path);
   // What becomes of each file, by its place in the listing (a byte each): the jobs are made from it when gone through.
   const decisions = new Decisions();
   const kept: ManifestLine[] = [];
@@ -141,8 +144,7 @@ export function planExport(listing: Iterable<RemoteFile>, intact: ReadonlyMap<st
       decisions.add(Decision.EarlierPath);
       continue;
     }
-    if (before && !taken!.has(before.path)) {
-      taken!.add(before.path);
+    if (before && taken!.add(before.path)) {
       if (before.updated_at === file.updated_at) {
         linked += 1;
         decisions.add(Decision.Link);
