@@ -17,7 +17,7 @@ import { DEFAULT_SERVICE_TIME_ZONE } from '../../src/schedule/service-time.js';
 import { useEmulator } from '../helpers/emulator.js';
 import { tempDir } from '../helpers/export.js';
 import { expectNoOverlap, query, runHistory, startFleetWorker, until, type FleetWorkerProcess } from '../helpers/fleet.js';
-import { startPostgres, type TestPostgres } from '../helpers/postgres.js';
+import { usePostgres } from '../helpers/postgres.js';
 import { newBucket, s3Server, type S3Server } from '../helpers/s3-server.js';
 
 const dir = tempDir('wds-fleet-cron-');
@@ -39,12 +39,11 @@ interface JobRow { id: string; trigger: string; due_at: string | null; created_o
 
 describe.skipIf(server === null)('the fleet\'s cron and its catch-up at a worker\'s start', { timeout: 600_000 }, () => {
   const s3 = server as S3Server;
-  let db: TestPostgres;
+  const db = usePostgres();
   const workers: FleetWorkerProcess[] = [];
   let handledUntil = 0;
 
   beforeAll(async () => {
-    db = await startPostgres();
     const bucket = await newBucket(s3);
     // alpha's archive is scheduled; beta's is not, and nothing may start it.
     writeFileSync(join(dir, 'scheduled.yaml'), `name: archive\nschedule: { cron: "${CRON}" }\nfrom: { service: attachments }\nto: { archive: "s3://${bucket}/\${COMPANY}/attachments", s3: { force_path_style: true } }\n`);
@@ -55,7 +54,6 @@ describe.skipIf(server === null)('the fleet\'s cron and its catch-up at a worker
   afterAll(async () => {
     for (const worker of workers) worker.child.kill('SIGKILL');
     await Promise.all(workers.map((worker) => worker.done));
-    await db?.dispose();
   });
 
   const startWorker = (): FleetWorkerProcess => {

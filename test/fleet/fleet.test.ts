@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { finished, runCli, spawnCli, type CliRun } from '../helpers/cli-process.js';
 import { useEmulator } from '../helpers/emulator.js';
 import { tempDir } from '../helpers/export.js';
-import { startPostgres, type TestPostgres } from '../helpers/postgres.js';
+import { usePostgres } from '../helpers/postgres.js';
 import { expectNoOverlap, until as untilFleet, type RunRow } from '../helpers/fleet.js';
 import { newBucket, s3Client, s3Server, SECRET_KEY, type S3Server } from '../helpers/s3-server.js';
 
@@ -39,7 +39,7 @@ interface Worker {
 
 describe.skipIf(server === null)('the fleet on PostgreSQL and pg-boss', { timeout: 900_000 }, () => {
   const s3 = server as S3Server;
-  let db: TestPostgres;
+  const db = usePostgres();
   let bucket: string;
   const workers: Worker[] = [];
   const outputs: string[] = [];
@@ -47,7 +47,6 @@ describe.skipIf(server === null)('the fleet on PostgreSQL and pg-boss', { timeou
   for (const c of COMPANIES) secretEnv[`SECRET_${c.toUpperCase()}`] = secretOf(c);
 
   beforeAll(async () => {
-    db = await startPostgres();
     bucket = await newBucket(s3);
     writeFileSync(join(dir, 'archive.yaml'), `name: archive\nfrom: { service: attachments }\nto: { archive: "s3://${bucket}/\${COMPANY}/attachments", s3: { force_path_style: true } }\n`);
     // Half the companies take their secret from a variable, half from a file.
@@ -60,7 +59,6 @@ describe.skipIf(server === null)('the fleet on PostgreSQL and pg-boss', { timeou
   afterAll(async () => {
     for (const worker of workers) worker.child.kill('SIGKILL');
     await Promise.all(workers.map((worker) => worker.done));
-    await db?.dispose();
   });
 
   const env = (): NodeJS.ProcessEnv => ({ ...s3.env, ...secretEnv, WDS_FLEET_LEASE: '30' });

@@ -17,7 +17,7 @@ import { useEmulator } from '../helpers/emulator.js';
 import { runCli } from '../helpers/cli-process.js';
 import { tempDir, type EmulatorState } from '../helpers/export.js';
 import { expectNoOverlap, runHistory, startFleetWorker, until, type FleetWorkerProcess } from '../helpers/fleet.js';
-import { startPostgres, type TestPostgres } from '../helpers/postgres.js';
+import { usePostgres } from '../helpers/postgres.js';
 import { noisyJpeg, sha256, writeFiles } from '../import/photo-helpers.js';
 
 const COMPANIES = ['p1', 'p2', 'p3'];
@@ -34,7 +34,7 @@ await writeFile(join(dir, 'emulator.yaml'), `companies:\n${COMPANIES.map((c, i) 
 const emu = useEmulator({ config: join(dir, 'emulator.yaml') });
 
 describe('a CLI import for one company beside the fleet\'s workers', { timeout: 600_000 }, () => {
-  let db: TestPostgres;
+  const db = usePostgres();
   const workers: FleetWorkerProcess[] = [];
   /** What each company's members' photos should be after the imports: code -> sha256. */
   const expected = new Map<string, Map<string, string>>();
@@ -56,7 +56,6 @@ describe('a CLI import for one company beside the fleet\'s workers', { timeout: 
   }
 
   beforeAll(async () => {
-    db = await startPostgres();
     // Each company's fleet pipeline imports the photos dropped for it.
     await writeFile(join(dir, 'photos.yaml'), 'name: photos\nfrom: { folder: "drop/${COMPANY}" }\nsteps:\n  - submit: { trim: false }\nto: { service: photos }\n');
     await writeFile(join(dir, 'companies.yaml'), `companies:\n${COMPANIES.map((c) => `  - name: ${c}\n    base_url: ${emu().url}\n    consumer_key: ${c}-key\n    consumer_secret: \${SECRET_${c.toUpperCase()}}\n    pipelines: [photos.yaml]\n`).join('')}`);
@@ -68,7 +67,6 @@ describe('a CLI import for one company beside the fleet\'s workers', { timeout: 
   afterAll(async () => {
     for (const worker of workers) worker.child.kill('SIGKILL');
     await Promise.all(workers.map((worker) => worker.done));
-    await db?.dispose();
   });
 
   const env = (): NodeJS.ProcessEnv => ({ ...LIMITS, ...Object.fromEntries(COMPANIES.map((c) => [`SECRET_${c.toUpperCase()}`, secretOf(c)])), WDS_FLEET_LEASE: '30' });

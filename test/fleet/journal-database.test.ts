@@ -10,13 +10,13 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { useEmulator } from '../helpers/emulator.js';
 import { connectionArgs, finished, runCli, spawnCli } from '../helpers/cli-process.js';
 import { tempDir } from '../helpers/export.js';
 import { photoHashes, photoRequests, resetStats, sha256 } from '../import/photo-helpers.js';
 import { generatedCodes, pause, photoFolder } from '../import/journal-helpers.js';
-import { startPostgres, type TestPostgres } from '../helpers/postgres.js';
+import { usePostgres } from '../helpers/postgres.js';
 
 const emu = useEmulator({
   generate: { members: 4, photo_ratio: 0, photo_bytes: [9_000, 10_000], attachments_per_member: [0, 0] },
@@ -25,13 +25,7 @@ const emu = useEmulator({
   taskTiming: { waitMs: 3000, runMs: 10, perItemMs: 0 },
 });
 
-let db: TestPostgres;
-beforeAll(async () => {
-  db = await startPostgres();
-}, 120_000);
-afterAll(async () => {
-  await db?.dispose();
-});
+const db = usePostgres();
 
 /** A machine of its own: its own state folder (journal files) and cache folder (limit windows). */
 const machine = (): NodeJS.ProcessEnv => ({ XDG_STATE_HOME: mkdtempSync(join(tmpdir(), 'wds-state-')), XDG_CACHE_HOME: mkdtempSync(join(tmpdir(), 'wds-cache-')) });

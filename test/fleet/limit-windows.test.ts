@@ -10,24 +10,18 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { useEmulator, KEY, SECRET, type TestEmulator } from '../helpers/emulator.js';
 import { connectionArgs, runCli, type CliRun } from '../helpers/cli-process.js';
 import { tempDir, type EmulatorState } from '../helpers/export.js';
 import { noisyJpeg, resetStats, stats, writeFiles } from '../import/photo-helpers.js';
-import { startPostgres, type TestPostgres } from '../helpers/postgres.js';
+import { usePostgres } from '../helpers/postgres.js';
 import { openDatabase } from '../../src/fleet/database.js';
 import { companyKey, databaseWindowStores } from '../../src/fleet/limit-windows.js';
 
 const WINDOW = { clockSpeed: 10, maintenance: false, seed: 'samples/company', limits: { updatesPerMinute: 2 } } as const;
 
-let db: TestPostgres;
-beforeAll(async () => {
-  db = await startPostgres();
-}, 120_000);
-afterAll(async () => {
-  await db?.dispose();
-});
+const db = usePostgres();
 
 async function membersByPhoto(emu: TestEmulator): Promise<{ withPhoto: string[]; without: string[] }> {
   const state = (await emu.control('GET', '/state')) as EmulatorState;

@@ -4,18 +4,12 @@
  * or find pg-boss's schema. Each FleetDatabase is a pool of its own, as each process has.
  */
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { FleetDatabase, migrate } from '../../src/fleet/database.js';
 import { fleetTiming, startBoss } from '../../src/fleet/queue.js';
-import { startPostgres, type TestPostgres } from '../helpers/postgres.js';
+import { usePostgres } from '../helpers/postgres.js';
 
-let db: TestPostgres;
-beforeAll(async () => {
-  db = await startPostgres();
-}, 120_000);
-afterAll(async () => {
-  await db?.dispose();
-});
+const db = usePostgres();
 
 describe('pg-boss started by several processes at once', () => {
   it('three workers and a fleet run starting together on a new database all start; pg-boss\'s schema is made once', async () => {

@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { finished, runCli, spawnCli, stderrMatching, type CliRun } from '../helpers/cli-process.js';
 import { API, useEmulator } from '../helpers/emulator.js';
 import { tempDir } from '../helpers/export.js';
-import { startPostgres, type TestPostgres } from '../helpers/postgres.js';
+import { usePostgres } from '../helpers/postgres.js';
 import { newBucket, s3Server, type S3Server } from '../helpers/s3-server.js';
 
 const TOKEN = 'whsec-fleet-7d41c09e2b8a5f36';
@@ -37,7 +37,7 @@ interface Child {
 
 describe.skipIf(server === null)('webhook serve --database --companies: deliveries queue the fleet\'s runs', { timeout: 600_000 }, () => {
   const s3 = server as S3Server;
-  let db: TestPostgres;
+  const db = usePostgres();
   let receiver: Child;
   let worker: Child;
   let url: string;
@@ -54,7 +54,6 @@ describe.skipIf(server === null)('webhook serve --database --companies: deliveri
   }
 
   beforeAll(async () => {
-    db = await startPostgres();
     const bucket = await newBucket(s3);
     writeFileSync(join(dir, 'new-members.yaml'), `name: new-members\non: [member_created]\ndebounce: 30s\nfrom: { service: attachments }\nto: { archive: "s3://${bucket}/\${COMPANY}/attachments", s3: { force_path_style: true } }\n`);
     writeFileSync(join(dir, 'companies.yaml'), `companies:\n${COMPANIES.map((c) => `  - name: ${c}\n    base_url: ${emu().url}\n    consumer_key: ${c}-key\n    consumer_secret: \${SECRET_${c.toUpperCase()}}\n    pipelines: [new-members.yaml]\n`).join('')}`);
@@ -67,7 +66,6 @@ describe.skipIf(server === null)('webhook serve --database --companies: deliveri
   afterAll(async () => {
     for (const c of [receiver, worker]) c?.child.kill('SIGKILL');
     await Promise.all([receiver?.done, worker?.done]);
-    await db?.dispose();
   });
 
   async function query<T = Record<string, unknown>>(sql: string, values: unknown[] = []): Promise<T[]> {

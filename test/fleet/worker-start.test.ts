@@ -7,10 +7,10 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { finished, spawnCli, stderrMatching } from '../helpers/cli-process.js';
 import { tempDir } from '../helpers/export.js';
-import { startPostgres, type TestPostgres } from '../helpers/postgres.js';
+import { usePostgres } from '../helpers/postgres.js';
 
 const dir = tempDir('wds-fleet-start-');
 writeFileSync(join(dir, 'archive.yaml'), 'name: archive\nfrom: { service: attachments }\nto: { archive: "s3://backups/${COMPANY}/attachments" }\n');
@@ -19,14 +19,7 @@ const env = { ACME_SECRET: 'acme-consumer-secret-51c2' };
 const OUT_OF_REACH = /PostgreSQL at 127\.0\.0\.1:(\d+)\/wds cannot be reached \([^)]*\); waiting for it/;
 
 describe('fleet worker started while PostgreSQL is down', { timeout: 180_000 }, () => {
-  let db: TestPostgres;
-  beforeAll(async () => {
-    db = await startPostgres();
-    await db.stop();
-  }, 120_000);
-  afterAll(async () => {
-    await db?.dispose();
-  });
+  const db = usePostgres({ stopped: true });
 
   const worker = () => spawnCli(['fleet', 'worker', '--database', db.url, '--companies', join(dir, 'companies.yaml'), '--concurrency', '1'], env);
 

