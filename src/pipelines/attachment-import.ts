@@ -260,13 +260,14 @@ async function listFiles(client: WdsClient, parts: { sheet_id?: number; custom_f
   const now = new Map<string, string>();
   for (const part of new Set(parts.map((p) => `${p.sheet_id}:${p.custom_field_id}`))) {
     const [sheetId, fieldId] = part.split(':').map(Number) as [number, number];
-    for (const m of await client.attachments.list(sheetId, fieldId, { signal })) {
+    // Read entry by entry: the answer's download URLs are not needed here, nor held.
+    await client.attachments.each(sheetId, fieldId, (m) => {
       for (const r of m.records) {
         const target = targetOf('attachment', { code: m.code, sheet_id: sheetId, custom_field_id: fieldId, file_name: r.file_name });
         const seen = now.get(target);
         if (seen === undefined || r.updated_at > seen) now.set(target, r.updated_at);
       }
-    }
+    }, { signal });
   }
   return now;
 }

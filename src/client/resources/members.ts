@@ -21,6 +21,18 @@ export class Members {
     return this.t.call('members.list', { signal: options.signal }, membersAnswerSchema);
   }
 
+  /**
+   * Each member of the same answer as `list`, read entry by entry and never held whole: what
+   * needs only some of each member (its code) keeps memory flat in a company of many thousands.
+   */
+  async each(onEntry: (member: Member) => void, options: { signal?: AbortSignal } = {}): Promise<void> {
+    await this.t.call(
+      'members.list',
+      { signal: options.signal, items: { key: 'member_data', start: () => undefined, item: (entry) => onEntry(entry as Member) } },
+      membersAnswerSchema,
+    );
+  }
+
   /** The member fields and their types; `getCalcType: true` includes the formula fields (default false). */
   layout(options: { getCalcType?: boolean } = {}): Promise<Record<string, unknown>> {
     return this.t.call('members.layout', { query: { get_calc_type: options.getCalcType } }, memberLayoutSchema);

@@ -131,7 +131,10 @@ export class AttachmentRouting {
 
   /** One listing of members, and one of each file part the files go to; `signal` stops them. */
   async list(files: PlacedFile[], signal?: AbortSignal): Promise<void> {
-    this.#members = new Set((await this.client.members.list({ signal })).member_data.map((m) => m.code));
+    // Only the codes are kept: the listing is read entry by entry, not held whole.
+    const members = new Set<string>();
+    await this.client.members.each((m) => members.add(m.code), { signal });
+    this.#members = members;
     for (const part of new Set(files.map((f) => `${f.sheetId}:${f.fieldId}`))) {
       const [sheetId, fieldId] = part.split(':').map(Number) as [number, number];
       const listing = await this.client.attachments.list(sheetId, fieldId, { signal });

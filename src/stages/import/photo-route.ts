@@ -99,7 +99,10 @@ const NAMED_DUPLICATES = 5;
 
 /** `updated_at` of every member's photo, keyed as the journal keys targets. */
 export async function listPhotos(client: WdsClient, signal?: AbortSignal): Promise<Map<string, string>> {
-  return new Map((await client.faceImages.list({ signal })).map((p) => [`photo:${p.code}`, p.updated_at]));
+  // Read entry by entry: the answer's download URLs are not needed here, nor held.
+  const photos = new Map<string, string>();
+  await client.faceImages.each((p) => photos.set(`photo:${p.code}`, p.updated_at), { signal });
+  return photos;
 }
 
 /** The route stage: one listing of members and one of photos, each file sent as its member needs. */
@@ -114,8 +117,9 @@ export class PhotoRouting {
 
   /** `signal` stops both listings (a stopped run does not wait for them, nor for a limit in their way). */
   static async list(client: WdsClient, mode: PhotoImportMode, journal: ImportJournal | undefined, signal?: AbortSignal): Promise<PhotoRouting> {
-    const [listed, photos] = await Promise.all([client.members.list({ signal }), listPhotos(client, signal)]);
-    return new PhotoRouting(new Set(listed.member_data.map((m) => m.code)), photos, mode, journal);
+    const members = new Set<string>();
+    const [, photos] = await Promise.all([client.members.each((m) => members.add(m.code), { signal }), listPhotos(client, signal)]);
+    return new PhotoRouting(members, photos, mode, journal);
   }
 
   /**
