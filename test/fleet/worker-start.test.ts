@@ -8,7 +8,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
-import { finished, spawnCli, stderrMatching } from '../helpers/cli-process.js';
+import { finished, spawnCli, stderrMatching, type CliRun } from '../helpers/cli-process.js';
 import { tempDir } from '../helpers/export.js';
 import { usePostgres } from '../helpers/postgres.js';
 
@@ -20,6 +20,17 @@ const OUT_OF_REACH = /PostgreSQL at 127\.0\.0\.1:(\d+)\/wds cannot be reached \(
 
 describe('fleet worker started while PostgreSQL is down', { timeout: 180_000 }, () => {
   const db = usePostgres({ stopped: true });
+
+  /** SIGTERM to `child` once it says it waits for the database: it ends at once with exit 0. */
+  const stopWhileWaiting = async (child: ReturnType<typeof spawnCli>): Promise<CliRun> => {
+    const ended = finished(child);
+    await stderrMatching(child, OUT_OF_REACH, 60_000);
+    child.kill('SIGTERM');
+    const run = await ended;
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stderr).not.toContain('test-password');
+    return run;
+  };
 
   const worker = () => spawnCli(['fleet', 'worker', '--database', db.url, '--companies', join(dir, 'companies.yaml'), '--concurrency', '1'], env);
 
@@ -43,26 +54,15 @@ describe('fleet worker started while PostgreSQL is down', { timeout: 180_000 }, 
 
   it('ends with exit 0 when SIGTERM comes during the wait, having started nothing', async () => {
     await db.stop();
-    const child = worker();
-    const ended = finished(child);
-    await stderrMatching(child, OUT_OF_REACH, 60_000);
-    child.kill('SIGTERM');
-    const run = await ended;
-    expect(run.code, run.stderr).toBe(0);
+    const run = await stopWhileWaiting(worker());
     expect(run.stderr).toMatch(/stopped \(SIGTERM\) while waiting for the database; nothing was started/);
     expect(run.stderr).not.toMatch(/worker \S+: 1 company/);
-    expect(run.stderr).not.toContain('test-password');
   });
 
   it('webhook serve --database --companies waits as the worker does, then receives; SIGTERM during the wait exits 0', async () => {
     await db.stop();
     const serve = () => spawnCli(['webhook', 'serve', '--port', '0', '--database', db.url, '--companies', join(dir, 'companies.yaml')], { ...env, WDS_WEBHOOK_TOKEN: 'webhook-token-7f3e' });
-    const stopped = serve();
-    const stoppedEnd = finished(stopped);
-    await stderrMatching(stopped, OUT_OF_REACH, 60_000);
-    stopped.kill('SIGTERM');
-    const early = await stoppedEnd;
-    expect(early.code, early.stderr).toBe(0);
+    const early = await stopWhileWaiting(serve());
     expect(early.stderr).toMatch(/stopped \(SIGTERM\) while waiting for the database; nothing was received/);
 
     const child = serve();
