@@ -67,6 +67,7 @@ import { promisify } from 'node:util';
 import { startEmulator, DEFAULT_CONSUMER_KEY, DEFAULT_CONSUMER_SECRET, type RunningEmulator } from '../src/emulator/index.js';
 import type { Company } from '../src/emulator/company.js';
 import type { StoredFile } from '../src/emulator/model.js';
+import { peekEntries } from '../src/emulator/lazy-record.js';
 import { measure, type Measured } from './max-rss.js';
 import { CLI, ensureBuilt } from './shipped-cli.js';
 
@@ -102,20 +103,23 @@ const generateFor = (files: number) => WHAT === 'attachments'
   ? { members: Math.ceil(files / 2), photo_ratio: 0, attachments_per_member: [2, 2] as [number, number], attachment_bytes: BYTES ?? [10_000, 1_000_000] as [number, number] }
   : { members: files, photo_ratio: 1, attachments_per_member: [0, 0] as [number, number], photo_bytes: BYTES ?? [20_000, 500_000] as [number, number] };
 
-/** Every stored file of the company, with a way to give it new bytes of the same size. */
+/**
+ * Every stored file of the company, with a way to give it new bytes of the same size. Read without
+ * keeping the generated members (lazy-record.ts); `replace` takes the one it changes.
+ */
 function filesOf(company: Company): { current: StoredFile; replace: (next: StoredFile) => void }[] {
   const out: { current: StoredFile; replace: (next: StoredFile) => void }[] = [];
   if (WHAT === 'photos') {
-    for (const [code, photo] of Object.entries(company.data.photos)) {
-      if (photo) out.push({ current: photo, replace: (next) => (company.data.photos[code] = next) });
+    for (const [code, photo] of peekEntries(company.data.photos)) {
+      out.push({ current: photo, replace: (next) => (company.data.photos[code] = next) });
     }
     return out;
   }
   for (const sheet of Object.values(company.data.sheets)) {
-    for (const records of Object.values(sheet.records)) {
-      for (const record of records) {
-        for (const [field, file] of Object.entries(record.files)) out.push({ current: file, replace: (next) => (record.files[field] = next) });
-      }
+    for (const [code, records] of peekEntries(sheet.records)) {
+      records.forEach((record, i) => {
+        for (const [field, file] of Object.entries(record.files)) out.push({ current: file, replace: (next) => (sheet.records[code]![i]!.files[field] = next) });
+      });
     }
   }
   return out;
@@ -236,7 +240,9 @@ function phasesOf(stderr: string, started: number, ms: number): { text: string; 
 
 /** One round: a fresh company and archive, archived in full, unchanged, and after 1 % changed. */
 async function round(n: number, built: string, size: number): Promise<Round[]> {
+  const startedAt = performance.now();
   const emu = await startEmulator({ port: 0, generate: generateFor(size), clockStart: '2026-04-01 10:00:00', maintenance: false });
+  const emulatorStart = `emulator start ${((performance.now() - startedAt) / 1000).toFixed(2)} s (in this process, rss ${mb(process.memoryUsage().rss)} after it)`;
   emu.emulator.storageFaults.configure({ latency_ms: LATENCY_MS });
   const work = await mkdtemp(join(tmpdir(), 'wds-bench-archive-'));
   const archive = join(work, 'archive');
@@ -254,7 +260,7 @@ async function round(n: number, built: string, size: number): Promise<Round[]> {
   {
     const files = filesOf(company);
     const bytes = files.reduce((t, f) => t + f.current.size, 0);
-    console.log(`bench/archive: ${files.length} ${WHAT} (${mb(bytes)}, ${(bytes / files.length / 1000).toFixed(0)} KB on average); storage latency ${LATENCY_MS} ms; ${built}; round ${n} of ${RUNS}; uptime: ${await uptime()}`);
+    console.log(`bench/archive: ${files.length} ${WHAT} (${mb(bytes)}, ${(bytes / files.length / 1000).toFixed(0)} KB on average); storage latency ${LATENCY_MS} ms; ${emulatorStart}; ${built}; round ${n} of ${RUNS}; uptime: ${await uptime()}`);
   }
 
   // The archive's inodes so far, and its snapshots already walked (diskUse).

@@ -246,11 +246,17 @@ class GeneratedCompany {
     return { file: { blob: `${this.runId}-${kind}`, file_name: fileName, size, updated_at: this.now }, generator, args };
   }
 
-  /** A member and its files, drawn in the order the company made at start drew them. */
-  private slot(index: number): MemberSlot {
+  /**
+   * A member and its files, drawn in the order the company made at start drew them. `filesOnly`
+   * (a download) leaves the member's own stream undrawn: no file argument depends on it, and its
+   * one date draw in a record takes one step of the file stream whatever the year.
+   */
+  private slot(index: number, filesOnly = false): MemberSlot {
     const { o } = this;
     const code = memberCode(index);
-    const member = generateMember(code, index, o.seed, this.memberDepartments, this.now);
+    const member = filesOnly
+      ? ({ code, mail: `${code.toLowerCase()}@example.com`, entered_date: '2000-01-01' } as Member)
+      : generateMember(code, index, o.seed, this.memberDepartments, this.now);
     const random = new SeededRandom(seedOf(`${o.seed}:${code}:files`));
     const attachments = random.int(o.attachments_per_member[0], o.attachments_per_member[1]);
     const hasPhoto = random.chance(o.photo_ratio);
@@ -311,7 +317,7 @@ class GeneratedCompany {
     if (!(index >= 1 && index <= this.o.members) || !this.o.files) return undefined;
     // The last slot read here is kept: a member's files are asked for one after the other. It is
     // never handed to a record, so no route can change it.
-    if (this.lastSlot?.index !== index) this.lastSlot = { index, slot: this.slot(index) };
+    if (this.lastSlot?.index !== index) this.lastSlot = { index, slot: this.slot(index, true) };
     const { slot } = this.lastSlot;
     const found = m[2] === 'p' ? slot.photo : m[2] === 'c' ? slot.contractFile : slot.qualifications[Number(m[4]) - 1]?.file;
     if (!found || found.file.blob !== id) return undefined;
