@@ -240,7 +240,7 @@ export const webhookServeCommand = leafCommand<ServeArgs>({
     ['wds-files webhook serve --port 8080 --token-file /etc/wds/webhook-token --pipelines pipelines/', 'also reconciling every 6 h, and running the pipelines whose on: names the events'],
     ['wds-files webhook serve --port 8080 --token-file /etc/wds/webhook-token --database postgres://wds:PASSWORD@db:5432/wds --companies companies.yaml', 'fleet mode: acme\'s deliveries at /acme, its on: pipelines run by the fleet\'s workers'],
   ],
-  exits: { 0: 'stopped by SIGTERM or Ctrl-C once the deliveries under way were stored and answered (or while waiting for the database)', 1: 'the inbox cannot be opened, or the database refused the receiver (one out of reach is waited for)', 2: 'a bad option, no secret, a pipeline file with a problem, or the port cannot be served' },
+  exits: { 0: 'stopped by SIGTERM or Ctrl-C once the deliveries under way were stored and answered', 1: 'the inbox cannot be opened, or the database refused it (one out of reach is waited for)', 2: 'a bad option, no secret, a pipeline file with a problem, or the port cannot be served' },
   env: [...CONNECTION_ENV, 'WDS_WEBHOOK_TOKEN', 'WDS_TIMEZONE'],
 });
 
