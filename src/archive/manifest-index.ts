@@ -43,6 +43,8 @@ export class ManifestIndex implements ReadonlyMap<string, ManifestLine> {
   private readonly byHash = new Map<number, number>();
   private readonly collided = new Map<string, number>();
   private live = 0;
+  /** Where `lineAt` reads a line. */
+  private scratch = Buffer.allocUnsafeSlow(LINE_READ);
 
   get size(): number {
     return this.live;
@@ -138,7 +140,10 @@ export class ManifestIndex implements ReadonlyMap<string, ManifestLine> {
     const fd = this.fdOf(this.dirOfEntry[entry]!);
     const start = this.starts[entry]!;
     for (let length = LINE_READ; ; length *= 4) {
-      const buffer = Buffer.allocUnsafe(length);
+      // One buffer for every lookup: a run looks up each of 200,000 lines, and a new kilobyte each
+      // time was memory outside the heap that only a collection gave back.
+      if (this.scratch.length < length) this.scratch = Buffer.allocUnsafeSlow(length);
+      const buffer = this.scratch;
       const read = readSync(fd, buffer, 0, length, start);
       const end = buffer.subarray(0, read).indexOf(0x0a);
       if (end < 0 && read === length) continue;
