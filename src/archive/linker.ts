@@ -297,22 +297,27 @@ export class Linker {
     // threads have failed, the files they placed are found in place and taken over.
     const last = placedSince();
     const rest = wanted ? [...wanted.values()] : items;
-    // The threads that made the folders ahead link into them, each the files of its own parents.
-    const idle = this.#idle;
-    this.#idle = [];
+    // The threads that made the folders ahead link into them, each the files of its own parents:
+    // those that own parents of these items first. A thread not needed for these stays for the
+    // next run (a caller's next part), which may be of its parents: a new thread would know none
+    // of the folders made.
+    const parentOf = (item: T): string => folderOf(folderOf(item.to));
+    const here = new Set(rest.map(parentOf));
+    const owns = (i: { parents: Set<string> }): boolean => [...i.parents].some((parent) => here.has(parent));
+    const idle = [...this.#idle.filter(owns), ...this.#idle.filter((i) => !owns(i))];
     const count = Math.min(this.threads, Math.ceil(rest.length / BATCH));
-    const lanes = lanesOf(rest, count, (item) => folderOf(folderOf(item.to)), idle.slice(0, count).map((i) => i.parents));
-    const unused = idle.slice(lanes.length);
+    const lanes = lanesOf(rest, count, parentOf, idle.slice(0, count).map((i) => i.parents));
+    this.#idle = idle.slice(lanes.length);
     await Promise.all([
       handOver(last),
-      ...unused.map(({ worker }) => worker.terminate()),
-      ...lanes.map((lane, i) => this.runLane(lane, made, onBatch, stopped, fail, idle[i]?.worker)),
+      ...lanes.map((lane, i) => this.runLane(lane, made, onBatch, stopped, fail, idle[i])),
     ]);
     if (failure) throw failure;
   }
 
-  /** Links `items` on `reused` (a thread that placed files ahead, which knows the folders it made) or on a new thread. */
-  private async runLane<T extends LinkItem>(items: T[], made: string[], onBatch: (placed: T[], refused: T[]) => Promise<void>, stopped: () => boolean, fail: (error: Error) => void, reused?: Worker): Promise<void> {
+  /** Links `items` on `idle`'s thread (one that placed files ahead or linked, which knows the folders it made, of `idle.parents`) or on a new thread. */
+  private async runLane<T extends LinkItem>(items: T[], made: string[], onBatch: (placed: T[], refused: T[]) => Promise<void>, stopped: () => boolean, fail: (error: Error) => void, idle?: { worker: Worker; parents: Set<string> }): Promise<void> {
+    const reused = idle?.worker;
     if (items.length === 0) {
       await reused?.terminate();
       return;
@@ -404,7 +409,9 @@ export class Linker {
       if (done) {
         // The next run (a caller giving its files a part at a time) links on it, into the folders
         // it knows; `release` ends it if none comes.
-        this.#keepIdle({ worker, parents: new Set(items.map((item) => folderOf(folderOf(item.to)))) });
+        const parents = new Set(idle?.parents);
+        for (const item of items) parents.add(folderOf(folderOf(item.to)));
+        this.#keepIdle({ worker, parents });
       } else {
         worker.removeAllListeners('exit');
         await worker.terminate();
