@@ -239,6 +239,20 @@ CREATE TABLE IF NOT EXISTS wds_fleet.webhook_events (
   PRIMARY KEY (company, id)
 );
 CREATE INDEX IF NOT EXISTS webhook_events_received ON wds_fleet.webhook_events (company, received_at);
+-- Each company's last member list seen by webhook reconcile --database (DESIGN.md section 15):
+-- when it was asked for (the database's clock, as webhook_events.received_at), and each member's
+-- code with the hash of its listed fields.
+CREATE TABLE IF NOT EXISTS wds_fleet.member_lists (
+  company text PRIMARY KEY,
+  listed_at timestamptz NOT NULL,
+  service_updated_at text
+);
+CREATE TABLE IF NOT EXISTS wds_fleet.listed_members (
+  company text NOT NULL,
+  code text NOT NULL,
+  hash text NOT NULL,
+  PRIMARY KEY (company, code)
+);
 `;
 
 /** Makes the fleet's tables; processes starting together take turns through an advisory lock. */

@@ -33,21 +33,24 @@ export class CompanyEventStore implements EventStore {
 
   /** Stores the events new to the table and queues the pipelines they start; all or nothing, in one transaction. */
   append(events: InboxEventInput[], source: InboxSource): Promise<AppendResult> {
-    return this.db.transaction(async (tx) => {
-      const result = await insertEvents(tx, this.company.name, events, source);
-      for (const pipeline of this.company.pipelines.values()) {
-        const matching = result.stored.filter((event) => pipeline.on?.events.includes(event.event));
-        if (!pipeline.on || !matching.length) continue;
-        const key = runKey(this.company.name, pipeline.name);
-        const seconds = Math.ceil(pipeline.on.debounce_ms / 1000);
-        const queued = await enqueueRun(this.db, this.boss, { company: this.company.name, pipeline: pipeline.name, trigger: 'event' }, tx, { startAfterSeconds: seconds });
-        const what = [...new Set(matching.map((event) => event.event))].join(', ');
-        this.log('queued' in queued
-          ? `${key}: ${what}; queued to start in ${seconds} s`
-          : `${key}: ${what}; joins its run ${queued.live.state === 'active' ? 'under way (one more follows it)' : 'already queued'}`);
-      }
-      return result;
-    });
+    return this.db.transaction((tx) => this.appendIn(tx, events, source));
+  }
+
+  /** As `append`, inside the caller's transaction: a reconcile stores its events and its list together. */
+  async appendIn(tx: Executor, events: InboxEventInput[], source: InboxSource): Promise<AppendResult> {
+    const result = await insertEvents(tx, this.company.name, events, source);
+    for (const pipeline of this.company.pipelines.values()) {
+      const matching = result.stored.filter((event) => pipeline.on?.events.includes(event.event));
+      if (!pipeline.on || !matching.length) continue;
+      const key = runKey(this.company.name, pipeline.name);
+      const seconds = Math.ceil(pipeline.on.debounce_ms / 1000);
+      const queued = await enqueueRun(this.db, this.boss, { company: this.company.name, pipeline: pipeline.name, trigger: 'event' }, tx, { startAfterSeconds: seconds });
+      const what = [...new Set(matching.map((event) => event.event))].join(', ');
+      this.log('queued' in queued
+        ? `${key}: ${what}; queued to start in ${seconds} s`
+        : `${key}: ${what}; joins its run ${queued.live.state === 'active' ? 'under way (one more follows it)' : 'already queued'}`);
+    }
+    return result;
   }
 }
 

@@ -78,7 +78,7 @@ export interface ReconcileOptions {
 }
 
 /** `YYYY-MM-DD HH:MM:SS` in `timeZone`, as the service writes times. */
-function serviceTime(at: Date, timeZone: string): string {
+export function serviceTime(at: Date, timeZone: string): string {
   return new Intl.DateTimeFormat('sv-SE', { timeZone, year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', second: '2-digit', hourCycle: 'h23' }).format(at);
 }
 
@@ -147,27 +147,11 @@ export async function reconcile(client: WdsClient, inbox: WebhookInbox, options:
       announced: 0, stored: [], listed_at: listedAt, previous_listed_at: previous?.listed_at ?? null,
     };
     if (previous) {
-      for (const [code, hash] of Object.entries(current.members)) {
-        const before = previous.members[code];
-        if (before === undefined) result.created.push(code);
-        else if (before !== hash) result.updated.push(code);
-      }
-      for (const code of Object.keys(previous.members)) if (!(code in current.members)) result.deleted.push(code);
       const announced = await announcedSince(folder, new Date(previous.listed_at));
       const eventTime = listing.updated_at ?? serviceTime(new Date(listedAt), options.timeZone ?? 'Asia/Tokyo');
-      const missed: InboxEventInput[] = [];
-      const add = (event: WebhookEvent, codes: string[], isAnnounced: (code: string) => boolean): void => {
-        for (const code of codes) {
-          if (isAnnounced(code)) result.announced += 1;
-          // The listing's time is when the members last changed: the latest such change, in service time.
-          else missed.push({ event, event_time: eventTime, codes: [code] });
-        }
-      };
-      add('member_created', result.created, (code) => announced.get(code)?.has('member_created') ?? false);
-      // A change may also come as a deletion and a new registration of the same code.
-      add('member_updated', result.updated, (code) => announced.has(code));
-      add('member_deleted', result.deleted, (code) => announced.get(code)?.has('member_deleted') ?? false);
-      if (missed.length) result.stored = (await inbox.append(missed, 'reconciled')).stored;
+      const changes = compareMembers(new Map(Object.entries(previous.members)), new Map(Object.entries(current.members)), announced, eventTime);
+      Object.assign(result, { created: changes.created, updated: changes.updated, deleted: changes.deleted, announced: changes.announced });
+      if (changes.missed.length) result.stored = (await inbox.append(changes.missed, 'reconciled')).stored;
     }
     await lock.assertHeld();
     await writeFileAtomically(join(folder, MEMBER_LIST_FILE), [`${JSON.stringify(current)}\n`]);
@@ -175,6 +159,42 @@ export async function reconcile(client: WdsClient, inbox: WebhookInbox, options:
   } finally {
     await lock.release();
   }
+}
+
+/** What changed between two lists (code to hash), and the events to store for what no event announced. */
+export interface MemberChanges {
+  created: string[];
+  updated: string[];
+  deleted: string[];
+  /** Changes an event had announced already. */
+  announced: number;
+  /** One event a change no event announced, at `eventTime`. */
+  missed: InboxEventInput[];
+}
+
+/**
+ * Compares the last list with the current one. `announced` holds the events of each code received
+ * since the last list; `eventTime` is the listing's time of its latest change, in service time.
+ */
+export function compareMembers(previous: ReadonlyMap<string, string>, current: ReadonlyMap<string, string>, announced: ReadonlyMap<string, ReadonlySet<WebhookEvent>>, eventTime: string): MemberChanges {
+  const changes: MemberChanges = { created: [], updated: [], deleted: [], announced: 0, missed: [] };
+  for (const [code, hash] of current) {
+    const before = previous.get(code);
+    if (before === undefined) changes.created.push(code);
+    else if (before !== hash) changes.updated.push(code);
+  }
+  for (const code of previous.keys()) if (!current.has(code)) changes.deleted.push(code);
+  const add = (event: WebhookEvent, codes: string[], isAnnounced: (code: string) => boolean): void => {
+    for (const code of codes) {
+      if (isAnnounced(code)) changes.announced += 1;
+      else changes.missed.push({ event, event_time: eventTime, codes: [code] });
+    }
+  };
+  add('member_created', changes.created, (code) => announced.get(code)?.has('member_created') ?? false);
+  // A change may also come as a deletion and a new registration of the same code.
+  add('member_updated', changes.updated, (code) => announced.has(code));
+  add('member_deleted', changes.deleted, (code) => announced.get(code)?.has('member_deleted') ?? false);
+  return changes;
 }
 
 /** The events of each member code received at or after `since`, whatever their source. */

@@ -174,6 +174,39 @@ describe.skipIf(server === null)('webhook serve --database --companies: deliveri
     expect(receiver.log()).toMatch(/refused \(503 store_failed\)/);
   });
 
+  it('webhook reconcile --database --companies: a member no delivery announced is stored reconciled and queues its company\'s run', async () => {
+    const reconcile = (...more: string[]): Promise<CliRun> => runCli(['webhook', 'reconcile', '--database', db.url, '--companies', join(dir, 'companies.yaml'), ...more], env());
+    const first = await reconcile();
+    expect(first.code, first.stderr).toBe(0);
+    expect(first.stdout).toMatch(/alpha: first list recorded \(5 members\); nothing stored/);
+    expect(first.stdout).toMatch(/beta: first list recorded \(2 members\); nothing stored/);
+    // alpha's webhook (registered above) delivers its new member; beta has none, so its event is lost.
+    for (const [company, code] of [['alpha', 'R001'], ['beta', 'R002']] as const) {
+      const answer = await fetch(`${emu().url}${API}/members`, {
+        method: 'POST', headers: { 'Service-Token': await tokenOf(company), 'Content-Type': 'application/json' }, body: JSON.stringify({ member_data: [{ code, name: `Member ${code}` }] }),
+      });
+      expect(answer.status, await answer.clone().text()).toBe(200);
+    }
+    await until('alpha\'s delivery of R001', async () => (await events()).some((e) => e.company === 'alpha' && e.codes.includes('R001')));
+    const second = await reconcile();
+    expect(second.code, second.stderr).toBe(0);
+    expect(second.stdout).toMatch(/alpha: 6 members; since .*: 1 created, 0 updated, 0 deleted; 1 announced, 0 stored/);
+    expect(second.stdout).toMatch(/beta: 3 members; since .*: 1 created, 0 updated, 0 deleted; 0 announced, 1 stored/);
+    const mine = (await events()).filter((e) => e.codes.includes('R001') || e.codes.includes('R002'));
+    expect(mine.map((e) => `${e.company} ${e.event} ${e.codes.join(',')} ${e.source}`)).toEqual(['alpha member_created R001 delivery', 'beta member_created R002 reconciled']);
+    // The reconciled event queued beta's on: [member_created] pipeline, which the worker runs.
+    await until('beta\'s run to end', async () => (await runs()).some((r) => r.company === 'beta' && r.status !== 'running'));
+    expect((await runs()).filter((r) => r.company === 'beta').map((r) => `${r.pipeline} ${r.trigger} ${r.status}`)).toEqual(['new-members event ok']);
+    // Nothing changed since: nothing stored; one company asked for alone.
+    const third = await reconcile('--company', 'beta', '--json');
+    expect(third.code, third.stderr).toBe(0);
+    expect(JSON.parse(third.stdout)).toMatchObject({ companies: 1, failed: 0, stored: 0 });
+    const unknown = await reconcile('--company', 'gamma');
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toMatch(/--company gamma is not in .*companies\.yaml/);
+    for (const run of [first, second, third]) for (const c of COMPANIES) expect(run.stdout + run.stderr).not.toContain(secretOf(c));
+  });
+
   it('the webhook token is in no table and no log', async () => {
     const tables = await query<{ schema: string; name: string }>(
       `SELECT table_schema AS schema, table_name AS name FROM information_schema.tables WHERE table_schema NOT IN ('pg_catalog', 'information_schema') AND table_type = 'BASE TABLE'`,

@@ -16,6 +16,7 @@ import { parseDuration } from '../../util/duration.js';
 import { redact, registerSecret } from '../../util/redact.js';
 import { databaseUrl } from '../database.js';
 import type { DeliveryOutcome } from '../../webhooks/receiver.js';
+import type { FleetReconcileResult } from '../../fleet/reconcile.js';
 
 export const webhookCommand: CommandModule = {
   command: 'webhook',
@@ -407,6 +408,8 @@ async function register(argv: RegisterArgs, ending: Ending): Promise<void> {
 interface ReconcileArgs extends ConnectionArgs {
   inbox?: string;
   report?: string;
+  companies?: string;
+  company?: string;
 }
 
 export const webhookReconcileCommand = leafCommand<ReconcileArgs>({
@@ -415,18 +418,23 @@ export const webhookReconcileCommand = leafCommand<ReconcileArgs>({
   builder: (y: Argv) =>
     withConnection(y)
       .option('inbox', { type: 'string', describe: 'The inbox folder (default $XDG_STATE_HOME/wds-files/webhooks)' })
-      .option('report', { type: 'string', describe: 'Write the changes found and the events stored (JSON) to FILE' }) as unknown as Argv<ReconcileArgs>,
+      .option('report', { type: 'string', describe: 'Write the changes found and the events stored (JSON) to FILE' })
+      .option('companies', { type: 'string', describe: 'Fleet mode, with --database: each company of the fleet\'s companies file, its list and events in the database' })
+      .option('company', { type: 'string', describe: 'With --companies: only this company' }) as unknown as Argv<ReconcileArgs>,
   handler: (argv) => withEnding(argv, 'webhook reconcile', (ending) => reconcileCommand(argv, ending)),
 }, {
   examples: [
     ['wds-files webhook reconcile', 'store the member events the service never delivered, marked reconciled'],
     ['wds-files webhook reconcile --inbox /var/lib/wds/webhooks --json', 'the inbox serve writes to, with a JSON summary'],
+    ['wds-files webhook reconcile --database postgres://wds:PASSWORD@db:5432/wds --companies companies.yaml', 'fleet mode: every company, its on: pipelines queued'],
   ],
-  exits: { 0: 'the list was compared (or, the first time, recorded as the baseline)', 1: 'the service or the inbox could not be reached' },
+  exits: { 0: 'the list was compared (or, the first time, recorded as the baseline)', 1: 'the service, the inbox or the database could not be reached' },
   env: CONNECTION_ENV,
 });
 
 async function reconcileCommand(argv: ReconcileArgs, ending: Ending): Promise<void> {
+  if (argv.companies !== undefined) return reconcileFleet(argv, ending);
+  if (argv.company !== undefined) throw new UsageError('--company names a company of the fleet\'s companies file: give --companies and --database too');
   const [{ WebhookInbox, defaultInboxFolder }, { reconcile }] = await Promise.all([import('../../webhooks/inbox.js'), import('../../webhooks/reconcile.js')]);
   // The embedded emulator is a new company each run: a list compared with it says nothing.
   if (!(argv['base-url'] ?? process.env.WDS_BASE_URL)) throw new UsageError('no --base-url or WDS_BASE_URL: name the service whose members to reconcile');
@@ -461,4 +469,56 @@ async function reconcileCommand(argv: ReconcileArgs, ending: Ending): Promise<vo
     await inbox.close();
     await connection.close();
   }
+}
+
+/**
+ * Fleet mode: each company of the companies file (or the one `--company` names) reconciled into
+ * the fleet's database (src/fleet/reconcile.ts), through the limit windows the fleet shares. A
+ * company whose service fails is told and the others go on; the exit is then 1.
+ */
+async function reconcileFleet(argv: ReconcileArgs, ending: Ending): Promise<void> {
+  if (!databaseUrl(argv)) throw new UsageError('--companies keeps each company\'s list and events in the fleet\'s PostgreSQL: give --database postgres://USER:PASSWORD@HOST:PORT/DB (or WDS_DATABASE_URL)');
+  if (argv.inbox !== undefined) throw new UsageError('--inbox and --companies exclude each other: with --companies the events go to the database');
+  if (argv['base-url'] !== undefined || argv['consumer-key'] !== undefined) throw new UsageError('--base-url and --consumer-key are not for --companies: each company\'s come from the companies file');
+  const [{ openClient, readCompanies }, { CompanyEventStore }, { reconcileCompany }, { databaseWindowStores }, { clientFor }] = await Promise.all([
+    import('./fleet.js'), import('../../fleet/webhook-events.js'), import('../../fleet/reconcile.js'), import('../../fleet/limit-windows.js'), import('../../pipeline-files/connection.js'),
+  ]);
+  let companies = await readCompanies(argv.companies!, 'the reconcile');
+  if (argv.company !== undefined) {
+    companies = companies.filter((company) => company.name === argv.company);
+    if (!companies.length) throw new UsageError(`--company ${argv.company} is not in ${argv.companies}`);
+  }
+  const signal = stopSignal();
+  const fleet = await openClient(argv, { log: (line) => say(argv, line) });
+  const results: FleetReconcileResult[] = [];
+  const failed: string[] = [];
+  try {
+    for (const company of companies) {
+      if (signal.aborted) break;
+      const store = new CompanyEventStore(fleet.db, fleet.boss, company, (line) => say(argv, line));
+      const connection = await clientFor({ baseUrl: company.baseUrl, consumerKey: company.consumerKey, consumerSecret: company.consumerSecret }, {
+        tokenCache: true, windowStores: databaseWindowStores(fleet.db), fail: (message) => new UsageError(`${company.name}: ${message}`),
+      });
+      try {
+        results.push(await reconcileCompany(connection.client, fleet.db, store, { signal }));
+      } catch (error) {
+        if (signal.aborted) break;
+        failed.push(company.name);
+        process.stderr.write(`wds-files: ${company.name}: ${redact((error as Error).message)}\n`);
+      } finally {
+        await connection.close();
+      }
+    }
+  } finally {
+    await fleet.close();
+  }
+  const stored = results.reduce((n, r) => n + r.stored.length, 0);
+  ending.counts = { companies: results.length, failed: failed.length, stored };
+  Object.assign(ending.body, { database: fleet.db.place, companies: results.map((r) => ({ ...r, stored: r.stored.length })) });
+  ending.print({ database: fleet.db.place, companies: results.length, failed: failed.length, stored }, () => results.map((r) => r.superseded
+    ? `${r.company}: another reconcile kept a newer list meanwhile; nothing compared`
+    : r.baseline
+      ? `${r.company}: first list recorded (${r.members} members); nothing stored`
+      : `${r.company}: ${r.members} members; since ${r.previous_listed_at}: ${r.created.length} created, ${r.updated.length} updated, ${r.deleted.length} deleted; ${r.announced} announced, ${r.stored.length} stored, marked reconciled`));
+  if (failed.length) throw new Error(`${failed.length} of ${companies.length} companies could not be reconciled: ${failed.join(', ')}`);
 }
