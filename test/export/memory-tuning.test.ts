@@ -56,8 +56,9 @@ describe('memory tuning', () => {
     const { stdout } = await run(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: ROOT });
     const { atEnd, after } = JSON.parse(stdout.trim().split('\n').pop()!) as { atEnd: number; after: number };
     // With the export's growth left on, the later allocation grows it past EXPORT_YOUNG_BYTES.
+    // V8 may shrink it meanwhile (CI saw 4 MB become 2 MB): only growth is the tuning left on.
     expect(atEnd).toBeLessThan(EXPORT_YOUNG_BYTES);
-    expect(after).toBe(atEnd);
+    expect(after).toBeLessThanOrEqual(atEnd);
   });
 
   it('collects young garbage for every COLLECT_EVERY_BYTES of large bodies read, only when tuned', async () => {
