@@ -20,8 +20,9 @@ async function child<T>(mode: string): Promise<T> {
 describe('memory tuning', () => {
   it('keeps the young generation from growing once the hashing thread has started', async () => {
     const { before, after } = await child<{ before: number; after: number }>('worker');
-    // Untuned, or with the worker's start left to undo the tuning, it grows to 32 MB.
-    expect(after).toBe(before);
+    // Untuned, or with the worker's start left to undo the tuning, it grows to 32 MB. V8 may
+    // shrink it meanwhile (CI saw 4 MB become 2 MB): only growth is the tuning undone.
+    expect(after).toBeLessThanOrEqual(before);
     expect(after).toBeLessThanOrEqual(8 * 2 ** 20);
   });
 
