@@ -9,8 +9,10 @@
 import { lstat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { hashFile } from '../util/hash-file.js';
-import { LinkCheck, MANIFEST_NAME, type ManifestLine } from '../sinks/manifest.js';
-import { isAccepted, listSnapshots, readLatest, readSnapshotManifest, LATEST_FILE, snapshotDir } from './store.js';
+import { LinkCheck, MANIFEST_NAME, compareLines, type ManifestLine } from '../sinks/manifest.js';
+import { ItemSpill } from '../stages/report-spill.js';
+import { isAccepted, listSnapshots, readLatest, LATEST_FILE, snapshotDir, type SnapshotEntry } from './store.js';
+import { openManifestInOrder, type NumberedLine, type OrderedManifest } from './manifest-order.js';
 import { damagedStill, noteDamaged, type DamagedFile } from './damaged.js';
 import { changedOutside, readWrites } from './writes.js';
 
@@ -61,6 +63,18 @@ interface Present {
   inode: string;
 }
 
+/** Bytes read at a time from each manifest: every snapshot's is open at once. */
+const MANIFEST_BLOCK_BYTES = 32 * 1024;
+/** Groups of copies gathered before they are written to the temporary file. */
+const GROUPS_PER_PART = 1000;
+
+/**
+ * Checks every snapshot's files as a merge of their manifests by key, so that what is kept does
+ * not grow with the files (issue 46): the copies of one file in the snapshots are side by side,
+ * grouped by inode there, and each group of present copies goes to a temporary file from which
+ * `readDataPercent` of them are drawn. A file linked under other keys in other snapshots (rare:
+ * `archive copy` links by content) is one group a key, and read once for each.
+ */
 export async function checkArchive(archive: string, options: { readDataPercent?: number } = {}): Promise<CheckResult> {
   const { snapshots, partial } = await listSnapshots(archive);
   const writes = await readWrites(archive);
@@ -73,28 +87,32 @@ export async function checkArchive(archive: string, options: { readDataPercent?:
     problem(copy.snapshot, text, copy.line.path);
     result.damaged.push(copy);
   };
-  /** Files present with their size, by inode: the ones whose bytes may be read. */
-  const byInode = new Map<string, Present[]>();
-  for (const snapshot of snapshots) {
-    if (!snapshot.doc) problem(snapshot.id, snapshot.problem ?? 'snapshot.json cannot be read');
-    let manifest;
-    try {
-      manifest = await readSnapshotManifest(snapshot.dir);
-    } catch {
-      problem(snapshot.id, `no readable ${MANIFEST_NAME}`);
-      continue;
+  const opened: { snapshot: SnapshotEntry; manifest: OrderedManifest; lines: AsyncGenerator<NumberedLine>; links: LinkCheck }[] = [];
+  const groups = options.readDataPercent ? ItemSpill.create<Present[]>(result) : null;
+  let groupCount = 0;
+  try {
+    for (const snapshot of snapshots) {
+      if (!snapshot.doc) problem(snapshot.id, snapshot.problem ?? 'snapshot.json cannot be read');
+      let manifest;
+      try {
+        manifest = await openManifestInOrder(snapshot.dir, { blockBytes: MANIFEST_BLOCK_BYTES });
+      } catch {
+        problem(snapshot.id, `no readable ${MANIFEST_NAME}`);
+        continue;
+      }
+      opened.push({ snapshot, manifest, lines: manifest.lines(), links: new LinkCheck(snapshot.dir) });
+      for (const p of manifest.problems) problem(snapshot.id, `${MANIFEST_NAME} ${p}`);
+      if (snapshot.doc && snapshot.doc.counts.files !== manifest.count) {
+        problem(snapshot.id, `snapshot.json counts ${snapshot.doc.counts.files} files, the manifest lists ${manifest.count}`);
+      }
     }
-    for (const p of manifest.problems) problem(snapshot.id, `${MANIFEST_NAME} ${p}`);
-    if (snapshot.doc && snapshot.doc.counts.files !== manifest.lines.size) {
-      problem(snapshot.id, `snapshot.json counts ${snapshot.doc.counts.files} files, the manifest lists ${manifest.lines.size}`);
-    }
-    const links = new LinkCheck(snapshot.dir);
-    for (const line of manifest.lines.values()) {
+    /** One copy of a file: present with its size (answered, to be grouped by inode), or damaged. */
+    const checkCopy = async (snapshot: SnapshotEntry, links: LinkCheck, line: ManifestLine): Promise<Present | null> => {
       result.files += 1;
       const link = await links.linkIn(line.path);
       if (link) {
         problem(snapshot.id, LinkCheck.reason(link), line.path);
-        continue;
+        return null;
       }
       const path = join(snapshot.dir, line.path);
       const info = await lstat(path).catch(() => null);
@@ -106,37 +124,83 @@ export async function checkArchive(archive: string, options: { readDataPercent?:
       else if (found) damage({ ...copy, kind: 'sha256' }, `${found.problem} (found by archive check --read-data at ${found.found_at})`);
       else if (changedOutside(info.ctimeMs, writes)) {
         damage({ ...copy, kind: 'changed' }, `changed at ${new Date(info.ctimeMs).toISOString()}, when no archive command was writing: its bytes may have been overwritten (archive repair)`);
-      } else {
-        const inode = `${info.dev}:${info.ino}`;
-        const same = byInode.get(inode) ?? [];
-        same.push({ snapshot: snapshot.id, line, path, inode });
-        byInode.set(inode, same);
+      } else return { snapshot: snapshot.id, line, path, inode: `${info.dev}:${info.ino}` };
+      return null;
+    };
+    const heads = await Promise.all(opened.map(async (o) => (await o.lines.next()).value as NumberedLine | undefined));
+    let part: Present[][] = [];
+    for (;;) {
+      let first: ManifestLine | undefined;
+      for (const head of heads) if (head && (!first || compareLines(head.line, first) < 0)) first = head.line;
+      if (!first) break;
+      const byInode = new Map<string, Present[]>();
+      for (let i = 0; i < opened.length; i += 1) {
+        const head = heads[i];
+        if (!head || compareLines(head.line, first) !== 0) continue;
+        const present = await checkCopy(opened[i]!.snapshot, opened[i]!.links, head.line);
+        if (present) byInode.set(present.inode, [...(byInode.get(present.inode) ?? []), present]);
+        heads[i] = (await opened[i]!.lines.next()).value as NumberedLine | undefined;
+      }
+      if (!groups) continue;
+      part.push(...byInode.values());
+      if (part.length >= GROUPS_PER_PART) {
+        groups.append(part);
+        groupCount += part.length;
+        part = [];
       }
     }
+    groups?.append(part);
+    groupCount += part.length;
+    part = [];
+  } finally {
+    await Promise.all(opened.map(async (o) => {
+      await o.lines.return(undefined);
+      await o.manifest.close();
+    }));
   }
+  // In the order of the snapshots, as each was checked in turn before the merge.
+  const order = new Map(snapshots.map((s, i) => [s.id, i]));
+  result.problems.sort((a, b) => order.get(a.snapshot)! - order.get(b.snapshot)!);
+  result.damaged.sort((a, b) => order.get(a.snapshot)! - order.get(b.snapshot)!);
   await checkLatest(archive, snapshots.filter((s) => isAccepted(s.doc)).map((s) => s.id), problem);
-  if (options.readDataPercent) {
-    const files = [...byInode.values()];
-    const share = Math.min(files.length, Math.ceil((files.length * options.readDataPercent) / 100));
-    const found: DamagedFile[] = [];
-    const at = new Date().toISOString();
-    for (const same of pick(files, share)) {
-      result.read += 1;
-      const sha256 = await hashFile(same[0]!.path).then((d) => d.sha256, () => null);
-      for (const { snapshot, line, path, inode } of same) {
-        if (sha256 === null) problem(snapshot, 'cannot be read', line.path);
-        else if (sha256 !== line.sha256) {
-          damage({ snapshot, line, path, inode, kind: 'sha256' }, 'sha256 differs from the manifest');
-          found.push({ snapshot, path: line.path, inode, problem: 'sha256 differs from the manifest', found_at: at });
-        }
-      }
+  if (groups) {
+    try {
+      const found = await readData(groups, groupCount, Math.ceil((groupCount * options.readDataPercent!) / 100), result, problem, damage);
+      // Recorded, so that the next run downloads these rather than link them forward.
+      await noteDamaged(archive, found).catch((error: unknown) => {
+        result.unrecorded = `${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`;
+      });
+    } finally {
+      groups.close();
     }
-    // Recorded, so that the next run downloads these rather than link them forward.
-    await noteDamaged(archive, found).catch((error: unknown) => {
-      result.unrecorded = `${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`;
-    });
   }
   return result;
+}
+
+/**
+ * Hashes `share` of the `count` groups of copies, drawn at random as they are read back (Knuth's
+ * selection sampling: each of them with the chance of the draws left among the groups left), and
+ * answers the copies found damaged.
+ */
+async function readData(groups: ItemSpill<Present[]>, count: number, share: number, result: CheckResult, problem: (snapshot: string, text: string, path?: string) => void, damage: (copy: DamagedCopy, text: string) => void): Promise<DamagedFile[]> {
+  const found: DamagedFile[] = [];
+  const at = new Date().toISOString();
+  let seen = 0;
+  for (const same of groups.read()) {
+    const draw = Math.random() * (count - seen) < share - result.read;
+    seen += 1;
+    if (!draw) continue;
+    result.read += 1;
+    const sha256 = await hashFile(same[0]!.path).then((d) => d.sha256, () => null);
+    for (const { snapshot, line, path, inode } of same) {
+      if (sha256 === null) problem(snapshot, 'cannot be read', line.path);
+      else if (sha256 !== line.sha256) {
+        damage({ snapshot, line, path, inode, kind: 'sha256' }, 'sha256 differs from the manifest');
+        found.push({ snapshot, path: line.path, inode, problem: 'sha256 differs from the manifest', found_at: at });
+      }
+    }
+  }
+  return found;
 }
 
 async function checkLatest(archive: string, complete: string[], problem: (snapshot: string, text: string) => void): Promise<void> {

@@ -1,7 +1,7 @@
 /**
  * `archive diff` reads the two manifests side by side as a merge of sorted lists, keeping only
- * what differs; a manifest out of the order wds-files writes (edited by hand) is compared by key
- * instead, with the same answer.
+ * what differs; a manifest out of the order wds-files writes (edited by hand) is sorted through
+ * temporary files first, with the same answer.
  */
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';

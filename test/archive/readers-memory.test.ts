@@ -1,0 +1,44 @@
+/**
+ * The commands that read an archive keep what does not grow with its files (issue 46): each runs
+ * as the real CLI with its old generation held to HEAP_LIMIT_MB against one archive of two
+ * snapshots of FILES tiny files, made once (test/helpers/synthetic-archive.ts). Before, check held
+ * an object a file and snapshot, diff (through the CLI) both manifests as maps, and each ran out
+ * of heap at 16 MB with 10,000 files a snapshot; they now finish at 12 MB with 20,000.
+ */
+import { join } from 'node:path';
+import { beforeAll, expect, it } from 'vitest';
+import { runCli, type CliRun } from '../helpers/cli-process.js';
+import { tempDir } from '../helpers/export.js';
+import { makeSyntheticArchive, type SyntheticArchive } from '../helpers/synthetic-archive.js';
+
+const FILES = 20_000;
+/** Old-generation limit of the CLI (--max-old-space-size), MB. */
+const HEAP_LIMIT_MB = 16;
+
+let made: SyntheticArchive;
+
+beforeAll(async () => {
+  made = await makeSyntheticArchive(join(tempDir('wds-readers-memory-'), 'archive'), FILES);
+}, 300_000);
+
+/** The CLI under the heap limit; its JSON document, once it ended well. */
+async function bounded(args: string[], code = 0): Promise<Record<string, unknown>> {
+  const run: CliRun = await runCli([...args, '--json'], { NODE_OPTIONS: `--max-old-space-size=${HEAP_LIMIT_MB}` });
+  expect(run.stderr).not.toContain('heap out of memory');
+  expect(run.code, run.stderr.slice(-2000)).toBe(code);
+  return JSON.parse(run.stdout.trim().split('\n').at(-1)!) as Record<string, unknown>;
+}
+
+it(`archive check of ${FILES} files a snapshot, and --read-data 5`, async () => {
+  const plain = await bounded(['archive', 'check', made.archive]);
+  expect(plain).toMatchObject({ snapshots: 2, files: 2 * FILES, problems: [] });
+  const read = await bounded(['archive', 'check', made.archive, '--read-data', '5']);
+  // The files linked into both snapshots are read once: the groups are the distinct files.
+  const distinct = FILES + made.changed + made.added;
+  expect(read).toMatchObject({ files: 2 * FILES, read: Math.ceil(distinct * 0.05), problems: [] });
+}, 300_000);
+
+it(`archive diff of ${FILES} files a snapshot`, async () => {
+  const diff = await bounded(['archive', 'diff', made.archive, 'latest~1', 'latest']);
+  expect(diff.counts).toEqual({ added: made.added, changed: made.changed, deleted: made.deleted });
+}, 300_000);
