@@ -7,15 +7,15 @@
  * copies only what is not there yet.
  */
 import { createReadStream } from 'node:fs';
-import { readFile } from 'node:fs/promises';
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import { FolderSink } from '../sinks/folder.js';
 import type { ExportSink } from '../sinks/sink.js';
 import { TargetError } from '../sinks/target-error.js';
-import { LinkCheck, manifestKey, parseManifest, sortLines, type ManifestLine, type ManifestLines } from '../sinks/manifest.js';
+import { LinkCheck, compareLines, manifestKey, sortLines, type ManifestLine, type ManifestLines } from '../sinks/manifest.js';
 import { RunReport } from '../stages/report.js';
-import { readSnapshotManifest, type SnapshotEntry } from './store.js';
+import type { SnapshotEntry } from './store.js';
+import { openManifestInOrder } from './manifest-order.js';
 import type { ArchiveStore } from './archive-store.js';
 import { LockLostError, lockCheck, type TargetLock } from '../util/target-lock.js';
 
@@ -61,58 +61,111 @@ async function copyInto(sink: ExportSink, from: string | (() => Promise<Buffer>)
 /** Members asked for that the snapshot holds no file of: nothing was restored. */
 export class UnknownMembersError extends Error {}
 
-/** What a restore copies: the snapshot, its manifest, and the lines to restore in manifest order. */
+/**
+ * What a restore copies: the snapshot, what is wrong with lines of its manifest, and the lines to
+ * restore in manifest order, read from the manifest each time they are gone through rather than
+ * held (issue 46).
+ */
 export interface RestorePlan {
   snapshot: SnapshotEntry;
-  manifest: ManifestLines;
-  lines: ManifestLine[];
+  /** The manifest's problems (those lines are not restored) and its source. */
+  manifest: Pick<ManifestLines, 'problems' | 'source'>;
+  /** How many files the restore copies. */
+  count: number;
+  /** The lines to restore, in manifest order. */
+  lines(): AsyncGenerator<ManifestLine>;
+  /** Every line of the snapshot, of the members not restored too, in manifest order. */
+  every(): AsyncGenerator<ManifestLine>;
   /** Reads one file's stored bytes, where the snapshot is no folder (a bucket archive's objects). */
   read?: (line: ManifestLine) => Promise<Buffer>;
+  /** Removes the temporary files of a manifest that had to be sorted. */
+  close(): Promise<void>;
 }
 
 /**
  * The plan of restoring `snapshot`: every file, or those of `members` (by code). A member the
  * snapshot holds no file of is an UnknownMembersError, before anything is written: a mistyped code
- * restores nothing rather than an export of the other members' files.
+ * restores nothing rather than an export of the other members' files. A folder archive's manifest
+ * is read in order a part at a time (manifest-order.ts); a bucket archive's is read whole.
  */
 export async function planRestore(snapshot: SnapshotEntry, members?: readonly string[], store?: ArchiveStore): Promise<RestorePlan> {
-  const manifest = store ? await store.readManifest(snapshot) : await readSnapshotManifest(snapshot.dir);
   const read = store?.kind === 'bucket' ? { read: (line: ManifestLine) => store.readFile(snapshot, line) } : {};
-  if (!members) return { snapshot, manifest, lines: sortLines(manifest.lines.values()), ...read };
-  const wanted = new Set(members);
-  const held = new Set([...manifest.lines.values()].map((line) => line.code));
-  const missing = [...wanted].filter((code) => !held.has(code));
-  if (missing.length > 0) throw new UnknownMembersError(`snapshot ${snapshot.id} holds no file of ${missing.join(', ')}; nothing was restored`);
-  return { snapshot, manifest, lines: sortLines([...manifest.lines.values()].filter((line) => wanted.has(line.code))), ...read };
+  let all: { problems: string[]; source?: ManifestLines['source']; lines: () => AsyncGenerator<ManifestLine>; close: () => Promise<void> };
+  if (store && store.kind !== 'folder') {
+    const manifest = await store.readManifest(snapshot);
+    const sorted = sortLines(manifest.lines.values());
+    all = { ...manifest, lines: async function* () { yield* sorted; }, close: async () => undefined };
+  } else {
+    const manifest = await openManifestInOrder(snapshot.dir);
+    all = { ...manifest, lines: async function* () { for await (const { line } of manifest.lines()) yield line; } };
+  }
+  const wanted = members ? new Set(members) : null;
+  const lines = async function* (): AsyncGenerator<ManifestLine> {
+    for await (const line of all.lines()) if (!wanted || wanted.has(line.code)) yield line;
+  };
+  let count = 0;
+  const held = new Set<string>();
+  try {
+    for await (const line of lines()) {
+      count += 1;
+      held.add(line.code);
+    }
+    const missing = wanted ? [...wanted].filter((code) => !held.has(code)) : [];
+    if (missing.length > 0) throw new UnknownMembersError(`snapshot ${snapshot.id} holds no file of ${missing.join(', ')}; nothing was restored`);
+  } catch (error) {
+    await all.close();
+    throw error;
+  }
+  return { snapshot, manifest: { problems: all.problems, ...(all.source ? { source: all.source } : {}) }, count, lines, every: all.lines, ...read, close: all.close };
 }
 
 /**
  * Why restoring `plan` into `out` would mix snapshots, or null: the export already there (an
  * earlier restore's, say) lists files the snapshot does not hold, and a restore, like any export,
  * keeps what is there. Files of the same snapshot (a restore stopped, or other members' files) do
- * not mix it.
+ * not mix it. The export's lines and the snapshot's are merged in manifest order.
  */
 export async function mixedRestoreProblem(plan: RestorePlan, out: string, zip: boolean): Promise<string | null> {
-  let lines: ManifestLine[] = [];
+  let earlier: AsyncGenerator<ManifestLine>;
+  let close = async (): Promise<void> => undefined;
   if (zip) {
     const { EarlierZip } = await import('../sinks/zip-earlier-run.js');
-    const earlier = await EarlierZip.open(out);
-    if (!earlier) return null;
+    const opened = await EarlierZip.open(out);
+    if (!opened) return null;
+    let lines: ManifestLine[];
     try {
-      lines = await earlier.lines();
+      lines = sortLines(await opened.lines());
     } finally {
-      earlier.close();
+      opened.close();
     }
+    earlier = (async function* () { yield* lines; })();
   } else {
-    const text = await readFile(join(out, 'manifest.jsonl'), 'utf8').catch(() => null);
-    if (text === null) return null;
-    lines = [...parseManifest(text).lines.values()];
+    const manifest = await openManifestInOrder(out).catch(() => null);
+    if (!manifest) return null;
+    close = () => manifest.close();
+    earlier = (async function* () { for await (const { line } of manifest.lines()) yield line; })();
   }
-  const held = plan.manifest.lines;
-  const foreign = lines.filter((line) => !held.has(manifestKey(line)));
-  if (foreign.length === 0) return null;
-  const some = foreign.slice(0, 3).map((line) => line.path).join(', ') + (foreign.length > 3 ? `, and ${foreign.length - 3} more` : '');
-  return `${out} already holds files that snapshot ${plan.snapshot.id} does not (${some}): the restore would keep them beside its own. Name a new folder${zip ? ' or zip' : ''}`;
+  // Every line of the snapshot's, not only the members' planned: other members' files do not mix it.
+  const snapshot = plan.snapshot;
+  const held = plan.every();
+  const foreign: string[] = [];
+  let count = 0;
+  try {
+    let theirs = (await held.next()).value;
+    for await (const line of earlier) {
+      while (theirs && compareLines(theirs, line) < 0) theirs = (await held.next()).value;
+      if (theirs && compareLines(theirs, line) === 0) continue;
+      count += 1;
+      if (foreign.length < 3) foreign.push(line.path);
+    }
+  } finally {
+    await held.return(undefined);
+    await earlier.return(undefined);
+    await close();
+  }
+  if (count === 0) return null;
+  const some = foreign.join(', ') + (count > 3 ? `, and ${count - 3} more` : '');
+  return `${out} already holds files that snapshot ${snapshot.id} does not (${some}): the restore would keep them beside its own. Name a new folder${zip ? ' or zip' : ''}`;
 }
 
 export interface RestoreOptions {
@@ -124,12 +177,17 @@ export interface RestoreOptions {
    * and the folder's manifest not completed, and what the other run writes there is left alone.
    */
   lock?: TargetLock;
+  /** False: the report keeps counts, not an item a file (no one reads them: the CLI without --report). */
+  keepItems?: boolean;
 }
 
 export async function restoreSnapshot(plan: RestorePlan, out: string, options: RestoreOptions = {}): Promise<RestoreResult> {
-  const { snapshot, manifest, lines } = plan;
+  const { snapshot, manifest } = plan;
   const held = lockCheck(options.lock);
   const report = new RunReport('archive restore');
+  // A file's item is kept on disk, or only counted when no one reads the items (issue 46).
+  if (options.keepItems === false) report.countOnly();
+  else report.keepItemsOnDisk();
   for (const problem of manifest.problems) report.notes.push(`${join(snapshot.dir, 'manifest.jsonl')} ${problem}; that line is not restored`);
   const onDisk = async <T>(step: () => Promise<T>): Promise<T> => {
     try {
@@ -142,13 +200,16 @@ export async function restoreSnapshot(plan: RestorePlan, out: string, options: R
   const source = snapshot.doc?.source ?? manifest.source;
   const sink: ExportSink = await onDisk(async () => (isZip(out) ? (await import('../sinks/zip.js')).ZipSink.create(out, source) : FolderSink.create(out, { source })));
   try {
+    // What an earlier restore into `out` left: as many lines as it holds, none for a new output.
     const intact = await onDisk(() => sink.intactFromEarlierRun());
-    const already = lines.filter((line) => intact.get(manifestKey(line))?.sha256 === line.sha256);
+    const already: ManifestLine[] = [];
+    if (intact.size > 0) for await (const line of plan.lines()) if (intact.get(manifestKey(line))?.sha256 === line.sha256) already.push(line);
     const notKept = new Set((await onDisk(() => sink.keep(already, options.signal))).map(manifestKey));
     const keptKeys = new Set(already.map(manifestKey).filter((key) => !notKept.has(key)));
+    already.length = 0;
     const links = new LinkCheck(snapshot.dir);
     let reached = 0;
-    for (const line of lines) {
+    for await (const line of plan.lines()) {
       if (options.signal?.aborted) break;
       reached += 1;
       const base = { key: manifestKey(line), code: line.code, file_name: line.file_name, path: line.path, size: line.size, sha256: line.sha256 };
@@ -165,9 +226,9 @@ export async function restoreSnapshot(plan: RestorePlan, out: string, options: R
     // The zip renamed into place, or its .partial or the folder's manifest completed, only while
     // the lock is still this run's.
     await options.lock?.assertHeld();
-    if (reached < lines.length) {
+    if (reached < plan.count) {
       await onDisk(() => sink.pause());
-      report.interrupted = { signal: options.signal?.reason === 'SIGTERM' ? 'SIGTERM' : 'SIGINT', total: lines.length };
+      report.interrupted = { signal: options.signal?.reason === 'SIGTERM' ? 'SIGTERM' : 'SIGINT', total: plan.count };
     } else await onDisk(() => sink.finish());
   } catch (error) {
     // A run whose lock was taken over closes what it has open and removes nothing: the temporary
@@ -175,6 +236,8 @@ export async function restoreSnapshot(plan: RestorePlan, out: string, options: R
     if (error instanceof LockLostError || options.lock?.signal.aborted) await sink.letGo().catch(() => undefined);
     else await sink.abort().catch(() => undefined);
     throw error;
+  } finally {
+    await plan.close();
   }
   report.finish();
   return { snapshot: snapshot.id, out, report };

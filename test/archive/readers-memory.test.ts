@@ -2,8 +2,9 @@
  * The commands that read an archive keep what does not grow with its files (issue 46): each runs
  * as the real CLI with its old generation held to HEAP_LIMIT_MB against one archive of two
  * snapshots of FILES tiny files, made once (test/helpers/synthetic-archive.ts). Before, check held
- * an object a file and snapshot, diff (through the CLI) both manifests as maps, and each ran out
- * of heap at 16 MB with 10,000 files a snapshot; they now finish at 12 MB with 20,000.
+ * an object a file and snapshot, diff (through the CLI) both manifests as maps, restore the whole
+ * manifest as a map even for one member; each ran out of heap at 16 MB with 10,000 files a
+ * snapshot. They now finish at 12 MB with 20,000 (a whole restore of them at 16).
  */
 import { join } from 'node:path';
 import { beforeAll, expect, it } from 'vitest';
@@ -41,4 +42,13 @@ it(`archive check of ${FILES} files a snapshot, and --read-data 5`, async () => 
 it(`archive diff of ${FILES} files a snapshot`, async () => {
   const diff = await bounded(['archive', 'diff', made.archive, 'latest~1', 'latest']);
   expect(diff.counts).toEqual({ added: made.added, changed: made.changed, deleted: made.deleted });
+}, 300_000);
+
+it(`archive restore --member of a snapshot of ${FILES} files, to a folder and to a zip`, async () => {
+  const out = tempDir('wds-readers-restore-');
+  const members = ['M000100', 'M001999'];
+  for (const to of [join(out, 'folder'), join(out, 'files.zip')]) {
+    const restored = await bounded(['archive', 'restore', made.archive, '--out', to, ...members.flatMap((m) => ['--member', m])]);
+    expect(restored.counts).toMatchObject({ ok: 20 });
+  }
 }, 300_000);

@@ -228,18 +228,20 @@ const restoreCommand = leafCommand<RestoreArgs>({
       ? await (await import('../../archive/readers.js')).markReading(archive.where, snapshot.id, snapshot.dir)
       : await (await import('../../archive/bucket/readers.js')).markBucketReading(archive as BucketStore, snapshot.id);
     const preflight = await preflightOf(argv);
+    let plan: Awaited<ReturnType<typeof planRestore>> | undefined;
     try {
       // Planned before the target is touched: a code the snapshot does not hold makes nothing there.
-      const plan = await planRestore(snapshot, members, archive).catch((error: unknown) => {
+      plan = await planRestore(snapshot, members, archive).catch((error: unknown) => {
         throw error instanceof UnknownMembersError ? new UsageError(error.message) : error;
       });
       const mixed = await mixedRestoreProblem(plan, out, out.toLowerCase().endsWith('.zip'));
       if (mixed) throw new UsageError(`--out ${mixed}`);
       const lock = await preflight.exportTarget(argv.out, { zip: out.toLowerCase().endsWith('.zip'), force: argv.force ?? false, waitLock: argv['wait-lock'] });
-      const result = await restoreSnapshot(plan, out, { signal: stopSignal(), lock });
+      const result = await restoreSnapshot(plan, out, { signal: stopSignal(), lock, keepItems: argv.report !== undefined });
       const whose = members ? ` (the files of ${members.join(', ')})` : '';
       finishRun(result.report, { snapshot: result.snapshot, out, ...(members ? { members } : {}) }, [`snapshot ${result.snapshot}${whose} restored to ${out}`, ...result.report.notes]);
     } finally {
+      await plan?.close();
       await preflight.end();
       await reading?.release();
       archive.close();
