@@ -5,7 +5,7 @@
  * many are under way, and every item runs once.
  */
 import { describe, expect, it } from 'vitest';
-import { pool } from '../../src/stages/export/download.js';
+import { JobFeed, pool } from '../../src/stages/export/download.js';
 
 const pause = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -61,5 +61,28 @@ describe('pool lanes', () => {
     await expect(run).rejects.toThrow('disk full');
     expect(holders.size).toBe(0);
     expect(started.length).toBeLessThan(50);
+  });
+});
+
+describe('JobFeed', () => {
+  it('calls onFirst at its first item only: an unchanged archive run gives plans of no job, and is not tuned for downloads', async () => {
+    let firsts = 0;
+    const feed = new JobFeed<number>(() => (firsts += 1));
+    feed.push([]);
+    feed.pushFrom([]);
+    feed.pushFrom((function* () {})());
+    const ran: number[] = [];
+    const running = pool(feed, 2, async (item, release) => {
+      release();
+      ran.push(item);
+    }, async () => undefined);
+    await pause(10);
+    expect(firsts).toBe(0);
+    feed.pushFrom([1, 2]);
+    feed.push([3]);
+    feed.end();
+    await running;
+    expect(firsts).toBe(1);
+    expect(ran.sort()).toEqual([1, 2, 3]);
   });
 });

@@ -378,6 +378,8 @@ export class JobFeed<T> {
   private wake: (() => void) | null = null;
   /** Items still to be taken from iterables given to `pushFrom`, a part at a time. */
   private readonly sources: Iterator<T>[] = [];
+  /** Whether an item was given yet (`first`). */
+  private given = false;
 
   constructor(private readonly onFirst?: () => void) {}
 
@@ -385,7 +387,7 @@ export class JobFeed<T> {
   push(items: readonly T[]): void {
     if (this.ended) throw new Error('items were pushed to a feed that had ended');
     if (items.length === 0) return;
-    if (this.items.length === 0) this.onFirst?.();
+    this.first();
     for (const item of items) this.items.push(item);
     this.wake?.();
   }
@@ -396,7 +398,6 @@ export class JobFeed<T> {
    */
   pushFrom(items: Iterable<T>): void {
     if (this.ended) throw new Error('items were pushed to a feed that had ended');
-    if (this.items.length === 0 && this.sources.length === 0) this.onFirst?.();
     this.sources.push(items[Symbol.iterator]());
     this.wake?.();
   }
@@ -410,9 +411,23 @@ export class JobFeed<T> {
     while (this.sources.length > 0 && this.items.length < ITEMS_PER_REFILL) {
       const next = this.sources[0]!.next();
       if (next.done) this.sources.shift();
-      else this.items.push(next.value);
+      else {
+        this.first();
+        this.items.push(next.value);
+      }
     }
     return this.items.length > 0;
+  }
+
+  /**
+   * Calls `onFirst` at the first item given: an unchanged archive run pushes plans of no job, and
+   * a process tuned for downloads that never come let its young generation grow to V8's 16 MB
+   * semi-spaces (no file lands to stop it: runtime.ts, fileLanded).
+   */
+  private first(): void {
+    if (this.given) return;
+    this.given = true;
+    this.onFirst?.();
   }
 
   /** No more items: the pool ends once those given are done. */
