@@ -12,7 +12,7 @@ import { hashFile } from '../util/hash-file.js';
 import { LinkCheck, MANIFEST_NAME, compareLines, type ManifestLine } from '../sinks/manifest.js';
 import { ItemSpill } from '../stages/report-spill.js';
 import { isAccepted, listSnapshots, readLatest, LATEST_FILE, snapshotDir, type SnapshotEntry } from './store.js';
-import { openManifestInOrder, type NumberedLine, type OrderedManifest } from './manifest-order.js';
+import { openManifestInOrder, type NumberedLine, type OrderedManifest } from '../sinks/manifest-order.js';
 import { damagedStill, noteDamaged, type DamagedFile } from './damaged.js';
 import { changedOutside, readWrites } from './writes.js';
 

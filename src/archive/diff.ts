@@ -3,7 +3,7 @@
  * snapshot B, grouped by member, from the two manifests alone.
  */
 import { findSnapshot } from './store.js';
-import { openManifestInOrder } from './manifest-order.js';
+import { openManifestInOrder } from '../sinks/manifest-order.js';
 import type { ArchiveStore } from './archive-store.js';
 import { compareLines, sortLines, type ManifestLine } from '../sinks/manifest.js';
 

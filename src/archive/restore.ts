@@ -15,7 +15,7 @@ import { TargetError } from '../sinks/target-error.js';
 import { LinkCheck, compareLines, manifestKey, sortLines, type ManifestLine, type ManifestLines } from '../sinks/manifest.js';
 import { RunReport } from '../stages/report.js';
 import type { SnapshotEntry } from './store.js';
-import { openManifestInOrder } from './manifest-order.js';
+import { openManifestInOrder } from '../sinks/manifest-order.js';
 import type { ArchiveStore } from './archive-store.js';
 import { LockLostError, lockCheck, type TargetLock } from '../util/target-lock.js';
 

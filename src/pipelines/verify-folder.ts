@@ -3,9 +3,11 @@
  * manifest line's file present as a regular file inside the folder, with its size and sha256, and
  * every other file named.
  */
-import { lstat, readFile, readdir, stat } from 'node:fs/promises';
-import { join, relative, sep } from 'node:path';
-import { LinkCheck, MANIFEST_NAME, parseManifest, type ManifestLine } from '../sinks/manifest.js';
+import { lstat, opendir, stat } from 'node:fs/promises';
+import { join } from 'node:path';
+import { LinkCheck, MANIFEST_NAME, type ManifestLine } from '../sinks/manifest.js';
+import { openManifestInOrder } from '../sinks/manifest-order.js';
+import { SortedSpill } from '../util/sorted-spill.js';
 import { hashFile } from '../util/hash-file.js';
 import { isLockFileName } from '../util/target-lock.js';
 import { SNAPSHOT_FILE } from '../archive/store.js';
@@ -18,38 +20,52 @@ export async function verifySnapshot(target: string, tally: VerifyTally): Promis
   return true;
 }
 
-/** Checks every file of the export folder `target` against its manifest; `own` names files of the target that are no export file. */
+/**
+ * Checks every file of the export folder `target` against its manifest; `own` names files of the
+ * target that are no export file. The manifest is read in order a part at a time, and the paths
+ * it names and the files found are sorted through temporary files and merged (issue 46).
+ */
 export async function verifyFolder(target: string, tally: VerifyTally, own: string[] = []): Promise<void> {
-  const manifest = parseManifest(await readManifest(target));
-  for (const p of manifest.problems) tally.fail(MANIFEST_NAME, p);
-  const links = new LinkCheck(target);
-  for (const [key, line] of manifest.lines) {
-    tally.result.files += 1;
-    // A path through a link may end outside the export: it is reported, and not read.
-    const link = await links.linkIn(line.path);
-    if (link) tally.fail(line.path, `${MANIFEST_NAME} line ${manifest.lineNumbers.get(key)}: ${LinkCheck.reason(link)}`);
-    else await checkFile(target, line, tally);
-  }
-  // As in a zip, a file the manifest does not name is reported (a leftover, or something added).
-  const named = new Set([...manifest.lines.values()].map((line) => line.path));
-  for (const path of await filesUnder(target)) {
-    // The lock of a run writing the folder (or one a killed run left) is not an export file.
-    if (path !== MANIFEST_NAME && !own.includes(path) && !isLockFileName(path) && !named.has(path)) tally.fail(path, 'not in the manifest');
+  const manifest = await openManifestInOrder(target).catch(async (error: unknown) => {
+    throw await manifestError(target, error);
+  });
+  const named = new SortedSpill<null>();
+  const found = new SortedSpill<null>();
+  try {
+    for (const p of manifest.problems) tally.fail(MANIFEST_NAME, p);
+    const links = new LinkCheck(target);
+    for await (const { line, number } of manifest.lines()) {
+      tally.result.files += 1;
+      await named.add(line.path, null);
+      // A path through a link may end outside the export: it is reported, and not read.
+      const link = await links.linkIn(line.path);
+      if (link) tally.fail(line.path, `${MANIFEST_NAME} line ${number}: ${LinkCheck.reason(link)}`);
+      else await checkFile(target, line, tally);
+    }
+    // As in a zip, a file the manifest does not name is reported (a leftover, or something added).
+    for await (const path of filesUnder(target)) await found.add(path, null);
+    const names = named.sorted();
+    let name = (await names.next()).value?.[0];
+    for await (const [path] of found.sorted()) {
+      while (name !== undefined && name < path) name = (await names.next()).value?.[0];
+      // The lock of a run writing the folder (or one a killed run left) is not an export file.
+      if (name !== path && path !== MANIFEST_NAME && !own.includes(path) && !isLockFileName(path)) tally.fail(path, 'not in the manifest');
+    }
+  } finally {
+    named.close();
+    found.close();
+    await manifest.close();
   }
 }
 
-/** The manifest's text; which of the target and its manifest is missing, or unreadable, says what to mend. */
-async function readManifest(target: string): Promise<string> {
-  try {
-    return await readFile(join(target, MANIFEST_NAME), 'utf8');
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    const info = await stat(target).catch(() => null);
-    if (!info) throw new Error(`${target}: no such folder or zip`);
-    if (!info.isDirectory()) throw new Error(`${target}: neither a folder nor a .zip file; verify checks an export folder, a snapshot or an export zip`);
-    if (code === 'ENOENT') throw new Error(`${target}: no ${MANIFEST_NAME}; it is not an export folder`);
-    throw new Error(`${join(target, MANIFEST_NAME)} cannot be read (${code ?? (error as Error).message})`);
-  }
+/** Why the manifest of `target` cannot be read: which of the target and its manifest is missing, or unreadable, says what to mend. */
+async function manifestError(target: string, error: unknown): Promise<Error> {
+  const code = (error as NodeJS.ErrnoException).code;
+  const info = await stat(target).catch(() => null);
+  if (!info) return new Error(`${target}: no such folder or zip`);
+  if (!info.isDirectory()) return new Error(`${target}: neither a folder nor a .zip file; verify checks an export folder, a snapshot or an export zip`);
+  if (code === 'ENOENT') return new Error(`${target}: no ${MANIFEST_NAME}; it is not an export folder`);
+  return new Error(`${join(target, MANIFEST_NAME)} cannot be read (${code ?? (error as Error).message})`);
 }
 
 /** One manifest line's file: a regular file, not a link or a folder, with the line's size and sha256. */
@@ -70,8 +86,11 @@ async function checkFile(target: string, line: ManifestLine, tally: VerifyTally)
   tally.compare(line, size, size === line.size ? (await hashFile(path)).sha256 : '');
 }
 
-/** Every file under `dir`, as a path inside the export (`/` separated). */
-async function filesUnder(dir: string): Promise<string[]> {
-  const entries = await readdir(dir, { withFileTypes: true, recursive: true });
-  return entries.filter((e) => e.isFile()).map((e) => relative(dir, join(e.parentPath, e.name)).split(sep).join('/')).sort();
+/** Every file under `dir`, as a path inside the export (`/` separated), a folder read at a time. */
+async function* filesUnder(dir: string, inside = ''): AsyncGenerator<string> {
+  for await (const entry of await opendir(inside ? join(dir, inside) : dir)) {
+    const path = inside ? `${inside}/${entry.name}` : entry.name;
+    if (entry.isDirectory()) yield* filesUnder(dir, path);
+    else if (entry.isFile()) yield path;
+  }
 }

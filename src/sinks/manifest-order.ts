@@ -9,8 +9,8 @@
 import { mkdtemp, open, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { MANIFEST_NAME, checkManifestLine, compareLines, type ManifestLine, type ManifestLines } from '../sinks/manifest.js';
-import { writeSortedManifest } from '../sinks/manifest-sort.js';
+import { MANIFEST_NAME, checkManifestLine, compareLines, type ManifestLine, type ManifestLines } from './manifest.js';
+import { writeSortedManifest } from './manifest-sort.js';
 import { readLines } from '../util/line-reader.js';
 
 /** A good line of the manifest, with its number there (from 1). */
