@@ -78,13 +78,21 @@ async function onlineProblems(pipeline: LoadedPipeline, shown: string, options: 
     }
     if ('service' in to && to.service === 'attachments') await target({ sheet: to.sheet, field: to.field }, to.field !== undefined ? ['to', 'field'] : ['to', 'sheet']);
     if (!('service' in from)) {
-      // A source that cannot be read (an export holding nothing for this import) is a problem of `from`, not of the service.
-      const named = await sourceCodes(pipeline).catch((error: unknown) => (error as Error).message);
-      if (typeof named === 'string') problems.push(await locate(pipeline.file, shown, ['from'], named));
-      const missing = typeof named === 'string' ? [] : await membersMissing(named, client);
-      if (missing.length) {
-        const list = missing.slice(0, MISSING_SHOWN).map((m) => `${m.code} (${m.where})`).join(', ');
-        problems.push(await locate(pipeline.file, shown, ['from'], `the source names members the service does not have: ${list}${missing.length > MISSING_SHOWN ? ` and ${missing.length - MISSING_SHOWN} more` : ''}`));
+      // The members' codes are asked for first, so that the source is read once and only the
+      // files naming no member are kept (those shown, and a count of the others). A source that
+      // cannot be read (an export holding nothing for this import) is a problem of `from`.
+      const members = await memberCodes(client);
+      const missing: { code: string; where: string }[] = [];
+      let more = 0;
+      const read = await sourceCodes(pipeline, (code, where) => {
+        if (members.has(code)) return;
+        if (missing.length < MISSING_SHOWN) missing.push({ code, where });
+        else more += 1;
+      }).then(() => null, (error: unknown) => (error as Error).message);
+      if (read !== null) problems.push(await locate(pipeline.file, shown, ['from'], read));
+      else if (missing.length) {
+        const list = missing.map((m) => `${m.code} (${m.where})`).join(', ');
+        problems.push(await locate(pipeline.file, shown, ['from'], `the source names members the service does not have: ${list}${more > 0 ? ` and ${more} more` : ''}`));
       }
     }
   } catch (error) {
@@ -95,15 +103,14 @@ async function onlineProblems(pipeline: LoadedPipeline, shown: string, options: 
   return problems;
 }
 
-/** The member code of each file of the source the pipeline imports. */
-async function sourceCodes(pipeline: LoadedPipeline): Promise<{ code: string; where: string }[]> {
+/** Gives `onFile` the member code of each file of the source the pipeline imports. */
+async function sourceCodes(pipeline: LoadedPipeline, onFile: (code: string, where: string) => void): Promise<void> {
   const { from } = pipeline;
-  if ('service' in from) return [];
+  if ('service' in from) return;
   const [{ codeFromName }, { openPipelineSource }] = await Promise.all([import('../pipelines/photo-import.js'), import('./move.js')]);
   const photos = 'service' in pipeline.to && pipeline.to.service === 'photos';
   // As the run reads it: a drop folder not made yet holds nothing to check.
   const source = await openPipelineSource(from, { make: false, log: () => undefined });
-  const named: { code: string; where: string }[] = [];
   try {
     // An export's files for the other kind of import, or another sheet or field, are not this run's.
     const want = 'service' in pipeline.to && pipeline.to.service === 'attachments'
@@ -114,16 +121,16 @@ async function sourceCodes(pipeline: LoadedPipeline): Promise<{ code: string; wh
       const file = entry.file;
       // Attachments laid out <code>/<file> name the member by their folder.
       const code = file.code ?? (photos ? codeFromName(file.relPath) : file.relPath.split('/')[0]!);
-      named.push({ code, where: file.relPath });
+      onFile(code, file.relPath);
     }
   } finally {
     await source.close();
   }
-  return named;
 }
 
-/** The files whose member code no member has. */
-async function membersMissing(named: { code: string; where: string }[], client: import('../client/client.js').WdsClient): Promise<{ code: string; where: string }[]> {
-  const members = new Set((await client.members.list()).member_data.map((m) => m.code));
-  return named.filter((n) => !members.has(n.code));
+/** Every member's code, read entry by entry: the codes are kept, not the answer (13 MB of text at 10,000 members). */
+async function memberCodes(client: import('../client/client.js').WdsClient): Promise<Set<string>> {
+  const codes = new Set<string>();
+  await client.members.each((member) => codes.add(member.code));
+  return codes;
 }

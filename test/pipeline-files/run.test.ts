@@ -195,11 +195,14 @@ describe('pipeline files: run and plan', () => {
   it('validate --online names a sheet the service lacks and the members a source names that it lacks, at their lines', async () => {
     const sheet = await pipeline(['name: online-sheet', 'from:', '  service: attachments', '  sheets: [ 999 ]', 'to: { folder: out }']);
     const drop = await pipeline(['name: online-drop', 'from: { folder: inbox }', 'to: { service: photos }']);
-    await writeFiles(join(drop, '..', 'inbox'), { 'A0001.jpg': await plain(20, 20, 1).jpeg().toBuffer(), 'Z0404.jpg': await plain(20, 20, 2).jpeg().toBuffer() });
+    // Twelve files name no member: ten are shown and the others counted.
+    const unknown = await plain(20, 20, 2).jpeg().toBuffer();
+    const strangers = Array.from({ length: 12 }, (_, i) => `Z04${String(i).padStart(2, '0')}`);
+    await writeFiles(join(drop, '..', 'inbox'), { 'A0001.jpg': await plain(20, 20, 1).jpeg().toBuffer(), ...Object.fromEntries(strangers.map((code) => [`${code}.jpg`, unknown])) });
     const { problems } = await validatePipelineFiles([sheet, drop], { online: true, env: { TEST_SECRET: SECRET } });
     expect(problems).toEqual([
       { file: sheet, line: 4, column: 13, message: expect.stringMatching(/^there is no sheet 999; sheets with file parts: /) },
-      { file: drop, line: 2, column: 7, message: 'the source names members the service does not have: Z0404 (Z0404.jpg)' },
+      { file: drop, line: 2, column: 7, message: `the source names members the service does not have: ${strangers.slice(0, 10).map((code) => `${code} (${code}.jpg)`).join(', ')} and 2 more` },
     ]);
     const offline = await validatePipelineFiles([sheet, drop], { env: { TEST_SECRET: SECRET } });
     expect(offline.problems).toEqual([]);
