@@ -180,6 +180,7 @@ const NOT_RUN: Record<string, string> = {
   'npx tsx bench/import.ts': 'a benchmark: minutes, and its figures are about the machine',
   'npx tsx bench/archive.ts': 'a benchmark: minutes and 10 GB of disk, and its figures are about the machine',
   'npx tsx bench/fleet.ts': 'a benchmark: half an hour with PostgreSQL and an S3 server, and its figures are about the machine',
+  'npx tsx bench/readers.ts': 'a benchmark: minutes, and its figures are about the machine',
 };
 
 const HANDLERS: Record<string, Handler> = {
