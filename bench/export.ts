@@ -21,6 +21,10 @@
  *                                                against the targets (200 MB; time a file at the largest
  *                                                size within 1.2 x its value at 20,000), the emulator's
  *                                                own start time and peak RSS at each size, and uptime
+ *   npx tsx bench/export.ts --files 2000,20000 --rerun
+ *                                                also the attachment export run again into the folder
+ *                                                and the zip it made (nothing changed: every file kept),
+ *                                                as a nightly export to the same place runs
  *   npx tsx bench/export.ts --files 50 --no-build  a quick check that the bench runs
  *
  * Sets: `photos` (2,000 photos of 100 KB), `mix` (2,000 photos of the generated company's default
@@ -116,6 +120,8 @@ const latencies = list('latencies', sweep ? '20' : SIZES ? '0' : '0,20').map(Num
 const sweepConcurrency = list('concurrency', '8,16,32,64').map(Number);
 const withPeers = !flag('no-peers') && !sweep && !SIZES;
 const withZip = !flag('no-zip') && !sweep;
+/** Scaling mode: the attachment export again into what its first run made. */
+const rerun = flag('rerun') && SIZES !== undefined;
 for (const name of setNames) if (!SETS[name]) throw new Error(`unknown set ${name}; sets: ${Object.keys(SETS).join(', ')}`);
 if (!Number.isInteger(runs) || runs < 1) throw new Error(`--runs must be a whole number, got ${runs}`);
 if (!Number.isInteger(warmups) || warmups < 0) throw new Error(`--warmup must be a whole number, got ${warmups}`);
@@ -250,6 +256,26 @@ async function runOurs(emulator: Emulator, set: BenchSet, work: string, concurre
     if (entries !== result.files + 1) throw new Error(`the zip's central directory has ${entries} entries, not ${result.files} files and the manifest`);
   }
   return { concurrency, ...result, ms: exit.ms, peakKb: exit.maxRssKb, cpuS: exit.userS + exit.systemS };
+}
+
+/** Our export run twice into the same place, the second measured: every file is kept, none downloaded. */
+async function runOursAgain(emulator: Emulator, set: BenchSet, work: string, sink: 'folder' | 'zip'): Promise<Omit<Sample, 'set' | 'latency' | 'tool'>> {
+  await runOurs(emulator, set, work, defaultConcurrency(set.what), sink);
+  const out = join(work, sink === 'zip' ? 'out.zip' : 'out');
+  const args = [cliArg ?? CLI, set.what, 'export', '--out', out, '--json'];
+  const env = {
+    ...process.env,
+    WDS_BASE_URL: emulator.baseUrl, WDS_CONSUMER_KEY: emulator.consumerKey, WDS_CONSUMER_SECRET: emulator.consumerSecret,
+    XDG_CACHE_HOME: join(work, 'cache'), XDG_STATE_HOME: join(work, 'state'),
+  };
+  const exit = await measure(process.execPath, args, { cwd: work, env });
+  mustSucceed(`our export run again (${sink})`, exit);
+  const summary = JSON.parse(exit.stdout.trim().split('\n').pop()!) as { counts: { ok: number; skipped?: number; failed: number } };
+  if (summary.counts.ok !== 0 || summary.counts.skipped !== set.files) {
+    throw new Error(`our export run again (${sink}) on ${set.name}: expected ${set.files} files kept and none downloaded, got ${JSON.stringify(summary.counts)}`);
+  }
+  if (sink === 'folder') check(set, 'ours (folder rerun, on disk)', await folderTotals(out));
+  return { concurrency: defaultConcurrency(set.what), files: set.files, bytes: 0, ms: exit.ms, peakKb: exit.maxRssKb, cpuS: exit.userS + exit.systemS };
 }
 
 /** Entries of a zip, from its end of central directory, as a reader finds them. */
@@ -401,6 +427,8 @@ function scaling(rows: Row[], sizes: number[]): string[] {
     { label: 'photos export, folder', what: 'photos', tool: 'ours' },
     { label: 'attachments export, folder', what: 'attachments', tool: 'ours' },
     { label: 'attachments export, zip', what: 'attachments', tool: 'ours (zip)' },
+    { label: 'attachments again, folder', what: 'attachments', tool: 'ours (folder rerun)' },
+    { label: 'attachments again, zip', what: 'attachments', tool: 'ours (zip rerun)' },
   ];
   for (const { label, what, tool } of commands) {
     const at = sizes.map((n) => rows.find((r) => r.set === `${what}-${n}` && r.tool === tool)).filter((r): r is Row => r !== undefined);
@@ -444,6 +472,10 @@ async function main(): Promise<void> {
           for (const c of ourConcurrency) tools.push({ tool: 'ours', go: (w) => runOurs(emulator, set, w, c, 'folder') });
           // As the company grows, the zip is measured on attachments (a photo export to a zip is the same run).
           if (withZip && !(SIZES && set.what === 'photos')) tools.push({ tool: 'ours (zip)', go: (w) => runOurs(emulator, set, w, defaultConcurrency(set.what), 'zip') });
+          if (rerun && set.what === 'attachments') {
+            tools.push({ tool: 'ours (folder rerun)', go: (w) => runOursAgain(emulator, set, w, 'folder') });
+            if (withZip) tools.push({ tool: 'ours (zip rerun)', go: (w) => runOursAgain(emulator, set, w, 'zip') });
+          }
           if (set.peers && peers.includes('aria2c')) tools.push({ tool: 'aria2c', go: (w) => runAria2(emulator, set, w) });
           if (set.peers && peers.includes('curl')) tools.push({ tool: 'curl', go: (w) => runCurl(emulator, set, w) });
           // A first, untimed export warms the emulator up (its JIT, its sockets' buffers): a cold
