@@ -99,13 +99,22 @@ export function appliedReason(what: string, earlier: { at: string; held: boolean
     : `these bytes were applied ${what} by an earlier run (${earlier.at}), which stopped before it saw the result listed; not sent again, so as not to undo a change made there since`;
 }
 
-/** Notes what the listing shows for files applied in this run, so that a rerun can tell a later change by someone else. */
+/**
+ * Notes what the listing shows for files applied in this run, so that a rerun can tell a later
+ * change by someone else. Written SEEN_PER_WRITE files at a time: the lines of every file of a
+ * run, made and joined into one string at once, grew with its files (3 MB of text alone at 20,000).
+ */
 export async function noteApplied(journal: ImportJournal, kind: JournalKind, files: Omit<JournalFile, 'before'>[], now: Map<string, string>): Promise<void> {
-  const seen: { target: string; sha256: string; updatedAt: string }[] = [];
-  for (const file of files) {
-    const target = targetOf(kind, file);
-    const current = now.get(target);
-    if (current !== undefined && journal.applied(target)?.sha256 === file.sha256) seen.push({ target, sha256: file.sha256, updatedAt: current });
+  for (let at = 0; at < files.length; at += SEEN_PER_WRITE) {
+    const seen: { target: string; sha256: string; updatedAt: string }[] = [];
+    for (const file of files.slice(at, at + SEEN_PER_WRITE)) {
+      const target = targetOf(kind, file);
+      const current = now.get(target);
+      if (current !== undefined && journal.applied(target)?.sha256 === file.sha256) seen.push({ target, sha256: file.sha256, updatedAt: current });
+    }
+    await journal.seenAll(seen);
   }
-  await journal.seenAll(seen);
 }
+
+/** Files whose `seen` lines noteApplied writes at once (a request's worth of attachments). */
+const SEEN_PER_WRITE = 1000;
