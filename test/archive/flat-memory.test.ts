@@ -6,6 +6,10 @@
  * 40,000 files, about 0.8 KB a file: 20,000 of them take it past 24 MB. Linking a part of the
  * files at a time, it finishes and links every file (in December 2026 it needed more than 16 MB
  * here, and less than 16 with 2,000 files).
+ *
+ * Then every file changes (the service's clock an hour on, the company made again) and the next
+ * run downloads all 20,000 under the same limit: the run that started each file part's changed
+ * files as one array of jobs, every file with its URL, held them all (600 MB of heap at 200,000).
  */
 import { readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -27,14 +31,15 @@ const emu = useEmulator({
 }, 60_000);
 const api = useClient(emu);
 
+const dir = tempDir('wds-archive-memory-');
+const archive = join(dir, 'archive');
+const pipelineFile = join(dir, 'archive.yaml');
+
 it(`links ${FILES} unchanged attachments into the next snapshot with a heap of ${HEAP_LIMIT_MB} MB`, async () => {
-  const dir = tempDir('wds-archive-memory-');
-  const archive = join(dir, 'archive');
   // The first snapshot in this process: only the unchanged run is the one measured.
   const first = (await archiveRun(api(), archive, { archive: { pipeline: 'memory-test' } })).snapshot!;
   expect(first.counts.files).toBe(FILES);
-  const file = join(dir, 'archive.yaml');
-  await writeFile(file, [
+  await writeFile(pipelineFile, [
     'name: memory-test',
     `connection: { base_url: "${emu().url}", consumer_key: ${KEY}, consumer_secret: ${SECRET} }`,
     'from: { service: attachments }',
@@ -42,9 +47,7 @@ it(`links ${FILES} unchanged attachments into the next snapshot with a heap of $
     '',
   ].join('\n'));
   await resetStats(emu());
-  const run = await runCli(['run', file, '--json'], { NODE_OPTIONS: `--max-old-space-size=${HEAP_LIMIT_MB}` });
-  expect(run.stderr).not.toContain('heap out of memory');
-  expect(run.code, run.stderr.slice(-2000)).toBe(0);
+  await runWithLimit();
   expect(await storageDownloads(emu())).toBe(0);
   const latest = (await readFile(join(archive, 'latest'), 'utf8')).trim();
   expect(latest).not.toBe(first.id);
@@ -59,3 +62,27 @@ it(`links ${FILES} unchanged attachments into the next snapshot with a heap of $
   }
   // Bounds nothing but a CLI that never ends: 20,000 files on a loaded machine take minutes.
 }, 900_000);
+
+it(`downloads ${FILES} changed attachments into the next snapshot with a heap of ${HEAP_LIMIT_MB} MB`, async () => {
+  const before = (await readFile(join(archive, 'latest'), 'utf8')).trim();
+  await emu().control('POST', '/clock', { advance_seconds: 3600 });
+  await emu().control('POST', '/reset');
+  await runWithLimit();
+  expect(await storageDownloads(emu())).toBe(FILES);
+  const latest = (await readFile(join(archive, 'latest'), 'utf8')).trim();
+  expect(latest).not.toBe(before);
+  const lines = await manifestOf(join(archive, 'snapshots', latest));
+  expect(lines.size).toBe(FILES);
+  const earlier = await manifestOf(join(archive, 'snapshots', before));
+  // Each file keeps its path, with the new date.
+  for (const [key, line] of lines) {
+    expect(line.path, key).toBe(earlier.get(key)?.path);
+    expect(line.updated_at, key).not.toBe(earlier.get(key)?.updated_at);
+  }
+}, 900_000);
+
+async function runWithLimit(): Promise<void> {
+  const run = await runCli(['run', pipelineFile, '--json'], { NODE_OPTIONS: `--max-old-space-size=${HEAP_LIMIT_MB}` });
+  expect(run.stderr).not.toContain('heap out of memory');
+  expect(run.code, run.stderr.slice(-2000)).toBe(0);
+}

@@ -85,4 +85,22 @@ describe('JobFeed', () => {
     expect(firsts).toBe(1);
     expect(ran.sort()).toEqual([1, 2, 3]);
   });
+
+  it('an iterable given to the feed that throws while it is read ends the run with its error, after what was under way', async () => {
+    const feed = new JobFeed<number>();
+    feed.pushFrom((function* () {
+      // More than the feed takes at a time, so that the error comes at a later part.
+      for (let i = 0; i < 300; i += 1) yield i;
+      throw new Error('the listing could not be read back');
+    })());
+    feed.end();
+    const ran: number[] = [];
+    const running = pool(feed, 2, async (item, release) => {
+      release();
+      ran.push(item);
+    }, async () => undefined);
+    await expect(running).rejects.toThrow('the listing could not be read back');
+    expect(ran.length).toBeGreaterThan(0);
+    expect(ran.length).toBeLessThan(300);
+  });
 });

@@ -488,7 +488,13 @@ export async function pool<T, R>(
     if (next < items.length) return true;
     if (!feed) return false;
     // Emptied, so the next items pushed or taken are at its start.
-    const refilled = feed.refill();
+    // An iterable given to the feed that throws (a listing read back from disk) ends the downloads as a fatal error would.
+    let refilled = false;
+    try {
+      refilled = feed.refill();
+    } catch (error) {
+      fatal ??= error;
+    }
     next = 0;
     return refilled;
   };

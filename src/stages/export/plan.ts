@@ -64,29 +64,46 @@ const identityOf = (f: Pick<ManifestLine, 'sheet_id' | 'custom_field_id' | 'code
 export function realign(listing: Iterable<RemoteFile>, earlier: ReadonlyMap<string, ManifestLine>): Realigned {
   const same = { lines: earlier, changed: [], movedFrom: NOTHING_MOVED };
   if (earlier.size === 0) return same;
-  const missed: RemoteFile[] = [];
+  // What the files not found are, as hashes, and their members: a run where every file changed
+  // (all of them "not found") held each listed file and each earlier line here otherwise.
+  const missedIdentities = new PathHashes();
   const codes = new Set<string>();
+  const missed = (file: RemoteFile): boolean => file.kind === 'attachment' && earlier.get(file.key)?.updated_at !== file.updated_at;
   for (const file of listing) {
-    if (file.kind !== 'attachment' || earlier.get(file.key)?.updated_at === file.updated_at) continue;
-    missed.push(file);
+    if (!missed(file)) continue;
+    missedIdentities.add(identityOf(file));
     codes.add(file.code);
   }
-  if (missed.length === 0) return same;
-  // The listed files of those members, and their earlier lines by what names a file apart from its record.
-  const current = new Map<string, RemoteFile>();
-  for (const file of listing) if (file.kind === 'attachment' && codes.has(file.code)) current.set(file.key, file);
+  if (codes.size === 0) return same;
+  // The earlier lines a file not found may be (the same identity, or a hash's collision), by identity.
   const byIdentity = new Map<string, ManifestLine[]>();
-  for (const [key, line] of earlier) {
+  const candidates = new Set<string>();
+  for (const line of earlier.values()) {
     if (line.kind !== 'attachment' || !codes.has(line.code)) continue;
-    // A line the listed file of its own key still names as it is stays with that file.
-    if (current.get(key)?.updated_at === line.updated_at) continue;
     const identity = identityOf(line);
+    if (!missedIdentities.has(identity)) continue;
     const found = byIdentity.get(identity);
     if (found) found.push(line);
     else byIdentity.set(identity, [line]);
+    candidates.add(line.code);
+  }
+  if (byIdentity.size === 0) return same;
+  // The listed files of those members, and the files not found that one of those lines may be.
+  const current = new Map<string, RemoteFile>();
+  const moving: RemoteFile[] = [];
+  for (const file of listing) {
+    if (file.kind !== 'attachment' || !candidates.has(file.code)) continue;
+    current.set(file.key, file);
+    if (missed(file) && byIdentity.has(identityOf(file))) moving.push(file);
+  }
+  // A line the listed file of its own key still names as it is stays with that file.
+  for (const [identity, found] of byIdentity) {
+    const left = found.filter((line) => current.get(manifestKey(line))?.updated_at !== line.updated_at);
+    if (left.length > 0) byIdentity.set(identity, left);
+    else byIdentity.delete(identity);
   }
   const moves: { file: RemoteFile; line: ManifestLine }[] = [];
-  for (const file of missed) {
+  for (const file of moving) {
     const line = byIdentity.get(identityOf(file))?.shift();
     if (line) moves.push({ file, line });
   }
