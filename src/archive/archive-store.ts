@@ -10,6 +10,13 @@ import { join, resolve } from 'node:path';
 import { MANIFEST_NAME, type ManifestLine, type ManifestLines } from '../sinks/manifest.js';
 import { SNAPSHOT_FILE, listSnapshots, pickSnapshot, readLatest, readSnapshotManifest, type SnapshotEntry } from './store.js';
 
+/** A snapshot's manifest as a file on this machine, and how to let go of it once read. */
+export interface ManifestFile {
+  file: string;
+  /** Removes a temporary copy (nothing for a folder archive's own file). */
+  release(): Promise<void>;
+}
+
 export interface ArchiveStore {
   readonly kind: 'folder' | 'bucket';
   /** The folder's absolute path, or the bucket archive's `s3://` address: what messages name. */
@@ -20,8 +27,10 @@ export interface ArchiveStore {
   /** `@ID`, `latest~N`...: as findSnapshot in store.ts. */
   findSnapshot(ref?: string): Promise<SnapshotEntry>;
   readManifest(snapshot: SnapshotEntry): Promise<ManifestLines>;
-  /** The manifest as stored, and the snapshot.json: what `archive copy` carries over unchanged. */
-  readSnapshotTexts(snapshot: SnapshotEntry): Promise<{ manifest: string; doc: string }>;
+  /** The snapshot.json as stored: what `archive copy` carries over unchanged, as it does the manifest. */
+  readSnapshotDoc(snapshot: SnapshotEntry): Promise<string>;
+  /** The manifest as stored, in a file on this machine (a bucket's is downloaded to a temporary one). */
+  manifestFile(snapshot: SnapshotEntry): Promise<ManifestFile>;
   /** The stored bytes of one file of a snapshot, as they are (the caller checks them against the line). */
   readFile(snapshot: SnapshotEntry, line: ManifestLine): Promise<Buffer>;
   /** Lets go of connections. */
@@ -47,8 +56,11 @@ export class FolderStore implements ArchiveStore {
   readManifest(snapshot: SnapshotEntry) {
     return readSnapshotManifest(snapshot.dir);
   }
-  async readSnapshotTexts(snapshot: SnapshotEntry) {
-    return { manifest: await readFile(join(snapshot.dir, MANIFEST_NAME), 'utf8'), doc: await readFile(join(snapshot.dir, SNAPSHOT_FILE), 'utf8') };
+  readSnapshotDoc(snapshot: SnapshotEntry) {
+    return readFile(join(snapshot.dir, SNAPSHOT_FILE), 'utf8');
+  }
+  async manifestFile(snapshot: SnapshotEntry): Promise<ManifestFile> {
+    return { file: join(snapshot.dir, MANIFEST_NAME), release: async () => undefined };
   }
   readFile(snapshot: SnapshotEntry, line: ManifestLine) {
     return readFile(join(snapshot.dir, line.path));

@@ -4,9 +4,11 @@
  * of two snapshots of FILES tiny files, made once (test/helpers/synthetic-archive.ts). Before,
  * check held an object a file and snapshot, diff (through the CLI) both manifests as maps, restore
  * the whole manifest as a map even for one member, verify the manifest as a map and every path of
- * the folder or entry of the zip; each ran out of heap at 16 MB with 10,000 files a snapshot. They
- * now finish with 20,000 (check, diff and verify at 12 MB).
+ * the folder or entry of the zip, copy each manifest as a string and a map and every file of the
+ * destination in a map; each ran out of heap at 16 MB with 10,000 files a snapshot (copy at 16 MB
+ * with 20,000). They now finish with 20,000 (check, diff and verify at 12 MB).
  */
+import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { beforeAll, expect, it } from 'vitest';
 import { runCli, type CliRun } from '../helpers/cli-process.js';
@@ -61,4 +63,16 @@ it(`archive restore of a snapshot of ${FILES} files to a zip, and verify of the 
   expect(restored.counts).toMatchObject({ ok: FILES });
   const verified = await bounded(['verify', zip]);
   expect(verified.counts).toEqual({ ok: FILES, problem: 0 });
+}, 300_000);
+
+it(`archive copy of two snapshots of ${FILES} files to a new folder, and again`, async () => {
+  const copy = join(tempDir('wds-readers-copy-'), 'copy');
+  const distinct = FILES + made.changed + made.added;
+  const first = await bounded(['archive', 'copy', made.archive, copy]);
+  expect(first).toMatchObject({ copied: made.ids, present: [], sent: { files: distinct }, reused: 2 * FILES - distinct, latest: made.ids[1] });
+  // The second snapshot's unchanged files are links to the first's, as in the source.
+  const unchanged = 'attachments/1/2/M001000/f0.pdf';
+  expect((await stat(join(copy, 'snapshots', made.ids[1], unchanged))).ino).toBe((await stat(join(copy, 'snapshots', made.ids[0], unchanged))).ino);
+  const again = await bounded(['archive', 'copy', made.archive, copy]);
+  expect(again).toMatchObject({ copied: [], present: made.ids, sent: { files: 0 }, reused: 0 });
 }, 300_000);

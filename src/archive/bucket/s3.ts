@@ -5,6 +5,9 @@
  * nothing here puts a credential into a message.
  */
 import { createHash } from 'node:crypto';
+import { createWriteStream } from 'node:fs';
+import type { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import {
   DeleteObjectCommand, DeleteObjectsCommand, GetObjectCommand, HeadObjectCommand, ListObjectsV2Command, ListObjectVersionsCommand, PutObjectCommand,
   PutObjectRetentionCommand, S3Client, type ObjectLockMode, type PutObjectCommandInput,
@@ -131,6 +134,21 @@ export class Bucket {
     }
   }
 
+  /**
+   * Writes the object's bytes to `file` as they arrive, never holding them whole (a manifest of
+   * 200,000 lines is 60 MB); false when there is none.
+   */
+  async getToFile(name: string, file: string): Promise<boolean> {
+    try {
+      const answer = await this.call('GET', () => this.client.send(new GetObjectCommand({ Bucket: this.address.bucket, Key: this.key(name) })));
+      await pipeline(answer.Body as Readable, createWriteStream(file));
+      return true;
+    } catch (error) {
+      if (statusOf(error) === 404) return false;
+      throw new BucketError(this.where(name), statusOf(error), codeOf(error), error);
+    }
+  }
+
   /** The object's size and Object Lock retain-until, or null when there is none. */
   async head(name: string): Promise<{ size: number; modified: Date; retainUntil: Date | null } | null> {
     try {
@@ -185,14 +203,19 @@ export class Bucket {
   /** Every object under `dir` (a folder of the archive, such as `data/`), 1,000 a request. */
   async list(dir: string): Promise<Listed[]> {
     const found: Listed[] = [];
+    for await (const page of this.listPages(dir)) found.push(...page);
+    return found;
+  }
+
+  /** The objects under `dir` a request's answer at a time (up to 1,000), in key order: a listing of every object without holding it. */
+  async* listPages(dir: string): AsyncGenerator<Listed[]> {
     const skip = this.key('').length;
     let token: string | undefined;
     do {
       const answer = await this.send(dir, () => this.call('LIST', () => this.client.send(new ListObjectsV2Command({ Bucket: this.address.bucket, Prefix: this.key(dir), ContinuationToken: token }))));
-      for (const o of answer.Contents ?? []) found.push({ name: o.Key!.slice(skip), size: o.Size ?? 0, modified: o.LastModified ?? new Date(0) });
+      yield (answer.Contents ?? []).map((o) => ({ name: o.Key!.slice(skip), size: o.Size ?? 0, modified: o.LastModified ?? new Date(0) }));
       token = answer.IsTruncated ? answer.NextContinuationToken : undefined;
     } while (token);
-    return found;
   }
 
   /**

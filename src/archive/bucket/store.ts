@@ -10,11 +10,14 @@
  *   config.json                        what the archive is written with (its Object Lock), once set
  */
 import { createHash } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import pLimit from 'p-limit';
 import { z } from 'zod';
 import { MANIFEST_NAME, parseManifestInTurns, type ManifestLine, type ManifestLines } from '../../sinks/manifest.js';
 import { LATEST_FILE, SNAPSHOT_FILE, SNAPSHOTS_DIR, parseSnapshotId, compareSnapshotIds, pickSnapshot, snapshotDocSchema, type SnapshotEntry } from '../store.js';
-import type { ArchiveStore, BucketOptions } from '../archive-store.js';
+import type { ArchiveStore, BucketOptions, ManifestFile } from '../archive-store.js';
 import { readSource, type ExportSource } from '../../sinks/source.js';
 import { formatBucketAddress, objectLockSchema, parseBucketAddress, type ObjectLock } from './address.js';
 import { Bucket, BucketError } from './s3.js';
@@ -163,16 +166,41 @@ export class BucketStore implements ArchiveStore {
     return parseManifestInTurns(await this.readManifestText(snapshot.id), onTurn);
   }
 
-  async readSnapshotTexts(snapshot: SnapshotEntry): Promise<{ manifest: string; doc: string }> {
+  async readSnapshotDoc(snapshot: SnapshotEntry): Promise<string> {
     const doc = await this.bucket.get(`${SNAPSHOTS_DIR}/${snapshot.id}/${SNAPSHOT_FILE}`);
     if (!doc) throw new Error(`${snapshot.dir}/${SNAPSHOT_FILE} is missing`);
-    return { manifest: await this.readManifestText(snapshot.id), doc: doc.toString('utf8') };
+    return doc.toString('utf8');
+  }
+
+  /** The manifest downloaded into a temporary folder as it arrives, never held whole. */
+  async manifestFile(snapshot: SnapshotEntry): Promise<ManifestFile> {
+    const dir = await mkdtemp(join(tmpdir(), 'wds-files-bucket-manifest-'));
+    const file = join(dir, MANIFEST_NAME);
+    try {
+      if (!(await this.bucket.getToFile(`${SNAPSHOTS_DIR}/${snapshot.id}/${MANIFEST_NAME}`, file))) throw new Error(`${snapshot.dir}/${MANIFEST_NAME} is missing`);
+    } catch (error) {
+      await rm(dir, { recursive: true, force: true });
+      throw error;
+    }
+    return { file, release: () => rm(dir, { recursive: true, force: true }) };
   }
 
   async readFile(snapshot: SnapshotEntry, line: ManifestLine): Promise<Buffer> {
     const bytes = await this.bucket.get(dataName(line.sha256));
     if (!bytes) throw new Error(`${this.where}/${dataName(line.sha256)} is missing`);
     return bytes;
+  }
+
+  /** The content objects the archive holds, by sha256, a listing's page at a time (a request per 1,000). */
+  async* listDataPages(): AsyncGenerator<{ sha256: string; size: number }[]> {
+    for await (const page of this.bucket.listPages(DATA_DIR)) {
+      const held: { sha256: string; size: number }[] = [];
+      for (const o of page) {
+        const sha256 = o.name.slice(o.name.lastIndexOf('/') + 1);
+        if (/^[0-9a-f]{64}$/.test(sha256) && o.name === dataName(sha256)) held.push({ sha256, size: o.size });
+      }
+      yield held;
+    }
   }
 
   /** The content objects the archive holds: size by sha256 (a request per 1,000). */
