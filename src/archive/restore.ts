@@ -202,18 +202,20 @@ export async function restoreSnapshot(plan: RestorePlan, out: string, options: R
   try {
     // What an earlier restore into `out` left: as many lines as it holds, none for a new output.
     const intact = await onDisk(() => sink.intactFromEarlierRun());
-    const already: ManifestLine[] = [];
-    if (intact.size > 0) for await (const line of plan.lines()) if (intact.get(manifestKey(line))?.sha256 === line.sha256) already.push(line);
-    const notKept = new Set((await onDisk(() => sink.keep(already, options.signal))).map(manifestKey));
-    const keptKeys = new Set(already.map(manifestKey).filter((key) => !notKept.has(key)));
-    already.length = 0;
+    // Gone through as the sink keeps them, and asked again below: neither side is held whole.
+    const isAlready = (line: ManifestLine): boolean => intact.size > 0 && intact.get(manifestKey(line))?.sha256 === line.sha256;
+    const already = async function* (): AsyncGenerator<ManifestLine> {
+      for await (const line of plan.lines()) if (isAlready(line)) yield line;
+    };
+    const notKept = new Set((await onDisk(() => sink.keep(already(), options.signal))).map(manifestKey));
+    const kept = (line: ManifestLine): boolean => isAlready(line) && !notKept.has(manifestKey(line));
     const links = new LinkCheck(snapshot.dir);
     let reached = 0;
     for await (const line of plan.lines()) {
       if (options.signal?.aborted) break;
       reached += 1;
       const base = { key: manifestKey(line), code: line.code, file_name: line.file_name, path: line.path, size: line.size, sha256: line.sha256 };
-      if (keptKeys.has(base.key)) {
+      if (kept(line)) {
         report.add({ ...base, outcome: 'skipped', reason: 'already restored: size and sha256 match' });
         continue;
       }

@@ -16,6 +16,7 @@ import { ExportRecorder, asTargetError, onDisk } from '../stages/export/record.j
 import type { ExportTarget } from '../stages/export/target.js';
 import type { ExportSink } from '../sinks/sink.js';
 import { manifestKey, type ManifestLine } from '../sinks/manifest.js';
+import { PathHashes } from '../util/safe-name.js';
 import type { ExportSource } from '../sinks/source.js';
 import type { SnapshotInfo } from '../archive/build.js';
 import { DEFAULT_RETRY, type RetryPolicy } from '../client/retry.js';
@@ -39,7 +40,8 @@ export interface RunSettings {
 /** What a run writes with: the sink and what an earlier run left in it, the recorder, and the downloads waiting for their jobs. */
 interface Stage {
   sink: ExportSink;
-  intact: Map<string, ManifestLine>;
+  /** By key; may be on disk (ExportSink.intactFromEarlierRun). */
+  intact: ReadonlyMap<string, ManifestLine>;
   recorder: ExportRecorder;
   downloads: DownloadStage;
   /** The downloads' jobs: those started early, then the plan's, then the end. */
@@ -238,8 +240,9 @@ export class ExportRun {
     // than `since`) stays in it: an export adds and refreshes. A snapshot takes it out.
     const unlisted = await this.target.unlisted(unlistedLines(earlier.lines, listed.files), sink, this.report.notes);
     // Files a zip's earlier run holds but cannot hand over whole are downloaded again, to the
-    // same path; those a stop kept it from reaching are not reported.
-    const notKept = new Set((await onDisk(out, () => sink.keep(unlisted.length > 0 ? [...planned, ...unlisted] : planned, this.signal))).map(manifestKey));
+    // same path; those a stop kept it from reaching are not reported. The kept lines are looked
+    // up again as they are gone through (twice), not held.
+    const notKept = new Set((await onDisk(out, () => sink.keep(joined(planned, unlisted), this.signal))).map(manifestKey));
     const again: DownloadJob[] = [];
     if (notKept.size > 0) {
       const files = new Map<string, RemoteFile>();
@@ -256,7 +259,7 @@ export class ExportRun {
     // A stopped run's report names the files it did not reach; only a report that keeps items needs them.
     const files = listed.files;
     const named = this.report.keepsItems ? mapped(files, ({ key, code, file_name }) => ({ key, code, file_name })) : null;
-    recorder.kept(planned.filter((line) => !notKept.has(manifestKey(line))));
+    recorder.kept(notKept.size === 0 ? planned : filtered(planned, (line) => !notKept.has(manifestKey(line))));
     // A file started early is downloaded, not linked or downloaded again.
     const started = this.early?.started;
     const all = joined(jobs, again);
@@ -362,12 +365,26 @@ export class ExportRun {
   }
 }
 
-/** The lines of `intact` that name no file of `listing`. */
+/**
+ * The lines of `intact` that name no file of `listing`. The listed keys are kept as 64-bit hashes
+ * (a rerun lists every file it kept): a line whose key's hashes are not among them is surely
+ * unlisted. Should the count of such lines not be what the exact count of listed keys in `intact`
+ * gives (two keys of the same hashes, which is all but impossible), the keys are compared whole.
+ */
 function unlistedLines(intact: ReadonlyMap<string, ManifestLine>, listing: Iterable<{ key: string }>): ManifestLine[] {
   if (intact.size === 0) return [];
-  const listed = new Set<string>();
-  for (const file of listing) listed.add(file.key);
-  return [...intact].filter(([key]) => !listed.has(key)).map(([, line]) => line);
+  const listed = new PathHashes();
+  let listedIntact = 0;
+  for (const file of listing) {
+    // A key listed twice counts once.
+    if (listed.add(file.key) && intact.has(file.key)) listedIntact += 1;
+  }
+  const unlisted: ManifestLine[] = [];
+  for (const [key, line] of intact) if (!listed.has(key)) unlisted.push(line);
+  if (unlisted.length === intact.size - listedIntact) return unlisted;
+  const keys = new Set<string>();
+  for (const file of listing) keys.add(file.key);
+  return [...intact].filter(([key]) => !keys.has(key)).map(([, line]) => line);
 }
 
 /** `items` with `f` applied to each, as they are gone through. */

@@ -4,14 +4,18 @@
  * file as it lands, so a rerun knows what is already there, and is rewritten in order at the end.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdir, open, readFile, readdir, rename, rm, stat, writeFile, type FileHandle } from 'node:fs/promises';
+import { mkdir, open, readdir, rename, rm, stat, type FileHandle } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { removeEmptyDirs, type EntryWriter, type ExportSink } from './sink.js';
 import { rest } from './zip-output.js';
 import { isLockFileName } from '../util/target-lock.js';
 import { digestOf, hashFile } from '../util/hash-file.js';
-import { LinkCheck, MANIFEST_NAME, formatLine, manifestChunks, manifestKey, parseManifest, sortLines, type ManifestLine } from './manifest.js';
+import { LinkCheck, MANIFEST_NAME, checkManifestLine, formatLine, manifestKey, type ManifestLine } from './manifest.js';
 import { syncFolder, writeSortedManifest } from './manifest-sort.js';
+import { openManifestInOrder, type OrderedManifest } from './manifest-order.js';
+import { IntactLines } from './intact-lines.js';
+import type { ManifestIndex } from './manifest-index.js';
+import { readLines } from '../util/line-reader.js';
 import { sourceLineText, type ExportSource } from './source.js';
 
 const TMP = '.wds-tmp';
@@ -54,6 +58,8 @@ export class FolderSink implements ExportSink {
   private readonly links: LinkCheck;
   /** The first folder `create` made for the target, if it was not there. */
   private createdFrom: string | undefined;
+  /** The earlier run's intact lines (`intactFromEarlierRun`), on disk in the temporary folder. */
+  private intact: ManifestIndex | null = null;
 
   /**
    * Where the files come from, the manifest's first line: this run's, else (a sink given none)
@@ -71,10 +77,13 @@ export class FolderSink implements ExportSink {
     return this.source ? sourceLineText(this.source) : '';
   }
 
-  /** Writes `lines` as the whole manifest (through a temporary file), after the source line. */
-  private async writeManifest(lines: ManifestLine[]): Promise<void> {
+  /**
+   * Writes the lines of the file `from` (whole lines) as the whole manifest, in order and after the
+   * source line, through a temporary file.
+   */
+  private async writeManifest(from: string): Promise<void> {
     const temp = join(this.target, TMP, MANIFEST_NAME);
-    await writeFile(temp, manifestChunks(lines, this.source));
+    await writeSortedManifest(from, temp, undefined, this.header || undefined);
     await rename(temp, join(this.target, MANIFEST_NAME));
   }
 
@@ -93,35 +102,48 @@ export class FolderSink implements ExportSink {
     return sink;
   }
 
-  async intactFromEarlierRun(): Promise<Map<string, ManifestLine>> {
-    let text = '';
+  /**
+   * The earlier run's lines whose files are there with their size and sha256, read in manifest
+   * order and kept on disk (IntactLines), not as a map of every file. Every file is hashed again:
+   * DESIGN.md section 4 skips only files whose hash matches, and a file changed in place (or
+   * damaged on disk) keeps its size and may keep its times.
+   */
+  async intactFromEarlierRun(): Promise<ReadonlyMap<string, ManifestLine>> {
+    let earlier: OrderedManifest;
     try {
-      text = await readFile(join(this.target, MANIFEST_NAME), 'utf8');
+      earlier = await openManifestInOrder(this.target);
     } catch {
       return new Map();
     }
-    const intact = new Map<string, ManifestLine>();
-    // Paths that could leave the folder are dropped by parseManifest, links on the way here.
-    const links = new LinkCheck(this.target);
-    const earlier = parseManifest(text);
-    this.source ??= earlier.source;
-    for (const [key, line] of earlier.lines) {
-      const path = join(this.target, line.path);
-      if (await links.linkIn(line.path)) continue;
-      try {
-        const info = await stat(path);
-        if (info.size !== line.size) continue;
-        if ((await hashFile(path)).sha256 !== line.sha256) continue;
-      } catch {
-        continue;
+    const writer = await IntactLines.create(join(this.target, TMP, 'intact'));
+    try {
+      this.source ??= earlier.source;
+      // Paths that could leave the folder are refused by the manifest's reader, links on the way here.
+      const links = new LinkCheck(this.target);
+      for await (const { line } of earlier.lines()) {
+        if (await links.linkIn(line.path)) continue;
+        const path = join(this.target, line.path);
+        try {
+          const info = await stat(path);
+          if (info.size !== line.size) continue;
+          if ((await hashFile(path)).sha256 !== line.sha256) continue;
+        } catch {
+          continue;
+        }
+        // Files kept from the earlier run stay in the manifest even if this run lists them no more.
+        await writer.add(line);
       }
-      // Files kept from the earlier run stay in the manifest even if this run lists them no more.
-      intact.set(key, line);
+    } catch (error) {
+      await writer.discard();
+      throw error;
+    } finally {
+      await earlier.close();
     }
+    this.intact = await writer.index();
     // The manifest on disk now names only the files that are there: a line cut by a killed run is
     // dropped, so the lines this run appends start on a line of their own.
-    await this.writeManifest(sortLines(intact.values()));
-    return intact;
+    await this.writeManifest(writer.path);
+    return this.intact;
   }
 
   /**
@@ -131,29 +153,43 @@ export class FolderSink implements ExportSink {
    */
   async drop(lines: ManifestLine[]): Promise<void> {
     if (lines.length === 0) return;
-    const gone = new Set(lines.map(manifestKey));
-    await this.rewriteManifest('drop', (earlier) => {
-      for (const key of gone) earlier.delete(key);
-    });
+    await this.rewriteManifest('drop', new Set(lines.map(manifestKey)), []);
     for (const line of lines) await rm(join(this.target, line.path), { force: true });
   }
 
   /** The files stay where they are; only their lines change key, all at once (a moved line may take a key another line leaves). */
   async relabel(changed: { before: ManifestLine; after: ManifestLine }[]): Promise<void> {
     if (changed.length === 0) return;
-    await this.rewriteManifest('relabel', (earlier) => {
-      for (const { before } of changed) earlier.delete(manifestKey(before));
-      for (const { after } of changed) earlier.set(manifestKey(after), after);
-    });
+    await this.rewriteManifest('relabel', new Set(changed.map(({ before }) => manifestKey(before))), changed.map(({ after }) => after));
   }
 
-  /** Rewrites the manifest an earlier run left, changed by `edit`, before this run records a line. */
-  private async rewriteManifest(what: string, edit: (lines: Map<string, ManifestLine>) => void): Promise<void> {
+  /**
+   * Rewrites the manifest an earlier run left, before this run records a line: without the lines
+   * of `gone` (keys), with `added`, in order. Read and sorted a block at a time, as at the end.
+   */
+  private async rewriteManifest(what: string, gone: ReadonlySet<string>, added: ManifestLine[]): Promise<void> {
     if (this.manifest || this.queued.length > 0) throw new Error(`${what} is for files of an earlier run, before this run records any`);
-    const text = await readFile(join(this.target, MANIFEST_NAME), 'utf8');
-    const lines = parseManifest(text).lines;
-    edit(lines);
-    await this.writeManifest(sortLines(lines.values()));
+    const edited = join(this.target, TMP, 'edited.jsonl');
+    const handle = await open(edited, 'w');
+    try {
+      const into = { problems: [] as string[] };
+      let part: string[] = [];
+      for await (const { bytes, number } of readLines(join(this.target, MANIFEST_NAME), { tail: true })) {
+        const line = checkManifestLine(bytes.toString('utf8'), number, into);
+        into.problems.length = 0;
+        if (line && !gone.has(manifestKey(line))) part.push(formatLine(line));
+        if (part.length >= 1000) {
+          await handle.write(part.join(''));
+          part = [];
+        }
+      }
+      // Appended last, so that a moved line wins over one it displaced at the same key.
+      await handle.write(part.join('') + added.map(formatLine).join(''));
+    } finally {
+      await handle.close();
+    }
+    await this.writeManifest(edited);
+    await rm(edited, { force: true });
   }
 
   async open(path: string): Promise<EntryWriter> {
@@ -303,6 +339,8 @@ export class FolderSink implements ExportSink {
   }
 
   private async closeManifest(): Promise<void> {
+    this.intact?.close();
+    this.intact = null;
     const handle = this.manifest;
     this.manifest = null;
     await handle?.close();

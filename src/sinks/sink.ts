@@ -27,17 +27,19 @@ export interface ExportSink {
   /** What the sink writes to, as the user named it. */
   readonly target: string;
   /**
-   * Manifest lines of an earlier run whose files are still there: a folder's files, checked
+   * Manifest lines of an earlier run whose files are still there, by key: a folder's files, checked
    * against their size and sha256; the entries of a zip's `.partial`, checked when `keep` copies
-   * them.
+   * them. The map may be on disk (a ManifestIndex: a read a lookup, so that a rerun does not hold
+   * a line a file), valid until the sink finishes, pauses or stops.
    */
-  intactFromEarlierRun(): Promise<Map<string, ManifestLine>>;
+  intactFromEarlierRun(): Promise<ReadonlyMap<string, ManifestLine>>;
   /**
    * Makes the files of `lines` (of those `intactFromEarlierRun` answered, the ones this run keeps)
    * part of this run's output, and answers the lines it could not: their files are downloaded
-   * again. Stops early when `signal` is aborted, answering the lines not reached.
+   * again. `lines` is gone through once, in order. Stops early when `signal` is aborted, answering
+   * the lines not reached.
    */
-  keep(lines: ManifestLine[], signal?: AbortSignal): Promise<ManifestLine[]>;
+  keep(lines: Iterable<ManifestLine> | AsyncIterable<ManifestLine>, signal?: AbortSignal): Promise<ManifestLine[]>;
   /** Takes out files of `intactFromEarlierRun` this run does not keep (a folder's; see FolderSink). */
   drop?(lines: ManifestLine[]): Promise<void>;
   /**

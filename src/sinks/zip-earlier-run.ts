@@ -9,15 +9,28 @@
  * such a `.partial` is started over. A run stopped by a signal always leaves a complete one.
  */
 import { createHash } from 'node:crypto';
-import { open, rename, rm, stat } from 'node:fs/promises';
+import { mkdir, open, rename, rm, stat } from 'node:fs/promises';
+import { join } from 'node:path';
 import { crc32 } from 'node:zlib';
 import type { Readable } from 'node:stream';
 import yauzl, { type Entry, type ZipFile } from 'yauzl';
-import { MANIFEST_NAME, parseManifest, type ManifestLine, type ManifestLines } from './manifest.js';
+import { MANIFEST_NAME, checkManifestLine, parseManifest, type ManifestLine } from './manifest.js';
+import { openManifestInOrder } from './manifest-order.js';
+import { IntactLines } from './intact-lines.js';
+import type { ManifestIndex } from './manifest-index.js';
 import type { ExportSource } from './source.js';
 
-/** Manifests larger than this are not read back (20,000 lines take some 6 MB). */
+/** Manifests larger than this are not read whole by `lines` (20,000 lines take some 6 MB). */
 const MANIFEST_LIMIT = 256 * 1024 * 1024;
+/** A source line is far shorter than this. */
+const FIRST_LINE_LIMIT = 64 * 1024;
+
+/** The source a manifest's line records, if it is a source line. */
+function checkSource(text: string): ExportSource | undefined {
+  const into: { problems: string[]; source?: ExportSource } = { problems: [] };
+  checkManifestLine(text, 1, into);
+  return into.source;
+}
 
 /**
  * Why a zip export may not replace the file at `path`, or null when it may: it is missing, empty,
@@ -43,9 +56,13 @@ export async function foreignZipProblem(path: string): Promise<string | null> {
 }
 
 export class EarlierZip {
+  /** Where the files came from, as the manifest records it; read by `intact` or `source`. */
+  private recorded: Promise<ExportSource | undefined> | null = null;
+
   private constructor(
     private readonly zip: ZipFile,
-    private readonly entries: Map<string, Entry>,
+    private readonly entries: EntryTable,
+    private readonly manifestEntry: Entry,
     readonly path: string,
   ) {}
 
@@ -73,52 +90,115 @@ export class EarlierZip {
       yauzl.open(path, { lazyEntries: true, autoClose: false, decodeStrings: true, validateEntrySizes: true }, (error, file) => resolve(error ? null : (file ?? null)));
     });
     if (!zip) return null;
-    const entries = await new Promise<Map<string, Entry> | null>((resolve) => {
-      const found = new Map<string, Entry>();
+    let manifest: Entry | undefined;
+    const entries = await new Promise<EntryTable | null>((resolve) => {
+      const found = new EntryTable();
       zip.on('entry', (entry: Entry) => {
-        found.set(entry.fileName, entry);
+        if (entry.fileName === MANIFEST_NAME) manifest = entry;
+        else found.put(entry);
         zip.readEntry();
       });
       zip.on('end', () => resolve(found));
       zip.on('error', () => resolve(null));
       zip.readEntry();
     });
-    if (!entries || !entries.has(MANIFEST_NAME)) {
+    if (!entries || !manifest) {
       zip.close();
       return null;
     }
-    return new EarlierZip(zip, entries, path);
+    return new EarlierZip(zip, entries, manifest, path);
   }
 
   /**
-   * The manifest's lines whose entry is in the zip with the size the line gives; empty when the
-   * manifest entry cannot be read whole.
+   * The manifest's lines whose entry is in the zip with the size the line gives, in manifest order,
+   * written to `dir` and answered by key from there (IntactLines); none when the manifest entry
+   * cannot be read whole. Reads `source` too.
+   */
+  async intact(dir: string): Promise<ManifestIndex> {
+    await mkdir(dir, { recursive: true });
+    const copy = join(dir, 'earlier-manifest.jsonl');
+    const writer = await IntactLines.create(join(dir, 'intact'));
+    try {
+      const read = await this.copyManifest(copy).then(() => true, () => false);
+      if (read) {
+        const manifest = await openManifestInOrder(dir, { file: copy });
+        try {
+          this.recorded ??= Promise.resolve(manifest.source);
+          for await (const { line } of manifest.lines()) if (this.entries.sizeOf(line.path) === line.size) await writer.add(line);
+        } finally {
+          await manifest.close();
+        }
+      }
+    } catch (error) {
+      await writer.discard();
+      throw error;
+    } finally {
+      await rm(copy, { force: true });
+    }
+    return writer.index();
+  }
+
+  /**
+   * The manifest's lines whose entry is in the zip with the size the line gives, all at once (for
+   * a plan or a check that reads them once); empty when the manifest entry cannot be read whole.
+   * A rerun reads them through `intact`, which does not hold them.
    */
   async lines(): Promise<ManifestLine[]> {
-    const manifest = await this.manifest();
-    const lines: ManifestLine[] = [];
-    for (const line of manifest?.lines.values() ?? []) {
-      if (this.entries.get(line.path)?.uncompressedSize === line.size) lines.push(line);
+    const entry = this.manifestEntry;
+    if (entry.uncompressedSize > MANIFEST_LIMIT) return [];
+    const data = await this.read(entry).catch(() => null);
+    if (!data) return [];
+    const manifest = parseManifest(data.toString('utf8'));
+    this.recorded ??= Promise.resolve(manifest.source);
+    return [...manifest.lines.values()].filter((line) => this.entries.sizeOf(line.path) === line.size);
+  }
+
+  /** Where the zip's files came from, as its manifest's first line records it; undefined when it records none or cannot be read. */
+  source(): Promise<ExportSource | undefined> {
+    this.recorded ??= this.firstLine().then((text) => (text === null ? undefined : checkSource(text)), () => undefined);
+    return this.recorded;
+  }
+
+  /** The manifest entry's first line, or null when it has none. */
+  private async firstLine(): Promise<string | null> {
+    const stream = await this.openEntry(this.manifestEntry);
+    const parts: Buffer[] = [];
+    let size = 0;
+    try {
+      for await (const chunk of stream as AsyncIterable<Buffer>) {
+        const end = chunk.indexOf(0x0a);
+        parts.push(end < 0 ? chunk : chunk.subarray(0, end));
+        size += chunk.length;
+        if (end >= 0 || size > FIRST_LINE_LIMIT) return Buffer.concat(parts).toString('utf8');
+      }
+    } finally {
+      stream.destroy();
     }
-    return lines;
+    return size > 0 ? Buffer.concat(parts).toString('utf8') : null;
   }
 
-  /** Where the zip's files came from, as its manifest records it; undefined when it records none or cannot be read. */
-  async source(): Promise<ExportSource | undefined> {
-    return (await this.manifest())?.source;
-  }
-
-  private parsed: Promise<ManifestLines | null> | null = null;
-
-  /** The manifest entry, parsed once; null when it cannot be read whole. */
-  private manifest(): Promise<ManifestLines | null> {
-    this.parsed ??= (async () => {
-      const entry = this.entries.get(MANIFEST_NAME)!;
-      if (entry.uncompressedSize > MANIFEST_LIMIT) return null;
-      const data = await this.read(entry).catch(() => null);
-      return data ? parseManifest(data.toString('utf8')) : null;
-    })();
-    return this.parsed;
+  /** Writes the manifest entry to `to`, checked against its CRC-32 and size as it is read. */
+  private async copyManifest(to: string): Promise<void> {
+    const entry = this.manifestEntry;
+    const stream = await this.openEntry(entry);
+    const handle = await open(to, 'w', 0o600);
+    try {
+      let at = 0;
+      let crc = 0;
+      for await (const chunk of stream as AsyncIterable<Buffer>) {
+        for (let written = 0; written < chunk.length; ) {
+          const { bytesWritten } = await handle.write(chunk, written);
+          if (bytesWritten === 0) throw new Error(`only ${written} of ${chunk.length} bytes were written to ${to}`);
+          written += bytesWritten;
+        }
+        at += chunk.length;
+        crc = crc32(chunk, crc);
+      }
+      if (at !== entry.uncompressedSize) throw new Error(`${entry.fileName}: ${at} of ${entry.uncompressedSize} bytes`);
+      if (crc !== entry.crc32) throw new Error(`${entry.fileName}: CRC-32 differs`);
+    } finally {
+      await handle.close();
+    }
   }
 
   /**
@@ -126,18 +206,22 @@ export class EarlierZip {
    * zip and the manifest say: a CRC-32, size or sha256 that differs, or an entry yauzl refuses.
    */
   async readWhole(line: ManifestLine, into?: Buffer): Promise<Buffer | null> {
-    const entry = this.entries.get(line.path);
+    const entry = this.entries.entry(line.path);
     if (!entry || entry.uncompressedSize !== line.size) return null;
     const data = await this.read(entry, into).catch(() => null);
     if (!data || createHash('sha256').update(data).digest('hex') !== line.sha256) return null;
     return data;
   }
 
-  /** An entry's bytes, checked against its CRC-32 and size. */
-  private async read(entry: Entry, into?: Buffer): Promise<Buffer> {
-    const stream = await new Promise<Readable>((resolve, reject) => {
+  private openEntry(entry: Entry): Promise<Readable> {
+    return new Promise<Readable>((resolve, reject) => {
       this.zip.openReadStream(entry, (error, opened) => (error || !opened ? reject(error ?? new Error('no stream')) : resolve(opened)));
     });
+  }
+
+  /** An entry's bytes, checked against its CRC-32 and size. */
+  private async read(entry: Entry, into?: Buffer): Promise<Buffer> {
+    const stream = await this.openEntry(entry);
     const buffer = into ?? Buffer.allocUnsafe(entry.uncompressedSize);
     let at = 0;
     let crc = 0;
@@ -154,5 +238,115 @@ export class EarlierZip {
 
   close(): void {
     this.zip.close();
+  }
+}
+
+/** A 32-bit FNV-1a hash of `text`, from `seed`. */
+function fnv(text: string, seed: number): number {
+  let h = seed;
+  for (let i = 0; i < text.length; i += 1) {
+    h ^= text.charCodeAt(i);
+    h = Math.imul(h, 0x01000193);
+  }
+  return h >>> 0;
+}
+
+/**
+ * A zip's entries by name, in typed arrays: what reading one back needs (about 40 bytes an entry),
+ * where yauzl's Entry objects took some 660 bytes each. Names are told apart by two 32-bit hashes;
+ * two names of the same hashes would give the later entry for both, which its CRC-32, size and
+ * the manifest's sha256 then refuse (the file is downloaded again).
+ */
+class EntryTable {
+  private count = 0;
+  private hashA = new Uint32Array(1024);
+  private hashB = new Uint32Array(1024);
+  private offsets = new Float64Array(1024);
+  private compressed = new Float64Array(1024);
+  private sizes = new Float64Array(1024);
+  private crcs = new Uint32Array(1024);
+  private methods = new Uint16Array(1024);
+  private flags = new Uint16Array(1024);
+  /** Each name's entry plus one (0: empty), at the slot of its first hash or the next free one. */
+  private slots = new Int32Array(2048);
+
+  put(entry: Entry): void {
+    const a = fnv(entry.fileName, 0x811c9dc5);
+    const b = fnv(entry.fileName, 0x01234567);
+    const slot = this.slotOf(a, b);
+    // A name given twice: the later entry, as a Map of names had it.
+    const at = this.slots[slot]! > 0 ? this.slots[slot]! - 1 : this.add();
+    this.hashA[at] = a;
+    this.hashB[at] = b;
+    this.offsets[at] = entry.relativeOffsetOfLocalHeader;
+    this.compressed[at] = entry.compressedSize;
+    this.sizes[at] = entry.uncompressedSize;
+    this.crcs[at] = entry.crc32;
+    this.methods[at] = entry.compressionMethod;
+    this.flags[at] = entry.generalPurposeBitFlag;
+    if (this.slots[slot] === 0) {
+      this.slots[slot] = at + 1;
+      if (2 * this.count > this.slots.length) this.growSlots();
+    }
+  }
+
+  /** The uncompressed size of the entry named `name`, or -1 when there is none. */
+  sizeOf(name: string): number {
+    const at = this.find(name);
+    return at < 0 ? -1 : this.sizes[at]!;
+  }
+
+  /** An Entry of yauzl's for the entry named `name`, made again from what the table kept. */
+  entry(name: string): Entry | null {
+    const at = this.find(name);
+    if (at < 0) return null;
+    return Object.assign(new yauzl.Entry(), {
+      fileName: name, relativeOffsetOfLocalHeader: this.offsets[at]!, compressedSize: this.compressed[at]!, uncompressedSize: this.sizes[at]!,
+      crc32: this.crcs[at]!, compressionMethod: this.methods[at]!, generalPurposeBitFlag: this.flags[at]!,
+    });
+  }
+
+  private find(name: string): number {
+    const entry = this.slots[this.slotOf(fnv(name, 0x811c9dc5), fnv(name, 0x01234567))]! - 1;
+    return entry;
+  }
+
+  private slotOf(a: number, b: number): number {
+    const mask = this.slots.length - 1;
+    for (let at = a & mask; ; at = (at + 1) & mask) {
+      const entry = this.slots[at]! - 1;
+      if (entry < 0 || (this.hashA[entry] === a && this.hashB[entry] === b)) return at;
+    }
+  }
+
+  private add(): number {
+    if (this.count === this.hashA.length) {
+      const grow = <T extends Float64Array | Uint32Array | Uint16Array>(from: T, to: T): T => {
+        to.set(from);
+        return to;
+      };
+      const n = 2 * this.count;
+      this.hashA = grow(this.hashA, new Uint32Array(n));
+      this.hashB = grow(this.hashB, new Uint32Array(n));
+      this.offsets = grow(this.offsets, new Float64Array(n));
+      this.compressed = grow(this.compressed, new Float64Array(n));
+      this.sizes = grow(this.sizes, new Float64Array(n));
+      this.crcs = grow(this.crcs, new Uint32Array(n));
+      this.methods = grow(this.methods, new Uint16Array(n));
+      this.flags = grow(this.flags, new Uint16Array(n));
+    }
+    return this.count++;
+  }
+
+  private growSlots(): void {
+    const old = this.slots;
+    this.slots = new Int32Array(old.length * 2);
+    const mask = this.slots.length - 1;
+    for (const slot of old) {
+      if (slot === 0) continue;
+      let at = this.hashA[slot - 1]! & mask;
+      while (this.slots[at] !== 0) at = (at + 1) & mask;
+      this.slots[at] = slot;
+    }
   }
 }

@@ -36,10 +36,11 @@ import { LargeFilePace, ZIP_LARGE_FILE_CONNECTIONS, ZIP_WAITING_ENTRIES, type St
 import { removeEmptyDirs, shouldDeflate } from './sink.js';
 import { ZipOutput } from './zip-output.js';
 import { digestOf, hashFile, type FileDigest } from '../util/hash-file.js';
-import { MANIFEST_NAME, formatLine, manifestKey, type ManifestLine } from './manifest.js';
+import { MANIFEST_NAME, compareLines, formatLine, type ManifestLine } from './manifest.js';
 import { writeSortedManifest } from './manifest-sort.js';
 import { sourceLineText, type ExportSource } from './source.js';
 import { EarlierZip } from './zip-earlier-run.js';
+import type { ManifestIndex } from './manifest-index.js';
 import { SpilledCentralDirectory } from './zip-central.js';
 import { readLines } from '../util/line-reader.js';
 
@@ -63,6 +64,8 @@ export class ZipSink implements ExportSink {
   private readonly spoolDir: string;
   /** The zip an earlier, stopped run left, or the complete one at the target, read from by `keep`. */
   private earlier: EarlierZip | null = null;
+  /** The lines of `earlier` whose entries are there, on disk in the spool folder; read by `intactFromEarlierRun` or `carryOver`. */
+  private intact: ManifestIndex | null = null;
   /** `earlier` is the complete zip at the target: left where it is whatever becomes of this run. */
   private earlierIsTarget = false;
   /** Whether `keep` copied every entry it was given (the new zip then holds all the earlier did). */
@@ -165,11 +168,15 @@ export class ZipSink implements ExportSink {
     return sink;
   }
 
-  /** The entries of the earlier zip (a stopped run's `.partial`, or the complete zip) that its manifest lists, by their sizes. */
-  async intactFromEarlierRun(): Promise<Map<string, ManifestLine>> {
-    const lines = (await this.earlier?.lines()) ?? [];
-    this.source ??= await this.earlier?.source();
-    return new Map(lines.map((line) => [manifestKey(line), line]));
+  /**
+   * The entries of the earlier zip (a stopped run's `.partial`, or the complete zip) that its
+   * manifest lists, by their sizes: kept on disk in the spool folder (IntactLines), by key.
+   */
+  async intactFromEarlierRun(): Promise<ReadonlyMap<string, ManifestLine>> {
+    if (!this.earlier) return new Map();
+    this.intact = await this.earlier.intact(join(this.spoolDir, 'earlier'));
+    this.source ??= await this.earlier.source();
+    return this.intact;
   }
 
   /**
@@ -178,18 +185,21 @@ export class ZipSink implements ExportSink {
    * over WHOLE_LIMIT are not carried over (the service keeps files to 5 MB): downloading them
    * again costs less than holding them in memory to check them first.
    */
-  async keep(lines: ManifestLine[], signal?: AbortSignal): Promise<ManifestLine[]> {
-    const { lost, reached } = await this.copyFrom(this.earlier, lines, signal);
-    this.keptAll = reached === lines.length;
-    return [...lost, ...lines.slice(reached)];
+  async keep(lines: Iterable<ManifestLine> | AsyncIterable<ManifestLine>, signal?: AbortSignal): Promise<ManifestLine[]> {
+    const { lost, unreached } = await this.copyFrom(this.earlier, lines, signal);
+    this.keptAll = unreached.length === 0;
+    return [...lost, ...unreached];
   }
 
-  /** Copies the entries of `lines` from `earlier`, each checked; answers those not copied and how far it got before `signal`. */
-  private async copyFrom(earlier: EarlierZip | null, lines: ManifestLine[], signal?: AbortSignal): Promise<{ lost: ManifestLine[]; reached: number }> {
+  /** Copies the entries of `lines` from `earlier`, each checked; answers those not copied, and those `signal` stopped it from reaching. */
+  private async copyFrom(earlier: EarlierZip | null, lines: Iterable<ManifestLine> | AsyncIterable<ManifestLine>, signal?: AbortSignal): Promise<{ lost: ManifestLine[]; unreached: ManifestLine[] }> {
     const lost: ManifestLine[] = [];
-    let at = 0;
-    for (; at < lines.length && !signal?.aborted; at += 1) {
-      const line = lines[at]!;
+    const unreached: ManifestLine[] = [];
+    for await (const line of lines) {
+      if (signal?.aborted) {
+        unreached.push(line);
+        continue;
+      }
       if (!earlier || line.size > WHOLE_LIMIT) {
         lost.push(line);
         continue;
@@ -207,7 +217,7 @@ export class ZipSink implements ExportSink {
       if (copied) this.lines.add(line);
       else lost.push(line);
     }
-    return { lost, reached: at };
+    return { lost, unreached };
   }
 
   /**
@@ -218,26 +228,54 @@ export class ZipSink implements ExportSink {
   private async carryOver(): Promise<void> {
     if (!this.earlier) return;
     const atTarget = this.earlierIsTarget ? null : await EarlierZip.open(this.target);
+    let targetLines: ManifestIndex | null = null;
     try {
-      // A rerun over an earlier zip, which is held in memory anyway (its manifest's lines).
-      const keys = new Set<string>();
-      const paths = new Set<string>();
-      for await (const line of this.lines.read()) {
-        keys.add(manifestKey(line));
-        paths.add(line.path);
-      }
-      for (const source of atTarget ? [this.earlier, atTarget] : [this.earlier]) {
-        const missing = (await source.lines()).filter((line) => !keys.has(manifestKey(line)) && !paths.has(line.path));
-        const { lost } = await this.copyFrom(source, missing);
-        const lostKeys = new Set(lost.map(manifestKey));
-        for (const line of missing) {
-          if (lostKeys.has(manifestKey(line))) continue;
-          keys.add(manifestKey(line));
-          paths.add(line.path);
-        }
+      this.intact ??= await this.earlier.intact(join(this.spoolDir, 'earlier'));
+      await this.copyFrom(this.earlier, await this.missing(this.intact));
+      if (atTarget) {
+        targetLines = await atTarget.intact(join(this.spoolDir, 'target'));
+        // After the first: what was copied from it is in this zip now.
+        await this.copyFrom(atTarget, await this.missing(targetLines));
       }
     } finally {
+      targetLines?.close();
       atTarget?.close();
+    }
+  }
+
+  /**
+   * The lines of `earlier` (in manifest order) whose key and path no entry of this zip has: this
+   * zip's lines are sorted through files and merged with them by key, and the paths of the few
+   * left are looked for in a second pass, so that neither side is held (issue 46).
+   */
+  private async missing(earlier: ReadonlyMap<string, ManifestLine>): Promise<ManifestLine[]> {
+    const sorted = join(this.spoolDir, 'carry-over.jsonl');
+    this.lines.sync();
+    await writeSortedManifest(this.lines.path, sorted);
+    try {
+      const keyMissing: ManifestLine[] = [];
+      const mine = readLines(sorted)[Symbol.asyncIterator]();
+      const next = async (): Promise<ManifestLine | undefined> => {
+        const read = await mine.next();
+        return read.done ? undefined : (JSON.parse(read.value.bytes.toString('utf8')) as ManifestLine);
+      };
+      let head = await next();
+      for (const line of earlier.values()) {
+        while (head && compareLines(head, line) < 0) head = await next();
+        if (!head || compareLines(head, line) !== 0) keyMissing.push(line);
+      }
+      await mine.return?.(undefined);
+      if (keyMissing.length === 0) return [];
+      // A moved record's line keeps its path under another key: its file is in this zip.
+      const taken = new Set<string>();
+      const wanted = new Set(keyMissing.map((line) => line.path));
+      for await (const { bytes } of readLines(sorted)) {
+        const { path } = JSON.parse(bytes.toString('utf8')) as ManifestLine;
+        if (wanted.has(path)) taken.add(path);
+      }
+      return keyMissing.filter((line) => !taken.has(line.path));
+    } finally {
+      await rm(sorted, { force: true });
     }
   }
 
@@ -449,10 +487,16 @@ export class ZipSink implements ExportSink {
     if (this.failure) throw this.failure;
   }
 
-  /** Removes what the earlier run left, once this run's zip holds what it kept of it. */
-  private async dropEarlier(): Promise<void> {
+  private closeEarlier(): void {
+    this.intact?.close();
+    this.intact = null;
     this.earlier?.close();
     this.earlier = null;
+  }
+
+  /** Removes what the earlier run left, once this run's zip holds what it kept of it. */
+  private async dropEarlier(): Promise<void> {
+    this.closeEarlier();
     await rm(this.previous, { force: true });
     await rm(this.spoolDir, { recursive: true, force: true });
   }
@@ -479,8 +523,7 @@ export class ZipSink implements ExportSink {
     this.output.destroy();
     this.lines.drop();
     this.central.close();
-    this.earlier?.close();
-    this.earlier = null;
+    this.closeEarlier();
   }
 
   /** Drops this run's zip; an earlier run's `.partial` is put back as it was (a complete zip stays where it is). */
@@ -492,8 +535,7 @@ export class ZipSink implements ExportSink {
     await rm(this.partial, { force: true });
     await rm(this.spoolDir, { recursive: true, force: true });
     const earlier = this.earlier;
-    this.earlier = null;
-    earlier?.close();
+    this.closeEarlier();
     if (earlier && !this.earlierIsTarget) await rename(earlier.path, this.partial).catch(() => undefined);
     // A run that failed leaves no folder it made for the zip.
     else await removeEmptyDirs(dirname(resolve(this.target)), this.createdFrom);
@@ -602,12 +644,9 @@ class LineFile {
     this.size += data.length;
   }
 
-  /** The lines added so far, in order. */
-  async *read(): AsyncGenerator<ManifestLine> {
-    this.flush();
-    for await (const { bytes } of readLines(this.path, { missingIsEmpty: true })) {
-      if (bytes.length > 1) yield JSON.parse(bytes.toString('utf8')) as ManifestLine;
-    }
+  /** Writes what is gathered, so that the file holds every line added so far. */
+  sync(): void {
+    if (!this.closed) this.flush();
   }
 
   /** Closes the file without writing what is gathered: the zip is dropped or let go. */

@@ -29,12 +29,15 @@ class BucketSink implements ExportSink {
 
   constructor(readonly target: string, private readonly put: (digest: FileDigest, bytes: Buffer) => Promise<void>) {}
 
-  intactFromEarlierRun(): Promise<Map<string, ManifestLine>> {
+  intactFromEarlierRun(): Promise<ReadonlyMap<string, ManifestLine>> {
     return Promise.resolve(new Map());
   }
 
-  keep(lines: ManifestLine[]): Promise<ManifestLine[]> {
-    return Promise.resolve(lines);
+  /** Nothing is intact here: whatever it is given (nothing) is not kept. */
+  async keep(lines: Iterable<ManifestLine> | AsyncIterable<ManifestLine>): Promise<ManifestLine[]> {
+    const notKept: ManifestLine[] = [];
+    for await (const line of lines) notKept.push(line);
+    return notKept;
   }
 
   open(): Promise<EntryWriter> {

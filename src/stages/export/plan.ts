@@ -15,8 +15,12 @@ export interface ExportPlan {
    * (which may be on disk), so that the jobs of a large export are not all held at once.
    */
   jobs: Iterable<DownloadJob>;
-  /** Manifest lines of files an earlier run left intact, with nothing to download. */
-  kept: ManifestLine[];
+  /**
+   * Manifest lines of files an earlier run left intact, with nothing to download: looked up in
+   * `intact` again as they are gone through, in listing order, so that a rerun into the same
+   * folder or zip does not hold a line a file.
+   */
+  kept: Iterable<ManifestLine>;
   /**
    * The previous snapshot's lines of files unchanged since, each under its file's key: linked from
    * there. Looked up again in `previous` as they are gone through, in listing order, so that a run
@@ -108,7 +112,8 @@ export function realign(listing: Iterable<RemoteFile>, earlier: ReadonlyMap<stri
     if (line) moves.push({ file, line });
   }
   if (moves.length === 0) return same;
-  const lines = new Map(earlier);
+  // Only what moved is held: a copy of `earlier` (which may be on disk) would be a line a file.
+  const lines = new EditedLines(earlier);
   const movedFrom = new Map<string, string>();
   const changed: Realigned['changed'] = [];
   for (const { line } of moves) lines.delete(manifestKey(line));
@@ -137,14 +142,12 @@ export function realign(listing: Iterable<RemoteFile>, earlier: ReadonlyMap<stri
  * there (`link`), a changed one keeps its path.
  */
 export function planExport(listing: Iterable<RemoteFile>, intact: ReadonlyMap<string, ManifestLine>, previous?: ReadonlyMap<string, ManifestLine>): ExportPlan {
-  const intactPaths = previous ? new Set([...intact.values()].map((line) => line.path)) : undefined;
-  // The previous paths given a file so far, as hashes (an archive run goes through 200,000): a
-  // path taken for given by a collision only gives its file a new path.
-  const taken = intactPaths ? new PathHashes() : undefined;
-  for (const path of intactPaths ?? []) taken!.add(path);
-  // What becomes of each file, by its place in the listing (a byte each): the jobs are made from it when gone through.
+  // The paths given a file so far (intact ones, then previous ones), as hashes (an archive run goes
+  // through 200,000): a path taken for given by a collision only gives its file a new path.
+  const taken = previous ? new PathHashes() : undefined;
+  if (taken) for (const line of intact.values()) taken.add(line.path);
+  // What becomes of each file, by its place in the listing (a byte each): the jobs and the kept lines are made from it when gone through.
   const decisions = new Decisions();
-  const kept: ManifestLine[] = [];
   let linked = 0;
   let previousListed = 0;
   let fresh = 0;
@@ -153,7 +156,6 @@ export function planExport(listing: Iterable<RemoteFile>, intact: ReadonlyMap<st
     if (before) previousListed += 1;
     const earlier = intact.get(file.key);
     if (earlier && earlier.updated_at === file.updated_at) {
-      kept.push(earlier);
       decisions.add(Decision.None);
       continue;
     }
@@ -177,8 +179,9 @@ export function planExport(listing: Iterable<RemoteFile>, intact: ReadonlyMap<st
     let paths: PathAllocator | null = null;
     if (fresh > 0) {
       paths = new PathAllocator();
+      // Reserving a path twice (intact and previous) is reserving it once.
       for (const line of intact.values()) paths.reserve(line.path);
-      for (const line of previous?.values() ?? []) if (!intactPaths!.has(line.path)) paths.reserve(line.path);
+      for (const line of previous?.values() ?? []) paths.reserve(line.path);
     }
     let at = 0;
     for (const file of listing) {
@@ -195,7 +198,67 @@ export function planExport(listing: Iterable<RemoteFile>, intact: ReadonlyMap<st
     let at = 0;
     for (const file of listing) if (decisions.at(at++) === Decision.Link) yield previous!.get(file.key)!;
   };
-  return { jobs: { [Symbol.iterator]: jobs }, kept, link: { [Symbol.iterator]: link }, linked, previousListed };
+  const kept = function* (): Generator<ManifestLine> {
+    let at = 0;
+    for (const file of listing) if (decisions.at(at++) === Decision.None) yield intact.get(file.key)!;
+  };
+  return { jobs: { [Symbol.iterator]: jobs }, kept: { [Symbol.iterator]: kept }, link: { [Symbol.iterator]: link }, linked, previousListed };
+}
+
+/**
+ * A map of manifest lines seen through its changes: `realign`'s moved lines over the earlier
+ * run's, which stay where they are (on disk, for a rerun) and are not copied.
+ */
+class EditedLines implements ReadonlyMap<string, ManifestLine> {
+  private readonly gone = new Set<string>();
+  private readonly changed = new Map<string, ManifestLine>();
+
+  constructor(private readonly base: ReadonlyMap<string, ManifestLine>) {}
+
+  get(key: string): ManifestLine | undefined {
+    return this.changed.get(key) ?? (this.gone.has(key) ? undefined : this.base.get(key));
+  }
+
+  has(key: string): boolean {
+    return this.get(key) !== undefined;
+  }
+
+  set(key: string, line: ManifestLine): void {
+    this.changed.set(key, line);
+  }
+
+  delete(key: string): void {
+    this.changed.delete(key);
+    this.gone.add(key);
+  }
+
+  get size(): number {
+    let size = this.base.size;
+    for (const key of this.gone) if (this.base.has(key)) size -= 1;
+    for (const key of this.changed.keys()) if (!this.base.has(key) || this.gone.has(key)) size += 1;
+    return size;
+  }
+
+  *entries(): MapIterator<[string, ManifestLine]> {
+    for (const [key, line] of this.base) if (!this.gone.has(key) && !this.changed.has(key)) yield [key, line];
+    yield* this.changed.entries();
+  }
+
+  *keys(): MapIterator<string> {
+    for (const [key] of this.entries()) yield key;
+  }
+
+  *values(): MapIterator<ManifestLine> {
+    for (const [, line] of this.entries()) yield line;
+  }
+
+  [Symbol.iterator](): MapIterator<[string, ManifestLine]> {
+    return this.entries();
+  }
+
+  forEach(callback: (value: ManifestLine, key: string, map: ReadonlyMap<string, ManifestLine>) => void, thisArg?: unknown): void {
+    for (const [key, line] of this.entries()) callback.call(thisArg, line, key, this);
+  }
 }
 
 /** Decisions in order, a byte each. */

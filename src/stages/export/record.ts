@@ -53,7 +53,7 @@ export async function onDisk<T>(out: string, step: () => Promise<T>): Promise<T>
  */
 export async function openSink(
   out: string, zipModule: Promise<typeof import('../../sinks/zip.js')> | null, options: { readOnly?: boolean; source?: ExportSource } = {},
-): Promise<{ sink: ExportSink; intact: Map<string, ManifestLine> }> {
+): Promise<{ sink: ExportSink; intact: ReadonlyMap<string, ManifestLine> }> {
   const ZipSink = zipModule ? (await zipModule).ZipSink : null;
   const sink = await onDisk<ExportSink>(out, () => (ZipSink ? ZipSink.create(out, options.source) : FolderSink.create(out, options)));
   try {
@@ -94,10 +94,12 @@ export class ExportRecorder {
     this.onProgress?.({ ...this.progress });
   }
 
-  /** Files an earlier run left intact, kept: skipped. */
-  kept(lines: ManifestLine[]): void {
-    this.unreached -= lines.length;
-    for (const line of lines) this.skipped(line, 'already exported: size and sha256 match the manifest');
+  /** Files an earlier run left intact, kept: skipped (gone through once). */
+  kept(lines: Iterable<ManifestLine>): void {
+    for (const line of lines) {
+      this.unreached -= 1;
+      this.skipped(line, 'already exported: size and sha256 match the manifest');
+    }
     this.tell();
   }
 

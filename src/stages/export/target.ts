@@ -13,7 +13,8 @@ import type { ExportSource } from '../../sinks/source.js';
 /** A target's sink, opened, with what an earlier run left there intact. */
 export interface OpenedSink {
   sink: ExportSink;
-  intact: Map<string, ManifestLine>;
+  /** By key; may be on disk (see ExportSink.intactFromEarlierRun). */
+  intact: ReadonlyMap<string, ManifestLine>;
 }
 
 /** `Info` is what the target says of itself once paused or finished (a snapshot's SnapshotInfo). */
