@@ -9,16 +9,10 @@ import { closeSync, openSync, readSync } from 'node:fs';
 import { join } from 'node:path';
 import { MANIFEST_NAME, checkManifestLine, manifestKey, type ManifestLine } from './manifest.js';
 import { readLines } from '../util/line-reader.js';
+import { doubledSlots, fnv1a, grown } from './hash-slots.js';
 
 /** A 30-bit hash of a string (FNV-1a), small enough to be a small integer key in V8. */
-function hash30(text: string, seed = 0x811c9dc5): number {
-  let h = seed;
-  for (let i = 0; i < text.length; i += 1) {
-    h ^= text.charCodeAt(i);
-    h = Math.imul(h, 0x01000193);
-  }
-  return h >>> 2;
-}
+const hash30 = (text: string, seed?: number): number => fnv1a(text, seed) >>> 2;
 
 /** Two hashes of a path in one number (52 bits). */
 const pathHash = (path: string): number => hash30(path) * 2 ** 22 + (hash30(path, 0x01234567) >>> 8);
@@ -110,15 +104,7 @@ export class ManifestIndex implements ReadonlyMap<string, ManifestLine> {
   }
 
   private growSlots(): void {
-    const old = this.slots;
-    this.slots = new Int32Array(old.length * 2);
-    const mask = this.slots.length - 1;
-    for (const slot of old) {
-      if (slot === 0) continue;
-      let at = this.keyHashes[slot - 1]! & mask;
-      while (this.slots[at] !== 0) at = (at + 1) & mask;
-      this.slots[at] = slot;
-    }
+    this.slots = doubledSlots(this.slots, (entry) => this.keyHashes[entry]!);
   }
 
   private replace(entry: number): void {
@@ -128,15 +114,12 @@ export class ManifestIndex implements ReadonlyMap<string, ManifestLine> {
 
   private newEntry(dir: number, start: number, path: number, key: number): number {
     if (this.count === this.starts.length) {
-      const grow = <T extends Float64Array | Uint32Array | Uint16Array | Uint8Array>(from: T, to: T): T => {
-        to.set(from);
-        return to;
-      };
-      this.starts = grow(this.starts, new Float64Array(this.count * 2));
-      this.dirOfEntry = grow(this.dirOfEntry, new Uint16Array(this.count * 2));
-      this.replaced = grow(this.replaced, new Uint8Array(this.count * 2));
-      this.pathHashes = grow(this.pathHashes, new Float64Array(this.count * 2));
-      this.keyHashes = grow(this.keyHashes, new Uint32Array(this.count * 2));
+      const n = this.count * 2;
+      this.starts = grown(this.starts, n);
+      this.dirOfEntry = grown(this.dirOfEntry, n);
+      this.replaced = grown(this.replaced, n);
+      this.pathHashes = grown(this.pathHashes, n);
+      this.keyHashes = grown(this.keyHashes, n);
     }
     this.keyHashes[this.count] = key;
     this.pathHashes[this.count] = path;

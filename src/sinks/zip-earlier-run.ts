@@ -19,6 +19,10 @@ import { openManifestInOrder } from './manifest-order.js';
 import { IntactLines } from './intact-lines.js';
 import type { ManifestIndex } from './manifest-index.js';
 import type { ExportSource } from './source.js';
+import { doubledSlots, fnv1a, grown } from './hash-slots.js';
+
+/** The seed of an entry name's second hash. */
+const SECOND_SEED = 0x01234567;
 
 /** Manifests larger than this are not read whole by `lines` (20,000 lines take some 6 MB). */
 const MANIFEST_LIMIT = 256 * 1024 * 1024;
@@ -241,16 +245,6 @@ export class EarlierZip {
   }
 }
 
-/** A 32-bit FNV-1a hash of `text`, from `seed`. */
-function fnv(text: string, seed: number): number {
-  let h = seed;
-  for (let i = 0; i < text.length; i += 1) {
-    h ^= text.charCodeAt(i);
-    h = Math.imul(h, 0x01000193);
-  }
-  return h >>> 0;
-}
-
 /**
  * A zip's entries by name, in typed arrays: what reading one back needs (about 40 bytes an entry),
  * where yauzl's Entry objects took some 660 bytes each. Names are told apart by two 32-bit hashes;
@@ -271,8 +265,8 @@ class EntryTable {
   private slots = new Int32Array(2048);
 
   put(entry: Entry): void {
-    const a = fnv(entry.fileName, 0x811c9dc5);
-    const b = fnv(entry.fileName, 0x01234567);
+    const a = fnv1a(entry.fileName);
+    const b = fnv1a(entry.fileName, SECOND_SEED);
     const slot = this.slotOf(a, b);
     // A name given twice: the later entry, as a Map of names had it.
     const at = this.slots[slot]! > 0 ? this.slots[slot]! - 1 : this.add();
@@ -307,7 +301,7 @@ class EntryTable {
   }
 
   private find(name: string): number {
-    const entry = this.slots[this.slotOf(fnv(name, 0x811c9dc5), fnv(name, 0x01234567))]! - 1;
+    const entry = this.slots[this.slotOf(fnv1a(name), fnv1a(name, SECOND_SEED))]! - 1;
     return entry;
   }
 
@@ -321,32 +315,20 @@ class EntryTable {
 
   private add(): number {
     if (this.count === this.hashA.length) {
-      const grow = <T extends Float64Array | Uint32Array | Uint16Array>(from: T, to: T): T => {
-        to.set(from);
-        return to;
-      };
       const n = 2 * this.count;
-      this.hashA = grow(this.hashA, new Uint32Array(n));
-      this.hashB = grow(this.hashB, new Uint32Array(n));
-      this.offsets = grow(this.offsets, new Float64Array(n));
-      this.compressed = grow(this.compressed, new Float64Array(n));
-      this.sizes = grow(this.sizes, new Float64Array(n));
-      this.crcs = grow(this.crcs, new Uint32Array(n));
-      this.methods = grow(this.methods, new Uint16Array(n));
-      this.flags = grow(this.flags, new Uint16Array(n));
+      this.hashA = grown(this.hashA, n);
+      this.hashB = grown(this.hashB, n);
+      this.offsets = grown(this.offsets, n);
+      this.compressed = grown(this.compressed, n);
+      this.sizes = grown(this.sizes, n);
+      this.crcs = grown(this.crcs, n);
+      this.methods = grown(this.methods, n);
+      this.flags = grown(this.flags, n);
     }
     return this.count++;
   }
 
   private growSlots(): void {
-    const old = this.slots;
-    this.slots = new Int32Array(old.length * 2);
-    const mask = this.slots.length - 1;
-    for (const slot of old) {
-      if (slot === 0) continue;
-      let at = this.hashA[slot - 1]! & mask;
-      while (this.slots[at] !== 0) at = (at + 1) & mask;
-      this.slots[at] = slot;
-    }
+    this.slots = doubledSlots(this.slots, (entry) => this.hashA[entry]!);
   }
 }
