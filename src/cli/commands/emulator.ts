@@ -3,6 +3,7 @@
  * Prints its address and credentials, then serves until interrupted.
  */
 import type { Argv } from 'yargs';
+import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { SAMPLE_COMPANY_DIR } from '../paths.js';
 import { UsageError } from '../connection.js';
@@ -154,17 +155,67 @@ function generateOptions(argv: EmulatorArgs, members: number): GenerateOptions {
 /**
  * Under `npm run`, a SIGTERM to npm reaches only the shell npm runs the script in, and the shell
  * dies without passing it on: the emulator would keep the port. So, started by npm, it stops when
- * it is orphaned (its parent changes). Started any other way (systemd, nohup) it is left alone.
+ * it is orphaned (its parent changes), or when its shell is (npm died at once, before it could
+ * pass the signal on to the shell: it only can once its handler is in place). Started any other
+ * way (systemd, nohup) it is left alone.
  */
 function stopWhenNpmGoes(stop: () => void): void {
-  if (!process.env.npm_lifecycle_event) return;
+  const event = process.env.npm_lifecycle_event;
+  if (!event) return;
   const parent = PARENT_AT_START;
+  const shell = ranByNpm(parent, event);
+  const npm = shell ? parentOf(parent) : null;
+  // Where /proc cannot tell, a parent of 1 (init) is taken as the sign.
+  if (leftAlready(parent, shell, npm) ?? parent === 1) {
+    stop();
+    return;
+  }
   const timer = setInterval(() => {
-    // npm runs the script in a shell, so a parent of 1 (init) at start means the shell had already
-    // gone: npm was signalled while this process was still loading, before it read its parent.
-    if (process.ppid === parent && parent !== 1) return;
+    if (process.ppid === parent && (npm === null || parentOf(parent) === npm)) return;
     clearInterval(timer);
     stop();
   }, 500);
   timer.unref();
 }
+
+/**
+ * Whether npm had already gone when this process read its parent (npm signalled while the CLI was
+ * loading). Then whoever adopted the orphan (the CLI, or its shell) is taken for npm's process:
+ * init, or a subreaper such as a CI runner's, which is not pid 1 and never goes away. npm, its
+ * shell and the CLI share a process group; whoever adopts an orphan is of another (npm may be pid 1
+ * itself, in a container). Null where /proc cannot tell.
+ */
+function leftAlready(parent: number, shell: boolean | null, npm: number | null): boolean | null {
+  const group = processGroupOf('self');
+  if (group === null || shell === null) return null;
+  // Not npm's shell: npm itself (its shell execs the CLI, and npm passes signals on itself), or a subreaper.
+  if (!shell) return processGroupOf(String(parent)) !== group;
+  return npm === null || processGroupOf(String(npm)) !== group;
+}
+
+/**
+ * Whether process `pid` was started by npm for the script `event`, as npm's shell was: its
+ * environment names the script. Null where /proc cannot tell (not Linux, or the process is gone).
+ */
+function ranByNpm(pid: number, event: string): boolean | null {
+  try {
+    return readFileSync(`/proc/${pid}/environ`, 'latin1').split('\0').includes(`npm_lifecycle_event=${event}`);
+  } catch {
+    return null;
+  }
+}
+
+/** Field `at` of /proc/PID/stat after the command name (which is in parentheses and may hold spaces); null once the process is gone. */
+function statField(pid: string, at: number): number | null {
+  try {
+    return Number(readFileSync(`/proc/${pid}/stat`, 'latin1').replace(/^.*\) /s, '').split(' ')[at]);
+  } catch {
+    return null;
+  }
+}
+
+/** The parent of process `pid`; null once it is gone. */
+const parentOf = (pid: number): number | null => statField(String(pid), 1);
+
+/** The process group of process `pid` ('self' for this one); null where /proc cannot tell. */
+const processGroupOf = (pid: string): number | null => statField(pid, 2);
