@@ -212,13 +212,3 @@ async function checkLatest(archive: string, complete: string[], problem: (snapsh
   if (!complete.includes(latest)) problem(LATEST_FILE, `names ${latest}, which is not a complete snapshot of ${join(archive)}`);
   else if (latest !== complete.at(-1)) problem(LATEST_FILE, `names ${latest}, but ${complete.at(-1)} is newer and complete`);
 }
-
-/** `n` of `items` at random (Fisher-Yates on a copy). */
-export function pick<T>(items: T[], n: number): T[] {
-  const copy = [...items];
-  for (let i = 0; i < n; i += 1) {
-    const j = i + Math.floor(Math.random() * (copy.length - i));
-    [copy[i], copy[j]] = [copy[j]!, copy[i]!];
-  }
-  return copy.slice(0, n);
-}

@@ -2,10 +2,11 @@
  * `archive diff A B`: the files added, changed (other bytes) and deleted from snapshot A to
  * snapshot B, grouped by member, from the two manifests alone.
  */
+import { dirname, join } from 'node:path';
 import { findSnapshot } from './store.js';
 import { openManifestInOrder } from '../sinks/manifest-order.js';
 import type { ArchiveStore } from './archive-store.js';
-import { compareLines, sortLines, type ManifestLine } from '../sinks/manifest.js';
+import { MANIFEST_NAME, compareLines, type ManifestLine } from '../sinks/manifest.js';
 
 export type FileChange = 'added' | 'changed' | 'deleted';
 
@@ -35,22 +36,23 @@ export async function diffSnapshots(archive: string | ArchiveStore, a: string, b
     files.push(entry);
     byMember.set(entry.line.code, files);
   };
-  if (typeof archive === 'string' || archive.kind === 'folder') await mergeManifests(from.dir, to.dir, onChange);
-  else diffMaps((await archive.readManifest(from)).lines, (await archive.readManifest(to)).lines).forEach(onChange);
+  if (typeof archive === 'string' || archive.kind === 'folder') await mergeManifests(join(from.dir, MANIFEST_NAME), join(to.dir, MANIFEST_NAME), onChange);
+  else {
+    // A bucket's manifests are downloaded to temporary files as they arrive, then merged as a folder's are.
+    const before = await archive.manifestFile(from);
+    try {
+      const after = await archive.manifestFile(to);
+      try {
+        await mergeManifests(before.file, after.file, onChange);
+      } finally {
+        await after.release();
+      }
+    } finally {
+      await before.release();
+    }
+  }
   const members = [...byMember].sort(([x], [y]) => (x < y ? -1 : x > y ? 1 : 0)).map(([code, files]) => ({ code, files }));
   return { from: from.id, to: to.id, counts, members };
-}
-
-/** What differs between two manifests by key, in manifest order. */
-function diffMaps(before: ReadonlyMap<string, ManifestLine>, after: ReadonlyMap<string, ManifestLine>): DiffEntry[] {
-  const changes = new Map<ManifestLine, FileChange>();
-  for (const [key, line] of after) {
-    const old = before.get(key);
-    if (!old) changes.set(line, 'added');
-    else if (old.sha256 !== line.sha256 || old.size !== line.size) changes.set(line, 'changed');
-  }
-  for (const [key, line] of before) if (!after.has(key)) changes.set(line, 'deleted');
-  return sortLines(changes.keys()).map((line) => ({ change: changes.get(line)!, line }));
 }
 
 /**
@@ -58,8 +60,9 @@ function diffMaps(before: ReadonlyMap<string, ManifestLine>, after: ReadonlyMap<
  * holds is not kept in memory, only what differs (issue 46). A manifest not in the order
  * wds-files writes (one edited by hand) is sorted through temporary files first (manifest-order.ts).
  */
-async function mergeManifests(fromDir: string, toDir: string, onChange: (entry: DiffEntry) => void): Promise<void> {
-  const [first, second] = [await openManifestInOrder(fromDir), await openManifestInOrder(toDir).catch(async (error: unknown) => {
+async function mergeManifests(fromFile: string, toFile: string, onChange: (entry: DiffEntry) => void): Promise<void> {
+  const open = (file: string) => openManifestInOrder(dirname(file), { file });
+  const [first, second] = [await open(fromFile), await open(toFile).catch(async (error: unknown) => {
     await first.close();
     throw error;
   })];

@@ -86,18 +86,25 @@ export interface RestorePlan {
  * The plan of restoring `snapshot`: every file, or those of `members` (by code). A member the
  * snapshot holds no file of is an UnknownMembersError, before anything is written: a mistyped code
  * restores nothing rather than an export of the other members' files. A folder archive's manifest
- * is read in order a part at a time (manifest-order.ts); a bucket archive's is read whole.
+ * is read in order a part at a time (manifest-order.ts); a bucket archive's too, once downloaded.
  */
 export async function planRestore(snapshot: SnapshotEntry, members?: readonly string[], store?: ArchiveStore): Promise<RestorePlan> {
   const read = store?.kind === 'bucket' ? { read: (line: ManifestLine) => store.readFile(snapshot, line) } : {};
   let all: { problems: string[]; source?: ManifestLines['source']; lines: () => AsyncGenerator<ManifestLine>; close: () => Promise<void> };
-  if (store && store.kind !== 'folder') {
-    const manifest = await store.readManifest(snapshot);
-    const sorted = sortLines(manifest.lines.values());
-    all = { ...manifest, lines: async function* () { yield* sorted; }, close: async () => undefined };
-  } else {
-    const manifest = await openManifestInOrder(snapshot.dir);
-    all = { ...manifest, lines: async function* () { for await (const { line } of manifest.lines()) yield line; } };
+  // A bucket's manifest is downloaded to a temporary file as it arrives, then read as a folder's is.
+  const file = store && store.kind !== 'folder' ? await store.manifestFile(snapshot) : null;
+  try {
+    const manifest = await openManifestInOrder(snapshot.dir, file ? { file: file.file } : {});
+    all = {
+      ...manifest, lines: async function* () { for await (const { line } of manifest.lines()) yield line; },
+      close: async () => {
+        await manifest.close();
+        await file?.release();
+      },
+    };
+  } catch (error) {
+    await file?.release();
+    throw error;
   }
   const wanted = members ? new Set(members) : null;
   const lines = async function* (): AsyncGenerator<ManifestLine> {
