@@ -234,11 +234,11 @@ export class ExportRun {
     const previous = this.target.reference();
     const reference = previous ? realign(listed.files, previous) : null;
     if (earlier.changed.length > 0) await onDisk(out, () => sink.relabel?.(earlier.changed) ?? Promise.resolve());
-    const { jobs, kept: planned, link, linked, previousListed } = planExport(listed.files, earlier.lines, reference?.lines);
+    const { jobs, kept: planned, link, linked, previousListed, intactListed } = planExport(listed.files, earlier.lines, reference?.lines);
     this.target.noteListing?.(previousListed, reference?.movedFrom);
     // What a zip or folder holds that this run lists no more (a member deleted since, a file older
     // than `since`) stays in it: an export adds and refreshes. A snapshot takes it out.
-    const unlisted = await this.target.unlisted(unlistedLines(earlier.lines, listed.files), sink, this.report.notes);
+    const unlisted = await this.target.unlisted(unlistedLines(earlier.lines, intactListed, listed.files), sink, this.report.notes);
     // Files a zip's earlier run holds but cannot hand over whole are downloaded again, to the
     // same path; those a stop kept it from reaching are not reported. The kept lines are looked
     // up again as they are gone through (twice), not held.
@@ -366,22 +366,20 @@ export class ExportRun {
 }
 
 /**
- * The lines of `intact` that name no file of `listing`. The listed keys are kept as 64-bit hashes
- * (a rerun lists every file it kept): a line whose key's hashes are not among them is surely
- * unlisted. Should the count of such lines not be what the exact count of listed keys in `intact`
- * gives (two keys of the same hashes, which is all but impossible), the keys are compared whole.
+ * The lines of `intact` that name no file of `listing`, of which `intactListed` name one (planExport
+ * counted them). The listed keys are kept as 64-bit hashes (a rerun lists every file it kept): a
+ * line whose key's hashes are not among them is surely unlisted. Should the count of such lines
+ * not be what `intactListed` gives (two keys of the same hashes, which is all but impossible, or a
+ * key listed twice), the keys are compared whole.
  */
-function unlistedLines(intact: ReadonlyMap<string, ManifestLine>, listing: Iterable<{ key: string }>): ManifestLine[] {
+function unlistedLines(intact: ReadonlyMap<string, ManifestLine>, intactListed: number, listing: Iterable<{ key: string }>): ManifestLine[] {
   if (intact.size === 0) return [];
   const listed = new PathHashes();
-  let listedIntact = 0;
-  for (const file of listing) {
-    // A key listed twice counts once.
-    if (listed.add(file.key) && intact.has(file.key)) listedIntact += 1;
-  }
+  let distinct = true;
+  for (const file of listing) distinct = listed.add(file.key) && distinct;
   const unlisted: ManifestLine[] = [];
   for (const [key, line] of intact) if (!listed.has(key)) unlisted.push(line);
-  if (unlisted.length === intact.size - listedIntact) return unlisted;
+  if (distinct && unlisted.length === intact.size - intactListed) return unlisted;
   const keys = new Set<string>();
   for (const file of listing) keys.add(file.key);
   return [...intact].filter(([key]) => !keys.has(key)).map(([, line]) => line);

@@ -44,6 +44,9 @@ export class ManifestIndex implements ReadonlyMap<string, ManifestLine> {
   private live = 0;
   /** Where `lineAt` reads a line. */
   private scratch = Buffer.allocUnsafeSlow(LINE_READ);
+  /** The line `slotOf` last read to tell its entry's key, which `get` then answers without reading it again. */
+  private checkedEntry = -1;
+  private checkedLine: ManifestLine | null = null;
 
   get size(): number {
     return this.live;
@@ -99,7 +102,12 @@ export class ManifestIndex implements ReadonlyMap<string, ManifestLine> {
     for (let at = hash & mask; ; at = (at + 1) & mask) {
       const entry = this.slots[at]! - 1;
       if (entry < 0) return at;
-      if (this.keyHashes[entry] === hash && manifestKey(this.lineAt(entry)) === key) return at;
+      if (this.keyHashes[entry] !== hash) continue;
+      const line = this.lineAt(entry);
+      if (manifestKey(line) !== key) continue;
+      this.checkedEntry = entry;
+      this.checkedLine = line;
+      return at;
     }
   }
 
@@ -158,7 +166,12 @@ export class ManifestIndex implements ReadonlyMap<string, ManifestLine> {
 
   get(key: string): ManifestLine | undefined {
     const entry = this.entryOf(key);
-    return entry === undefined ? undefined : this.lineAt(entry);
+    if (entry === undefined) return undefined;
+    // Handed out once: each `get` answers a line of its own, as a read would.
+    const checked = entry === this.checkedEntry ? this.checkedLine : null;
+    this.checkedEntry = -1;
+    this.checkedLine = null;
+    return checked ?? this.lineAt(entry);
   }
 
   has(key: string): boolean {

@@ -31,6 +31,8 @@ export interface ExportPlan {
   linked: number;
   /** How many lines of the previous snapshot the listing names (the others were deleted since). */
   previousListed: number;
+  /** How many listed files `intact` holds a line of (kept, or downloaded again to its path). */
+  intactListed: number;
 }
 
 /** The manifest line of a file downloaded to `path`. */
@@ -150,11 +152,13 @@ export function planExport(listing: Iterable<RemoteFile>, intact: ReadonlyMap<st
   const decisions = new Decisions();
   let linked = 0;
   let previousListed = 0;
+  let intactListed = 0;
   let fresh = 0;
   for (const file of listing) {
     const before = previous?.get(file.key);
     if (before) previousListed += 1;
     const earlier = intact.get(file.key);
+    if (earlier) intactListed += 1;
     if (earlier && earlier.updated_at === file.updated_at) {
       decisions.add(Decision.None);
       continue;
@@ -202,7 +206,7 @@ export function planExport(listing: Iterable<RemoteFile>, intact: ReadonlyMap<st
     let at = 0;
     for (const file of listing) if (decisions.at(at++) === Decision.None) yield intact.get(file.key)!;
   };
-  return { jobs: { [Symbol.iterator]: jobs }, kept: { [Symbol.iterator]: kept }, link: { [Symbol.iterator]: link }, linked, previousListed };
+  return { jobs: { [Symbol.iterator]: jobs }, kept: { [Symbol.iterator]: kept }, link: { [Symbol.iterator]: link }, linked, previousListed, intactListed };
 }
 
 /**
