@@ -12,14 +12,20 @@
  * order); then the files are checked in that order (extension, real type, 5 MB), and a request
  * leaves as soon as its batch is checked, greedy in that order so a file refused at its check
  * simply leaves its batch. With a journal, and on a stop signal, as the photo import (section 8).
+ *
+ * The plan is kept on disk, not as an object a file (issue 46, attachment-plan.ts): the names
+ * sorted by file part, member and name, each lane's files in their planned order, and the source
+ * read again for the files as they are checked (source-lookup.ts).
  */
 import type { WdsClient } from '../client/client.js';
-import type { ImportSource, SourceFile } from '../sources/source.js';
+import type { ImportSource } from '../sources/source.js';
 import { stageOptions } from '../stages/registry.js';
 import { closingOnError, readNames, refuse, reportGone } from '../stages/import/read.js';
-import { AttachmentRouting, memberOfFile, type AttachmentImportMode, type AttachmentLane, type PlacedFile, type RoutedFile } from '../stages/import/attachment-route.js';
+import { AttachmentRouting, memberOfFile, type AttachmentImportMode, type AttachmentLane, type RoutedFile, type RoutedRecord } from '../stages/import/attachment-route.js';
+import { AttachmentPlan } from '../stages/import/attachment-plan.js';
+import { SourceLookup } from '../stages/import/source-lookup.js';
 import { checkAttachmentFile, type AttachmentVerdict } from '../stages/import/check/attachment-check.js';
-import { batchInLanes, fewestRequests, planGroupedBatches, type Batch } from '../stages/import/batch.js';
+import { batchInLanes, fewestRequests, type Batch } from '../stages/import/batch.js';
 import { BATCHES_AHEAD, mapInOrder, prefetch, drain } from '../stages/flow.js';
 import { mentionsCode, type BatchOutcome, type SubmitOptions } from '../stages/import/submit.js';
 import { ATTACHMENT_BODY_OVERHEAD, attachmentBody, attachmentItemBytes } from '../stages/import/request-bodies.js';
@@ -70,7 +76,7 @@ const LIMITS = { maxItems: MAX_ATTACHMENTS_PER_REQUEST, overheadBytes: ATTACHMEN
 const laneKey = (lane: AttachmentLane): string => `${lane.sheetId}:${lane.fieldId}:${lane.route}`;
 const bodyBytes = (f: { code: string; fileName: string }, size: number): number => attachmentItemBytes(f.code, f.fileName, size) + 1;
 /** A file's size before its check, as the source says it (an attachment is never converted). */
-const plannedSize = (f: RoutedFile): number => Math.min(f.file.size, MAX_FILE_BYTES);
+const plannedSize = (f: { size: number }): number => Math.min(f.size, MAX_FILE_BYTES);
 
 /**
  * Imports files into the file parts of sheets as a chain of stages (see the top of this file).
@@ -90,29 +96,33 @@ export async function runAttachmentImport(options: AttachmentImportOptions): Pro
   let checkMs = 0;
   // From an export, the sheet and field say which of its files are restored.
   const given = { sheet: options.sheet, field: options.field };
-  const result = (): AttachmentImportResult => run.result(checkMs, (file) => memberOfFile(file, given));
+  const result = (): Promise<AttachmentImportResult> => run.result(checkMs, (file) => memberOfFile(file, given));
   const halt = new AbortController();
   const stop = (): void => halt.abort();
   signal?.addEventListener('abort', stop, { once: true });
   let batches: AsyncIterable<Batch<CheckedFile, string>> | undefined;
+  const want = { kind: 'attachment' as const, sheetId: options.sheet, fieldId: options.field };
+  // The names on disk, sorted for routing, then each lane's files in their planned order.
+  const plan = new AttachmentPlan(given, (f) => attachmentItemBytes(f.code, f.fileName, plannedSize(f)), LIMITS);
   try {
+    await run.begin();
     // read: every name and size, no bytes.
-    const named = await readNames(source, { kind: 'attachment', sheetId: options.sheet, fieldId: options.field }, report,
-      (r) => (r.fileName === undefined ? r.code ?? '' : memberOfFile({ relPath: r.relPath, fileName: r.fileName, code: r.code }, given)), signal);
-    run.read(named);
-    if (signal?.aborted) return result();
+    const named = await readNames(source, want, report,
+      (r) => (r.fileName === undefined ? r.code ?? '' : memberOfFile({ relPath: r.relPath, fileName: r.fileName, code: r.code }, given)), signal,
+      (file, order) => plan.add(file, order, report));
+    run.read(named, { source, want });
+    if (signal?.aborted) return await result();
 
     // dedupe and route: where each file goes, from the layouts and one listing of each file part.
     // A stop cuts these requests, and the run ends as stopped, having sent nothing.
-    const planned = await planFiles(run, named.files, given, mode);
-    if (!planned) return result();
-    const { routing, order } = planned;
-    tracker.toCheck(order.length);
-    for (const f of order) if (f.lane) tracker.planned(laneKey(f.lane), plannedSize(f), bodyBytes(f, plannedSize(f)));
+    const routing = await planFiles(run, plan, mode);
+    if (!routing) return await result();
+    tracker.toCheck(plan.files);
 
-    // check → batch: each batch on its way as soon as it is checked.
+    // check → batch: each batch on its way as soon as it is checked, the files found again in the source as they come.
     const checkStarted = Date.now();
-    const verdicts = mapInOrder(order, async (file) => ({ file, verdict: await checkAttachmentFile(file.file) }), {
+    const found = new SourceLookup(source, want).files(plan.order(), halt.signal);
+    const verdicts = mapInOrder(found, async ({ item, file }) => ({ record: item, file: file && routing.routedFile(item, file), verdict: file ? await checkAttachmentFile(file) : null }), {
       concurrency: check.concurrency, window: check.concurrency * 8, signal: halt.signal,
     });
     const ready = sendable(verdicts, routing, report, tracker, () => (checkMs = Date.now() - checkStarted));
@@ -120,44 +130,42 @@ export async function runAttachmentImport(options: AttachmentImportOptions): Pro
 
     // submit: one request per batch, its task followed to the end.
     const routeOf = (key: string): ImportRoute => (key.endsWith(':update') ? 'update' : 'register');
-    const files = await run.submit(batches, (key) => laneOptions(run, routing, key, submit.dry_run), routeOf, (outcome, route) => fileItem(run, outcome, route),
-      (f) => ({ code: f.code, sheet_id: f.sheetId, custom_field_id: f.fieldId, file_name: f.fileName, sha256: f.sha256 }));
+    await run.submit(batches, (key) => laneOptions(run, routing, key, submit.dry_run), routeOf, (outcome, route) => fileItem(run, outcome, route),
+      'attachment', (f) => ({ code: f.code, sheet_id: f.sheetId, custom_field_id: f.fieldId, file_name: f.fileName, sha256: f.sha256 }));
 
     // report: what the listings show for the files applied, so that a rerun notices a later change by someone else.
-    await run.noteApplied('attachment', files, () => listFiles(client, files));
-    return result();
+    await run.noteApplied((each) => eachListed(client, plan.parts, each));
+    return await result();
   } finally {
     signal?.removeEventListener('abort', stop);
     halt.abort();
     // After a failure the checks under way end before the source is closed.
     if (batches) await drain(batches);
+    plan.close();
+    run.close();
     await source.close();
   }
 }
 
 /**
- * Where each file goes, from the layouts and one listing of each file part, and the order they are
- * checked and batched in; what an earlier run left unsettled is settled first, so that the listings
- * are the truth. Null when a stop cut these requests: the run ends as stopped, having sent nothing.
- * A function of its own so that the placed and routed copies of every file are let go once the
- * order is made (an async function's frame keeps every local to its end).
+ * Where each file goes, from the layouts and one listing of each file part; what an earlier run
+ * left unsettled is settled first, so that the listings are the truth. Null when a stop cut these
+ * requests: the run ends as stopped, having sent nothing.
  */
-async function planFiles(run: ImportRun<CheckedFile, string>, files: SourceFile[], given: { sheet?: number; field?: number }, mode: AttachmentImportMode): Promise<{ routing: AttachmentRouting; order: RoutedFile[] } | null> {
+async function planFiles(run: ImportRun<CheckedFile, string>, plan: AttachmentPlan, mode: AttachmentImportMode): Promise<AttachmentRouting | null> {
   const { client, signal } = run.options;
-  const { journal, report } = run;
+  const { journal, report, tracker } = run;
   let routing: AttachmentRouting;
-  let placed: PlacedFile[];
   try {
     routing = await AttachmentRouting.layouts(client, journal, signal);
-    placed = routing.place(files, given, report);
     if (journal) report.notes.push(...await settleEarlierRequests(client, journal, 'attachment', (listed) => listFiles(client, listed, signal), signal));
-    await routing.list(placed, signal);
+    await routing.list(plan.parts, signal);
   } catch (error) {
     if (signal?.aborted) return null;
     throw error;
   }
-  // The order the files are checked and batched in: lane by lane, each lane as its planned batches.
-  return { routing, order: checkOrder(routing.route(placed, mode, report)) };
+  await plan.route(routing, mode, report, (f, lane) => tracker.planned(lane, plannedSize(f), bodyBytes(f, plannedSize(f))));
+  return routing;
 }
 
 /** A file's journal entry, with what its target held before the run (from the listing). */
@@ -195,44 +203,23 @@ function fileItem(run: ImportRun<CheckedFile, string>, { item, outcome, reason }
 }
 
 /**
- * Lane by lane (file part, then register before update, in the order the parts first come), each
- * lane in the order of its batches as planned from the files' sizes: only each member's records
- * keep their order (4.4 Sheets 7), so members may be packed across requests. Files that are sent
- * in no case, but whose bytes may make them a skip, come last.
- */
-function checkOrder(routed: RoutedFile[]): RoutedFile[] {
-  const lanes = new Map<string, RoutedFile[]>();
-  for (const f of routed) {
-    if (!f.lane) continue;
-    const key = laneKey(f.lane);
-    const lane = lanes.get(key);
-    if (lane) lane.push(f);
-    else lanes.set(key, [f]);
-  }
-  // A file part comes where its first file comes; within it, register before update.
-  const partAt = new Map<string, number>();
-  for (const f of routed) if (f.lane && !partAt.has(`${f.sheetId}:${f.fieldId}`)) partAt.set(`${f.sheetId}:${f.fieldId}`, f.order);
-  const rank = (key: string): [number, number] => [partAt.get(key.slice(0, key.lastIndexOf(':')))!, key.endsWith(':register') ? 0 : 1];
-  const keys = [...lanes.keys()].sort((a, b) => rank(a)[0] - rank(b)[0] || rank(a)[1] - rank(b)[1]);
-  const ordered: RoutedFile[] = [];
-  for (const key of keys) {
-    const planned = planGroupedBatches(lanes.get(key)!, (f) => attachmentItemBytes(f.code, f.fileName, plannedSize(f)), (f) => f.code, LIMITS);
-    for (const batch of planned) ordered.push(...batch);
-  }
-  return [...ordered, ...routed.filter((f) => !f.lane)];
-}
-
-/**
  * Between check and batch: a file the check refused is reported (one gone since the listing is
  * skipped), one whose bytes make it a skip is skipped, one the names already ruled out is a
  * conflict; the rest go on to be batched.
  */
 async function* sendable(
-  verdicts: AsyncIterable<{ file: RoutedFile; verdict: AttachmentVerdict }>, routing: AttachmentRouting, report: RunReport, tracker: ImportTracker<string>, ended: () => void,
+  verdicts: AsyncIterable<{ record: RoutedRecord; file: RoutedFile | null; verdict: AttachmentVerdict | null }>, routing: AttachmentRouting, report: RunReport,
+  tracker: ImportTracker<string>, ended: () => void,
 ): AsyncGenerator<CheckedFile> {
-  for await (const { file, verdict } of verdicts) {
-    const lane = file.lane ? laneKey(file.lane) : null;
-    const planned = { bytes: plannedSize(file), body: bodyBytes(file, plannedSize(file)) };
+  for await (const { record, file, verdict } of verdicts) {
+    const lane = record.route ? `${record.sheetId}:${record.fieldId}:${record.route}` : null;
+    const planned = { bytes: plannedSize(record), body: bodyBytes(record, plannedSize(record)) };
+    if (!file || !verdict) {
+      // No longer in the source when it was read again: as a file deleted before its check.
+      reportGone(report, { where: record.where, fileName: record.fileName }, record.code);
+      tracker.checked(lane, planned, null);
+      continue;
+    }
     if (!verdict.ok) {
       if (verdict.gone) reportGone(report, { where: file.file.where, fileName: file.file.fileName }, file.code);
       else refuse(report, file.file, file.code, 'invalid', verdict.reason);
@@ -258,6 +245,17 @@ async function* sendable(
   }
   ended();
   tracker.allChecked();
+}
+
+/** Each file of these file parts (`sheet:field`) as the journal keys it, with its `updated_at`, handed to `each`. */
+async function eachListed(client: WdsClient, parts: Iterable<string>, each: (target: string, updatedAt: string) => void): Promise<void> {
+  for (const part of parts) {
+    const [sheetId, fieldId] = part.split(':').map(Number) as [number, number];
+    // Read entry by entry: the answer's download URLs are not needed here, nor held.
+    await client.attachments.each(sheetId, fieldId, (m) => {
+      for (const r of m.records) each(targetOf('attachment', { code: m.code, sheet_id: sheetId, custom_field_id: fieldId, file_name: r.file_name }), r.updated_at);
+    });
+  }
 }
 
 /** `updated_at` of each file of these file parts, keyed as the journal keys targets (the newest of a repeated name). */

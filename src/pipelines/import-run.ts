@@ -5,12 +5,13 @@
  * import keeps its own chain of stages (photo-import.ts, attachment-import.ts).
  */
 import type { WdsClient } from '../client/client.js';
-import type { SourceFile } from '../sources/source.js';
-import { reportUnreached } from '../stages/import/read.js';
+import type { ImportSource, SourceFile, SourceWant } from '../sources/source.js';
+import { reportUnreached, reportUnreachedAgain, type NamedFiles } from '../stages/import/read.js';
 import { countBatches, submitBatches, type BatchOutcome, type RequestRecord, type SubmitOptions, type SubmitStats } from '../stages/import/submit.js';
 import { RunReport, interruptedBy, type ItemReport } from '../stages/report.js';
-import type { ImportJournal, JournalFile, JournalKind } from '../stages/import/journal/journal.js';
+import { targetOf, type ImportJournal, type JournalFile, type JournalKind } from '../stages/import/journal/journal.js';
 import { noteApplied } from '../stages/import/journal/settle.js';
+import { SortedSpill } from '../util/sorted-spill.js';
 import { ImportTracker, type ImportProgress } from './import-progress.js';
 
 /** The options both imports take. */
@@ -80,7 +81,11 @@ export class ImportRun<T extends { size: number }, L> {
   private readonly waitedBefore: number;
   private firstRequestAt: number | undefined;
   /** Every file named, so that a stopped run's report still lists those it did not reach. */
-  private named: { entries: number; files: SourceFile[] } = { entries: 0, files: [] };
+  private named: NamedFiles = { entries: 0, files: [] };
+  /** Where the files not kept are read again for that: the source and what was asked of it. */
+  private again: { source: ImportSource; want: Omit<SourceWant, 'note'> } | undefined;
+  /** The files applied, by journal target, with their sha256: for {@link noteApplied}, on disk. */
+  private applied: SortedSpill<string> | undefined;
 
   /**
    * @param what The report's name: `photos import`, `attachments import`.
@@ -94,14 +99,30 @@ export class ImportRun<T extends { size: number }, L> {
     this.report = new RunReport(`${what}${this.how === 'run' ? '' : ` (${this.how})`}`);
     this.waitedBefore = options.client.transport.counters.waitedMs;
     this.tracker = new ImportTracker<L>(minimumOf, options.onProgress);
-    this.report.trackKeys();
     // An item a file: kept in a temporary file, as an export's are, not for the whole run in memory.
     this.report.keepItemsOnDisk();
   }
 
-  /** The files the read stage named (and how many entries it read). */
-  read(named: { entries: number; files: SourceFile[] }): void {
+  /**
+   * The files the read stage named (and how many entries it read); `again`, when it kept none,
+   * where a stopped run reads them again to report those it did not reach.
+   */
+  read(named: NamedFiles, again?: { source: ImportSource; want: Omit<SourceWant, 'note'> }): void {
     this.named = named;
+    this.again = again;
+    // The files kept are told from those with an outcome by the report's keys; the others by reading both again.
+    if (!again) this.report.trackKeys();
+  }
+
+  /** Before the run's first step: the journal read again if an earlier run in this process applied files through it. */
+  async begin(): Promise<void> {
+    await this.journal?.freshen();
+  }
+
+  /** Lets go of the temporary files (safe to call twice). */
+  close(): void {
+    this.applied?.close();
+    this.applied = undefined;
   }
 
   /** The journal's record of a lane's requests (`route`), each item as `file` says; none without a journal. */
@@ -116,15 +137,14 @@ export class ImportRun<T extends { size: number }, L> {
 
   /**
    * submit: one request per batch, its task followed to the end (for a plan, each batch counted).
-   * Each outcome goes in the report as `item` makes it; answers what `applied` keeps of each file
-   * applied, for {@link noteApplied}: nothing when that has nothing to do (no journal, or a plan),
-   * and only that otherwise, as a checked file holds more than the journal needs.
+   * Each outcome goes in the report as `item` makes it; each file applied is kept on disk as
+   * `applied` says, for {@link noteApplied}: only when that has something to do (a journal, not a plan).
    */
-  async submit<K>(
+  async submit(
     batches: AsyncIterable<{ lane: L; items: T[] }>, laneOptions: (lane: L) => SubmitOptions<T>,
-    routeOf: (lane: L) => ImportRoute, item: (outcome: BatchOutcome<T>, route: ImportRoute) => ItemReport, keep: (item: T) => K,
-  ): Promise<K[]> {
-    const applied: K[] = [];
+    routeOf: (lane: L) => ImportRoute, item: (outcome: BatchOutcome<T>, route: ImportRoute) => ItemReport,
+    kind: JournalKind, applied: (item: T) => Omit<JournalFile, 'before'>,
+  ): Promise<void> {
     const keeping = this.journal !== undefined && this.how !== 'plan';
     await (this.how === 'plan' ? countBatches : submitBatches)(this.options.client, batches, laneOptions, {
       leaving: () => {
@@ -135,13 +155,15 @@ export class ImportRun<T extends { size: number }, L> {
         const route = routeOf(lane);
         this.sent[route] += requests;
         for (const outcome of outcomes) {
-          if (outcome.outcome === 'ok' && keeping) applied.push(keep(outcome.item));
+          if (outcome.outcome === 'ok' && keeping) {
+            const file = applied(outcome.item);
+            (this.applied ??= new SortedSpill<string>(4096, 16 * 1024)).addNow(targetOf(kind, file), file.sha256);
+          }
           this.report.add(item(outcome, route));
         }
         this.tracker.sent(batch.length, batch.reduce((sum, one) => sum + one.size, 0), this.sent.register + this.sent.update);
       },
     }, this.options.signal);
-    return applied;
   }
 
   /** Why a file sent went well: `what` the run did, with the submit stage's `reason` when it gives one. */
@@ -151,23 +173,33 @@ export class ImportRun<T extends { size: number }, L> {
     return reason ? `${what}, ${reason}` : what;
   }
 
-  /** report: what the listing shows for the files applied, so that a rerun notices a later change by someone else. */
-  async noteApplied(kind: JournalKind, files: Omit<JournalFile, 'before'>[], listing: () => Promise<Map<string, string>>): Promise<void> {
-    if (!this.journal || files.length === 0 || this.how === 'plan') return;
+  /**
+   * report: what the listing shows for the files applied, so that a rerun notices a later change
+   * by someone else. `listing` hands each listed file's journal target and `updated_at` to `each`.
+   */
+  async noteApplied(listing: (each: (target: string, updatedAt: string) => void) => Promise<void>): Promise<void> {
+    const applied = this.applied;
+    if (!this.journal || !applied || this.how === 'plan') return;
+    const listed = new SortedSpill<string>(4096, 16 * 1024);
     try {
-      await noteApplied(this.journal, kind, files, await listing());
+      await listing((target, updatedAt) => listed.addNow(target, updatedAt));
+      await noteApplied(this.journal, applied.sorted(), listed.sorted());
     } catch {
       // Without it, a rerun takes the files as listed then.
+    } finally {
+      listed.close();
+      this.close();
     }
   }
 
   /** The result; a stopped run's report names the files it did not reach, each under `memberOf` it. */
-  result(checkMs: number, memberOf: (file: SourceFile) => string): ImportResult {
+  async result(checkMs: number, memberOf: (file: SourceFile) => string): Promise<ImportResult> {
     const { report } = this;
     const { signal, client } = this.options;
     if (signal?.aborted) {
       report.interrupted = { signal: interruptedBy(signal), total: this.named.entries };
-      reportUnreached(report, this.named.files, memberOf, signal);
+      if (this.again) await reportUnreachedAgain(report, this.again.source, this.again.want, this.named.entries, memberOf, signal);
+      else if (this.named.files.length) reportUnreached(report, this.named.files, memberOf, signal);
     }
     report.finish();
     return {

@@ -83,10 +83,11 @@ export async function runPhotoImport(options: PhotoImportOptions): Promise<Photo
   const { report, journal, tracker } = run;
   const temp = await mkdtemp(join(tmpdir(), 'wds-photos-'));
   const checks = new PhotoCheckStage(temp, { concurrency: check.concurrency, convert: normalize.convert, signal });
-  const result = (): PhotoImportResult => run.result(checks.ms, (file) => file.code ?? codeFromName(file.fileName));
+  const result = (): Promise<PhotoImportResult> => run.result(checks.ms, (file) => file.code ?? codeFromName(file.fileName));
   let batches: AsyncIterable<Batch<CheckedPhoto, PhotoRoute>> | undefined;
   try {
     // The service's side of routing and the checker's start need no names: both overlap the reading.
+    await run.begin();
     checks.warmUp();
     const listed = listForRouting(client, mode, journal, signal);
     listed.catch(() => undefined);
@@ -94,7 +95,7 @@ export async function runPhotoImport(options: PhotoImportOptions): Promise<Photo
     // read: every name and size, no bytes.
     const named = await readNames(source, { kind: 'photo' }, report, (r) => r.code ?? (r.fileName === undefined ? '' : codeFromName(r.fileName)), signal);
     run.read(named);
-    if (signal?.aborted) return result();
+    if (signal?.aborted) return await result();
 
     // dedupe: one file per member, among the names a photo may have.
     const single = dedupePhotos(photoNamesAccepted(named.files, report), report);
@@ -104,7 +105,7 @@ export async function runPhotoImport(options: PhotoImportOptions): Promise<Photo
       if (signal?.aborted) return null;
       throw error;
     });
-    if (!listing) return result();
+    if (!listing) return await result();
     const { routing, notes } = listing;
     report.notes.push(...notes);
     const order = sendOrder(routing.route(single, report).filter((photo) => {
@@ -121,17 +122,18 @@ export async function runPhotoImport(options: PhotoImportOptions): Promise<Photo
     batches = prefetch(batchInLanes(ready, (photo) => photo.route!, (photo) => photoItemBytes(photo.code, photo.size), PHOTO_LIMITS, order.first), BATCHES_AHEAD);
 
     // submit: one request per batch, its task followed to the end.
-    const applied = await run.submit(batches, (route) => laneOptions(run, routing, route, submit), (route) => route, (outcome, route) => photoItem(run, outcome, route),
-      (p) => ({ code: p.code, sha256: p.sha256 }));
+    await run.submit(batches, (route) => laneOptions(run, routing, route, submit), (route) => route, (outcome, route) => photoItem(run, outcome, route),
+      'photo', (p) => ({ code: p.code, sha256: p.sha256 }));
 
     // report: what the listing shows for the photos applied, so that a rerun notices a later change by someone else.
-    await run.noteApplied('photo', applied, () => listPhotos(client));
-    return result();
+    await run.noteApplied((each) => client.faceImages.each((p) => each(`photo:${p.code}`, p.updated_at)));
+    return await result();
   } finally {
     // After a failure the stages before submit end their work in hand before the temp folder goes.
     if (batches) await drain(batches);
     await checks.close();
     await rm(temp, { recursive: true, force: true });
+    run.close();
     await source.close();
   }
 }

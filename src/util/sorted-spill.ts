@@ -4,7 +4,7 @@
  * `verify` compares (a folder's files with its manifest's paths, a zip's entries with its
  * manifest's lines) is gathered here, so that its memory does not grow with the files (issue 46).
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -22,12 +22,30 @@ export class SortedSpill<T> {
   private readonly runs: string[] = [];
   private dir: string | null = null;
 
-  constructor(private readonly runValues = RUN_VALUES) {}
+  /**
+   * @param runValues Values sorted in memory at a time (fewer for large values).
+   * @param readBytes Bytes read at a time from each run as they are merged (less where the runs are many).
+   */
+  constructor(private readonly runValues = RUN_VALUES, private readonly readBytes = RUN_READ_BYTES) {}
 
   /** Adds `value` under `key` (equal keys keep the order they were added in). */
   async add(key: string, value: T): Promise<void> {
     this.held.push([key, value]);
     if (this.held.length >= this.runValues) await this.writeRun();
+  }
+
+  /**
+   * {@link add} for a caller that cannot wait (a callback of a listing read entry by entry): a
+   * run is written synchronously when one is full.
+   */
+  addNow(key: string, value: T): void {
+    this.held.push([key, value]);
+    if (this.held.length < this.runValues) return;
+    this.dir ??= mkdtempSync(join(tmpdir(), 'wds-files-sort-'));
+    const path = join(this.dir, `run-${this.runs.length}`);
+    writeFileSync(path, this.sortedHeld().map((pair) => `${JSON.stringify(pair)}\n`).join(''));
+    this.runs.push(path);
+    this.held = [];
   }
 
   private async writeRun(): Promise<void> {
@@ -50,8 +68,9 @@ export class SortedSpill<T> {
 
   /** Every value added, by key (code units), each with its key; read once. */
   async* sorted(): AsyncGenerator<[string, T]> {
+    const blockBytes = this.readBytes;
     const sources: AsyncIterator<[string, T]>[] = this.runs.map((path) => (async function* () {
-      for await (const { bytes } of readLines(path, { blockBytes: RUN_READ_BYTES })) yield JSON.parse(bytes.toString('utf8')) as [string, T];
+      for await (const { bytes } of readLines(path, { blockBytes })) yield JSON.parse(bytes.toString('utf8')) as [string, T];
     })());
     const last = this.sortedHeld();
     this.held = [];

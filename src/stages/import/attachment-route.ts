@@ -29,9 +29,14 @@ export interface AttachmentLane {
   route: 'register' | 'update';
 }
 
-/** A file with the place it goes to. */
+/** A file with the place it goes to, as the plan keeps it on disk (no bytes, no handle). */
 export interface PlacedFile {
-  file: SourceFile;
+  /** Where the file is (SourceFile.where). */
+  where: string;
+  /** Its path inside the source. */
+  relPath: string;
+  /** Its size as the source says. */
+  size: number;
   code: string;
   fileName: string;
   sheetId: number;
@@ -40,8 +45,29 @@ export interface PlacedFile {
   order: number;
 }
 
-/** A placed file with what the names and listings say of it. */
-export interface RoutedFile extends PlacedFile {
+/** A placed file with what the names and listings say of it, as the plan keeps it. */
+export interface RoutedRecord extends PlacedFile {
+  /** The route of the lane it is sent in; null when it is not sent whatever its bytes. */
+  route: AttachmentLane['route'] | null;
+  /** Why it is not sent, when its route is null and its bytes do not make it a skip. */
+  refusal?: string;
+  /** Skipped if the member already holds these bytes under its name. */
+  skipIfHeld: boolean;
+  /** Skipped if the journal knows these bytes applied at its target. */
+  skipIfApplied: boolean;
+  /** Its member's files in its file part (a number per file part and member): batches keep them in order. */
+  group: number;
+}
+
+/** A routed file found again in the source, on its way to its check. */
+export interface RoutedFile {
+  file: SourceFile;
+  code: string;
+  fileName: string;
+  sheetId: number;
+  fieldId: number;
+  /** Its order in the source. */
+  order: number;
   /** The lane it is sent in; null when it is not sent whatever its bytes. */
   lane: AttachmentLane | null;
   /** Why it is not sent, when its lane is null and its bytes do not make it a skip. */
@@ -65,7 +91,7 @@ export interface PlaceDefaults {
 type NamedFile = Pick<SourceFile, 'relPath' | 'fileName' | 'code' | 'sheetId' | 'fieldId'>;
 
 /** Where a file goes: the source's own say, the export layout, or `<code>/<file>` with the sheet and field given. */
-function placeOf(file: NamedFile, given: PlaceDefaults): { sheetId: number; fieldId: number; code: string } | string {
+export function placeOf(file: NamedFile, given: PlaceDefaults): { sheetId: number; fieldId: number; code: string } | string {
   if (file.code !== undefined && file.sheetId !== undefined && file.fieldId !== undefined) {
     return { sheetId: file.sheetId, fieldId: file.fieldId, code: file.code };
   }
@@ -116,27 +142,19 @@ export class AttachmentRouting {
     return new AttachmentRouting(client, fileParts, journal);
   }
 
-  /** Where each file goes; a file of no known place or a field that is no file part is refused. */
-  place(files: SourceFile[], given: PlaceDefaults, report: RunReport): PlacedFile[] {
-    const placed: PlacedFile[] = [];
-    files.forEach((file, order) => {
-      const place = placeOf(file, given);
-      if (typeof place === 'string') {
-        refuse(report, file, file.code ?? '', 'invalid', place);
-      } else if (!this.fileParts.has(`${place.sheetId}:${place.fieldId}`)) {
-        refuse(report, file, place.code, 'invalid', `custom field ${place.fieldId} of sheet ${place.sheetId} is not a file part (see the sheet layouts)`);
-      } else placed.push({ file, code: place.code, fileName: file.fileName, sheetId: place.sheetId, fieldId: place.fieldId, order });
-    });
-    return placed;
+  /** Whether a file part's field is one (from the layouts). */
+  isFilePart(sheetId: number, fieldId: number): boolean {
+    return this.fileParts.has(`${sheetId}:${fieldId}`);
   }
 
-  /** One listing of members, and one of each file part the files go to; `signal` stops them. */
-  async list(files: PlacedFile[], signal?: AbortSignal): Promise<void> {
+  /** One listing of members, and one of each file part the files go to (`sheet:field`); `signal` stops them. */
+  async list(parts: Iterable<string>, signal?: AbortSignal): Promise<void> {
     // Only the codes are kept: the listing is read entry by entry, not held whole.
     const members = new Set<string>();
     await this.client.members.each((m) => members.add(m.code), { signal });
     this.#members = members;
-    for (const part of new Set(files.map((f) => `${f.sheetId}:${f.fieldId}`))) {
+    for (const part of parts) {
+      if (!this.fileParts.has(part)) continue;
       const [sheetId, fieldId] = part.split(':').map(Number) as [number, number];
       const listing = await this.client.attachments.list(sheetId, fieldId, { signal });
       const held = new Map<string, string[]>();
@@ -152,91 +170,87 @@ export class AttachmentRouting {
   }
 
   /**
-   * The dedupe and route stages, part by part in source order: each file's lane, or why it is not
-   * sent. Refusals that no bytes can change are reported here; the others wait for the check.
+   * The dedupe and route stages for one member's files in one file part, sorted by name and then
+   * source order: each file's route, or why it is not sent, handed to `routed`. Refusals that no
+   * bytes can change are reported here; the others wait for the check. `group` numbers the member's files.
    */
-  route(files: PlacedFile[], mode: AttachmentImportMode, report: RunReport): RoutedFile[] {
-    const routed: RoutedFile[] = [];
-    const sourceNames = new Map<string, number>();
-    const crowded = this.crowdedSlots(files);
+  routeGroup(files: PlacedFile[], group: number, mode: AttachmentImportMode, report: RunReport, routed: (file: RoutedRecord) => void): void {
+    const first = files[0];
+    if (!first) return;
+    const part = `${first.sheetId}:${first.fieldId}`;
+    const where = `sheet ${first.sheetId} field ${first.fieldId}`;
+    if (!this.fileParts.has(part)) {
+      for (const item of files) refuse(report, item, item.code, 'invalid', `custom field ${item.fieldId} of sheet ${item.sheetId} is not a file part (see the sheet layouts)`);
+      return;
+    }
+    const { multi, held } = this.#parts.get(part)!;
+    const code = first.code;
+    if (!this.#members.has(code)) {
+      for (const item of files) refuse(report, item, code, 'invalid', `${UNKNOWN_MEMBER_REASON} ${code}`);
+      return;
+    }
+    // A single-record slot given more than one file: none goes, as for two photos of one member
+    // (which one the member should hold is the user's choice). Names off the extension list are
+    // left out, being refused whatever else comes.
+    const rivals = multi ? [] : [...files].filter((f) => !extensionProblem(f.fileName)).sort((a, b) => a.order - b.order);
+    if (rivals.length > 1) {
+      const list = rivals.map((f) => f.where).join(', ');
+      for (const item of files) refuse(report, item, code, 'conflict', `${rivals.length} files are for member ${code} in the single-record ${where}, which holds one file (${list}); keep one`);
+      return;
+    }
+    const names = held.get(code) ?? [];
+    let repeats = 0;
+    let previous: string | undefined;
     for (const item of files) {
-      const part = `${item.sheetId}:${item.fieldId}`;
-      const { multi, held } = this.#parts.get(part)!;
-      const where = `sheet ${item.sheetId} field ${item.fieldId}`;
-      if (!this.#members.has(item.code)) {
-        refuse(report, item.file, item.code, 'invalid', `${UNKNOWN_MEMBER_REASON} ${item.code}`);
-        continue;
-      }
-      const names = held.get(item.code) ?? [];
       const same = names.filter((n) => n === item.fileName).length;
-      const key = `${part}\u0000${item.code}\u0000${item.fileName}`;
-      const repeats = (sourceNames.get(key) ?? 0) + 1;
-      sourceNames.set(key, repeats);
-      const rivals = crowded.get(`${part}\u0000${item.code}`);
-      if (rivals) {
-        const list = rivals.map((f) => f.file.where).join(', ');
-        refuse(report, item.file, item.code, 'conflict', `${rivals.length} files are for member ${item.code} in the single-record ${where}, which holds one file (${list}); keep one`);
-        continue;
-      }
+      repeats = item.fileName === previous ? repeats + 1 : 1;
+      previous = item.fileName;
       // Where the service cannot take this name (several records hold it, it comes twice, or add
       // mode), a file whose bytes it already holds under the name needs no request.
       const skipIfHeld = (same > 1 || repeats > 1 || (same > 0 && mode === 'add')) && same > 0;
       const skipIfApplied = this.journal !== undefined && same === 1 && repeats === 1
         && this.journal.applied(targetOf('attachment', this.journalFile(item))) !== undefined;
-      // Every field written out, not spread: a spread copy of each file took a hidden class of its
-      // own (about 300 bytes a file, found in a heap snapshot of 8,000 files).
-      const decided = (lane: AttachmentLane | null, refusal?: string): void => {
-        routed.push({
-          file: item.file, code: item.code, fileName: item.fileName, sheetId: item.sheetId, fieldId: item.fieldId, order: item.order,
-          lane, refusal, skipIfHeld, skipIfApplied,
+      const decided = (route: AttachmentLane['route'] | null, refusal?: string): void => {
+        if (!route && !skipIfHeld && !skipIfApplied) {
+          refuse(report, item, code, 'conflict', refusal!);
+          return;
+        }
+        routed({
+          where: item.where, relPath: item.relPath, size: item.size, code, fileName: item.fileName, sheetId: item.sheetId, fieldId: item.fieldId, order: item.order,
+          route, refusal, skipIfHeld, skipIfApplied, group,
         });
       };
       if (repeats > 1) {
-        decided(null, `a second file named "${item.fileName}" for member ${item.code} in ${where}: the service refuses a name the member already holds in this file part, and cannot tell two files of one name apart to replace one`);
+        decided(null, `a second file named "${item.fileName}" for member ${code} in ${where}: the service refuses a name the member already holds in this file part, and cannot tell two files of one name apart to replace one`);
         continue;
       }
       const wantsUpdate = mode === 'replace' || (mode === 'upsert' && same > 0);
       if (wantsUpdate) {
-        if (same === 0) decided(null, `member ${item.code} holds no file named "${item.fileName}" in ${where}; replace needs one (use --mode add or upsert)`);
-        else if (same > 1) decided(null, `member ${item.code} holds ${same} records with a file named "${item.fileName}" in ${where}; the service cannot replace one of several files of the same name`);
-        else decided(this.#lane(item, 'update'));
+        if (same === 0) decided(null, `member ${code} holds no file named "${item.fileName}" in ${where}; replace needs one (use --mode add or upsert)`);
+        else if (same > 1) decided(null, `member ${code} holds ${same} records with a file named "${item.fileName}" in ${where}; the service cannot replace one of several files of the same name`);
+        else decided('update');
         continue;
       }
-      if (same > 0) decided(null, `member ${item.code} already holds a file named "${item.fileName}" in ${where}; names must not repeat (use --mode replace or upsert)`);
-      else if (!multi && names.length > 0) decided(null, `member ${item.code} already holds "${names[0]}" in the single-record ${where}; only a file of the same name can replace it`);
-      else decided(this.#lane(item, 'register'));
+      if (same > 0) decided(null, `member ${code} already holds a file named "${item.fileName}" in ${where}; names must not repeat (use --mode replace or upsert)`);
+      else if (!multi && names.length > 0) decided(null, `member ${code} already holds "${names[0]}" in the single-record ${where}; only a file of the same name can replace it`);
+      else decided('register');
     }
-    return routed.filter((file) => {
-      if (file.lane || file.skipIfHeld || file.skipIfApplied) return true;
-      refuse(report, file.file, file.code, 'conflict', file.refusal!);
-      return false;
-    });
+  }
+
+  /** A routed file found again in the source, with its lane object; null when the source no longer holds it. */
+  routedFile(record: RoutedRecord, file: SourceFile): RoutedFile {
+    return {
+      file, code: record.code, fileName: record.fileName, sheetId: record.sheetId, fieldId: record.fieldId, order: record.order,
+      lane: record.route ? this.#lane(record, record.route) : null, refusal: record.refusal, skipIfHeld: record.skipIfHeld, skipIfApplied: record.skipIfApplied,
+    };
   }
 
   /** The one lane object of a file part and route, shared by its files. */
-  #lane(item: PlacedFile, route: AttachmentLane['route']): AttachmentLane {
+  #lane(item: Pick<PlacedFile, 'sheetId' | 'fieldId'>, route: AttachmentLane['route']): AttachmentLane {
     const key = `${item.sheetId}:${item.fieldId}:${route}`;
     let lane = this.#lanes.get(key);
     if (!lane) this.#lanes.set(key, (lane = { sheetId: item.sheetId, fieldId: item.fieldId, route }));
     return lane;
-  }
-
-  /**
-   * The files of each single-record slot (file part and member) given more than one. None of them
-   * goes: which one the member should hold is the user's choice, as for two photos of one member.
-   * Names off the extension list are left out, being refused whatever else comes.
-   */
-  private crowdedSlots(files: PlacedFile[]): Map<string, PlacedFile[]> {
-    const slots = new Map<string, PlacedFile[]>();
-    for (const item of files) {
-      const part = `${item.sheetId}:${item.fieldId}`;
-      if (this.#parts.get(part)!.multi || !this.#members.has(item.code) || extensionProblem(item.fileName)) continue;
-      const slot = `${part}\u0000${item.code}`;
-      const same = slots.get(slot);
-      if (same) same.push(item);
-      else slots.set(slot, [item]);
-    }
-    return new Map([...slots].filter(([, same]) => same.length > 1));
   }
 
   /**
@@ -256,7 +270,7 @@ export class AttachmentRouting {
   }
 
   /** A file as the journal knows it, less its bytes' hash. */
-  journalFile(f: PlacedFile): Omit<JournalFile, 'before' | 'sha256'> {
+  journalFile(f: Pick<PlacedFile, 'code' | 'sheetId' | 'fieldId' | 'fileName'>): Omit<JournalFile, 'before' | 'sha256'> {
     return { code: f.code, sheet_id: f.sheetId, custom_field_id: f.fieldId, file_name: f.fileName };
   }
 }

@@ -7,9 +7,10 @@
 import type { ImportSource, RefusedFile, SourceFile, SourceWant } from '../../sources/source.js';
 import { GONE_REASON } from '../../sources/file-rules.js';
 import { interruptedBy, type RunReport } from '../report.js';
+import { SortedSpill } from '../../util/sorted-spill.js';
 
 export interface NamedFiles {
-  /** The files to import, in source order. */
+  /** The files to import, in source order (none kept when they were handed to `onFile`). */
   files: SourceFile[];
   /** Every entry of the source, refused ones too: the total of an interrupted run. */
   entries: number;
@@ -23,13 +24,16 @@ export interface NamedFiles {
  * (`signal`) lets the reading go on for NAMES_AFTER_STOP more names, so that a stopped run's
  * report names every file of a source of usual size ({@link reportUnreached}), but a source of a
  * million names does not hold the stop up; the reading lets the event loop turn every so often so
- * that the stop is heard.
+ * that the stop is heard. With `onFile`, each file is handed to it (with its position among the
+ * files) rather than kept.
  */
 export async function readNames(
   source: ImportSource, want: Omit<SourceWant, 'note'>, report: RunReport, memberOf: (refused: RefusedFile) => string, signal?: AbortSignal,
+  onFile?: (file: SourceFile, order: number) => Promise<void> | void,
 ): Promise<NamedFiles> {
   const files: SourceFile[] = [];
   let entries = 0;
+  let order = 0;
   let stoppedAt: number | undefined;
   for await (const entry of source.entries({ ...want, note: (line) => report.notes.push(line) })) {
     if (entries % NAMES_BETWEEN_TURNS === 0 && entries > 0) await turn();
@@ -48,7 +52,9 @@ export async function readNames(
       report.add({ key: where, code: memberOf(entry.refused), file_name: relPath, outcome: 'invalid', reason, path: where });
       continue;
     }
-    files.push(entry.file);
+    if (onFile) await onFile(entry.file, order);
+    else files.push(entry.file);
+    order += 1;
   }
   return { files, entries };
 }
@@ -69,6 +75,41 @@ export const turn = (): Promise<void> => new Promise((done) => setImmediate(done
 export function reportUnreached(report: RunReport, files: readonly SourceFile[], code: (file: SourceFile) => string, signal: AbortSignal): void {
   const reason = `not sent: the run was stopped (${interruptedBy(signal)}) before it reached this file; run it again to send it`;
   report.addUnreached(files.map((file) => ({ key: file.where, code: code(file), file_name: file.fileName, path: file.where, size: file.size })), reason);
+}
+
+/**
+ * {@link reportUnreached} for files that were not kept, and a report that keeps no set of the keys
+ * it holds (both grow with the files): the source's first `entries` entries are read again, and
+ * merged by key with the report's items, both sorted through temporary files.
+ */
+export async function reportUnreachedAgain(
+  report: RunReport, source: ImportSource, want: Omit<SourceWant, 'note'>, entries: number, code: (file: SourceFile) => string, signal: AbortSignal,
+): Promise<void> {
+  const reason = `not sent: the run was stopped (${interruptedBy(signal)}) before it reached this file; run it again to send it`;
+  const had = new SortedSpill<null>(4096, 16 * 1024);
+  const files = new SortedSpill<[string, string, number]>(4096, 16 * 1024);
+  try {
+    for (const item of report.eachItem()) had.addNow(item.key, null);
+    let read = 0;
+    for await (const entry of source.entries({ ...want, note: () => undefined })) {
+      if (read++ >= entries) break;
+      if (read % NAMES_BETWEEN_TURNS === 0) await turn();
+      if (entry.kind === 'file') files.addNow(entry.file.where, [code(entry.file), entry.file.fileName, entry.file.size]);
+    }
+    const keys = had.sorted()[Symbol.asyncIterator]();
+    let key = await keys.next();
+    let unreached = 0;
+    for await (const [where, [member, fileName, size]] of files.sorted()) {
+      while (!key.done && key.value[0] < where) key = await keys.next();
+      if (!key.done && key.value[0] === where) continue;
+      report.add({ key: where, code: member, file_name: fileName, path: where, size, outcome: 'skipped', reason });
+      unreached += 1;
+    }
+    report.interrupted!.unreached = (report.interrupted!.unreached ?? 0) + unreached;
+  } finally {
+    had.close();
+    files.close();
+  }
 }
 
 /**

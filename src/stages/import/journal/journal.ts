@@ -91,6 +91,8 @@ export class ImportJournal {
   #considered = false;
   /** Lines are taken in memory and never written (a dry run's): see {@link inMemoryOnly}. */
   #memoryOnly = false;
+  /** This process's requests applied files that are in the file but not in #applied. */
+  #forgot = false;
 
   /** Where the lines go instead of the file: a store shared by many machines. */
   readonly #store: JournalStore | undefined;
@@ -177,7 +179,7 @@ export class ImportJournal {
     }
   }
 
-  #take(line: Line): void {
+  #take(line: Line, mine = false): void {
     if (line.t === 'send') {
       const { t: _t, ...request } = line;
       this.#requests.set(line.id, request);
@@ -189,6 +191,13 @@ export class ImportJournal {
       const request = this.#requests.get(line.id);
       if (!request) return;
       this.#open.delete(line.id);
+      // What this process's own requests applied is in the file, not kept here (issue 46: an
+      // object a file applied, for a run that never asks about them); a later run reads it there.
+      if (mine && !this.#memoryOnly) {
+        this.#forgot = true;
+        this.#requests.delete(line.id);
+        return;
+      }
       request.files.forEach((file, i) => {
         if (line.applied[i]) this.#applied.set(targetOf(request.kind, file), { sha256: file.sha256, at: request.at });
       });
@@ -244,7 +253,23 @@ export class ImportJournal {
       }
       appendLines(this.path, lines.map((line) => JSON.stringify(line)));
     }
-    for (const line of lines) this.#take(line);
+    for (const line of lines) this.#take(line, true);
+  }
+
+  /**
+   * @internal Reads the journal again when this process's own requests applied files since it was
+   * read ({@link #take} keeps them only in the file): a journal passed to a second run knows them.
+   */
+  async freshen(): Promise<void> {
+    if (!this.#forgot) return;
+    this.#forgot = false;
+    this.#requests.clear();
+    this.#open.clear();
+    this.#applied.clear();
+    this.#lines = 0;
+    this.#mark = undefined;
+    if (this.#store) this.#takeText(await this.#store.load());
+    else this.#load();
   }
 
   /**
@@ -284,6 +309,14 @@ export class ImportJournal {
       const known = this.#applied.get(target);
       return known && known.sha256 === sha256 && known.updated_at !== updatedAt;
     }).map(({ target, sha256, updatedAt }): Line => ({ t: 'seen', target, sha256, updated_at: updatedAt })));
+  }
+
+  /**
+   * @internal {@link seenAll} for files this run applied itself (which the journal does not keep
+   * in memory): each line is written.
+   */
+  seenOwn(files: { target: string; sha256: string; updatedAt: string }[]): Promise<void> {
+    return this.#write(files.map(({ target, sha256, updatedAt }): Line => ({ t: 'seen', target, sha256, updated_at: updatedAt })));
   }
 
   /**

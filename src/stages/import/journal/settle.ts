@@ -101,19 +101,29 @@ export function appliedReason(what: string, earlier: { at: string; held: boolean
 
 /**
  * Notes what the listing shows for files applied in this run, so that a rerun can tell a later
- * change by someone else. Written SEEN_PER_WRITE files at a time: the lines of every file of a
- * run, made and joined into one string at once, grew with its files (3 MB of text alone at 20,000).
+ * change by someone else. Both sides come sorted by target (from temporary files: the applied
+ * files and a listing of every file grow with the company) and are merged; the lines are written
+ * SEEN_PER_WRITE files at a time. `listed` may give a target more than once (a repeated name):
+ * the newest counts.
  */
-export async function noteApplied(journal: ImportJournal, kind: JournalKind, files: Omit<JournalFile, 'before'>[], now: Map<string, string>): Promise<void> {
-  for (let at = 0; at < files.length; at += SEEN_PER_WRITE) {
-    const seen: { target: string; sha256: string; updatedAt: string }[] = [];
-    for (const file of files.slice(at, at + SEEN_PER_WRITE)) {
-      const target = targetOf(kind, file);
-      const current = now.get(target);
-      if (current !== undefined && journal.applied(target)?.sha256 === file.sha256) seen.push({ target, sha256: file.sha256, updatedAt: current });
+export async function noteApplied(journal: ImportJournal, applied: AsyncIterable<[string, string]>, listed: AsyncIterable<[string, string]>): Promise<void> {
+  const listing = listed[Symbol.asyncIterator]();
+  let head = await listing.next();
+  let seen: { target: string; sha256: string; updatedAt: string }[] = [];
+  for await (const [target, sha256] of applied) {
+    while (!head.done && head.value[0] < target) head = await listing.next();
+    let current: string | undefined;
+    while (!head.done && head.value[0] === target) {
+      if (current === undefined || head.value[1] > current) current = head.value[1];
+      head = await listing.next();
     }
-    await journal.seenAll(seen);
+    if (current === undefined) continue;
+    seen.push({ target, sha256, updatedAt: current });
+    if (seen.length < SEEN_PER_WRITE) continue;
+    await journal.seenOwn(seen);
+    seen = [];
   }
+  await journal.seenOwn(seen);
 }
 
 /** Files whose `seen` lines noteApplied writes at once (a request's worth of attachments). */

@@ -1,0 +1,269 @@
+/**
+ * The attachment import's plan kept on disk (issue 46), so that its memory does not grow with the
+ * files: the names are spilled sorted by file part, member and name (src/util/sorted-spill.ts),
+ * each member's files routed together against the listings ({@link AttachmentRouting.routeGroup}),
+ * the routed files spilled by lane in source order, and each lane's batches planned from numbers
+ * alone (a size and a member a file, in typed arrays) before its files are read back in the order
+ * they are checked. The order is what it was with every file in memory: lane by lane (file part,
+ * then register before update, in the order the parts first come), each lane as its planned
+ * batches; files that are sent in no case, but whose bytes may make them a skip, come last.
+ */
+import { closeSync, mkdtempSync, openSync, rmSync, writeSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { SourceFile } from '../../sources/source.js';
+import { MAX_REQUEST_BYTES } from '../../spec/limits.js';
+import { readLines } from '../../util/line-reader.js';
+import { SortedSpill } from '../../util/sorted-spill.js';
+import type { RunReport } from '../report.js';
+import { placeOf, type AttachmentImportMode, type AttachmentRouting, type PlaceDefaults, type PlacedFile, type RoutedRecord } from './attachment-route.js';
+import { fewestRequests, type BatchLimits } from './batch.js';
+import { refuse } from './read.js';
+
+/**
+ * The plan's spills: a file's record is some 300 bytes in memory, so a run of 2,048 of them is
+ * well under a megabyte, and each run read back 16 KB at a time (200,000 files make 100 runs).
+ */
+const spill = <T>(): SortedSpill<T> => new SortedSpill<T>(2048, 16 * 1024);
+
+/** A number as a key that sorts as the number does (up to 10^12). */
+const pad = (n: number): string => String(n).padStart(12, '0');
+
+export class AttachmentPlan {
+  readonly #names = spill<PlacedFile>();
+  /** File parts named (`sheet:field`): a few. */
+  readonly parts = new Set<string>();
+  readonly #lanes = new Map<string, SortedSpill<RoutedRecord>>();
+  readonly #laneless = spill<RoutedRecord>();
+  /** Where each file part's first routed file comes in the source. */
+  readonly #partAt = new Map<string, number>();
+  #groups = 0;
+  #dir: string | null = null;
+  /** Files to check: routed to a lane, or sent in no case but perhaps a skip. */
+  files = 0;
+
+  constructor(
+    private readonly given: PlaceDefaults,
+    /** A file's body bytes in a request, with its planned size. */
+    private readonly itemBytes: (file: RoutedRecord) => number,
+    private readonly limits: BatchLimits,
+  ) {}
+
+  /** read: a file named by the source, placed (or refused, when nothing says where it goes). */
+  async add(file: SourceFile, order: number, report: RunReport): Promise<void> {
+    const place = placeOf(file, this.given);
+    if (typeof place === 'string') {
+      refuse(report, file, file.code ?? '', 'invalid', place);
+      return;
+    }
+    const placed: PlacedFile = {
+      where: file.where, relPath: file.relPath, size: file.size, code: place.code, fileName: file.fileName, sheetId: place.sheetId, fieldId: place.fieldId, order,
+    };
+    this.parts.add(`${place.sheetId}:${place.fieldId}`);
+    await this.#names.add(`${place.sheetId}:${place.fieldId}\u0000${place.code}\u0000${file.fileName}\u0000${pad(order)}`, placed);
+  }
+
+  /**
+   * dedupe and route: each member's files of a file part together, against the listings; each
+   * routed file goes to its lane's spill (`planned` told of it), the others are reported.
+   */
+  async route(routing: AttachmentRouting, mode: AttachmentImportMode, report: RunReport, planned: (file: RoutedRecord, lane: string) => void): Promise<void> {
+    let group: PlacedFile[] = [];
+    const flush = async (): Promise<void> => {
+      const routed: RoutedRecord[] = [];
+      routing.routeGroup(group, this.#groups++, mode, report, (file) => routed.push(file));
+      group = [];
+      for (const file of routed) {
+        this.files += 1;
+        if (!file.route) {
+          await this.#laneless.add(pad(file.order), file);
+          continue;
+        }
+        const part = `${file.sheetId}:${file.fieldId}`;
+        const key = `${part}:${file.route}`;
+        let lane = this.#lanes.get(key);
+        if (!lane) this.#lanes.set(key, (lane = spill<RoutedRecord>()));
+        await lane.add(pad(file.order), file);
+        if (!(this.#partAt.get(part)! <= file.order)) this.#partAt.set(part, file.order);
+        planned(file, key);
+      }
+    };
+    for await (const [, file] of this.#names.sorted()) {
+      const first = group[0];
+      if (first && (first.code !== file.code || first.sheetId !== file.sheetId || first.fieldId !== file.fieldId)) await flush();
+      group.push(file);
+    }
+    await flush();
+    this.#names.close();
+  }
+
+  /** Every routed file in the order it is checked: lane by lane, each as its planned batches, then the others. */
+  async* order(): AsyncGenerator<RoutedRecord> {
+    // A file part comes where its first file comes; within it, register before update.
+    const rank = (key: string): [number, number] => [this.#partAt.get(key.slice(0, key.lastIndexOf(':')))!, key.endsWith(':register') ? 0 : 1];
+    const keys = [...this.#lanes.keys()].sort((a, b) => rank(a)[0] - rank(b)[0] || rank(a)[1] - rank(b)[1]);
+    for (const key of keys) {
+      yield* this.#laneInBatches(this.#lanes.get(key)!);
+      this.#lanes.get(key)!.close();
+    }
+    for await (const [, file] of this.#laneless.sorted()) yield file;
+  }
+
+  /** One lane's files in the order of their planned batches (see planGroupedBatches in batch.ts). */
+  async* #laneInBatches(lane: SortedSpill<RoutedRecord>): AsyncGenerator<RoutedRecord> {
+    // The lane's files written out in source order, with a size and a member each in memory.
+    this.#dir ??= mkdtempSync(join(tmpdir(), 'wds-files-plan-'));
+    const path = join(this.#dir, 'lane');
+    const bytes = new Grow(Float64Array);
+    const groups = new Grow(Int32Array);
+    const fd = openSync(path, 'w');
+    try {
+      let lines: string[] = [];
+      for await (const [, file] of lane.sorted()) {
+        bytes.push(this.itemBytes(file));
+        groups.push(file.group);
+        lines.push(JSON.stringify(file));
+        if (lines.length < 1024) continue;
+        writeSync(fd, `${lines.join('\n')}\n`);
+        lines = [];
+      }
+      if (lines.length) writeSync(fd, `${lines.join('\n')}\n`);
+    } finally {
+      closeSync(fd);
+    }
+    const bins = dealtBatches(bytes.view(), groups.view(), this.#groups, this.limits);
+    const inSource = async function* (): AsyncGenerator<RoutedRecord> {
+      for await (const { bytes: line } of readLines(path, { blockBytes: 64 * 1024 })) yield JSON.parse(line.toString('utf8')) as RoutedRecord;
+    };
+    if (!bins) {
+      yield* inSource();
+      return;
+    }
+    // Batch by batch, each in source order.
+    const dealt = spill<RoutedRecord>();
+    try {
+      let i = 0;
+      for await (const file of inSource()) {
+        await dealt.add(`${pad(bins[i]!)}\u0000${pad(i)}`, file);
+        i += 1;
+      }
+      for await (const [, file] of dealt.sorted()) yield file;
+    } finally {
+      dealt.close();
+    }
+  }
+
+  /** Removes the temporary files (safe to call twice). */
+  close(): void {
+    this.#names.close();
+    for (const lane of this.#lanes.values()) lane.close();
+    this.#laneless.close();
+    if (this.#dir) rmSync(this.#dir, { recursive: true, force: true });
+    this.#dir = null;
+  }
+}
+
+/** A typed array that grows as numbers are pushed. */
+class Grow<A extends Float64Array | Int32Array> {
+  #array: A;
+  #length = 0;
+
+  constructor(private readonly make: new (length: number) => A) {
+    this.#array = new make(1024);
+  }
+
+  push(n: number): void {
+    if (this.#length === this.#array.length) {
+      const bigger = new this.make(this.#array.length * 2);
+      bigger.set(this.#array);
+      this.#array = bigger;
+    }
+    this.#array[this.#length++] = n;
+  }
+
+  view(): A {
+    return this.#array.subarray(0, this.#length) as A;
+  }
+}
+
+/**
+ * planGroupedBatches over numbers: when whole groups (a member's files) dealt out, largest first,
+ * each to the batch with the fewest bytes that has room (worst fit decreasing), make fewer batches
+ * than greedy batching in source order, each file's batch, the batches numbered in the order of
+ * their first file; null when greedy is as good (or a group alone passes a limit). `bytes` are
+ * each file's body bytes, `groups` each file's group (below `groupCount`).
+ */
+export function dealtBatches(bytes: Float64Array, groups: Int32Array, groupCount: number, limits: BatchLimits): Int32Array | null {
+  const n = bytes.length;
+  if (n === 0) return null;
+  const maxBody = limits.maxBodyBytes ?? MAX_REQUEST_BYTES;
+  const room = maxBody - limits.overheadBytes;
+  // Greedy in source order: how many batches.
+  let greedy = 0;
+  let count = 0;
+  let used = limits.overheadBytes;
+  let total = 0;
+  for (let i = 0; i < n; i += 1) {
+    const size = bytes[i]! + 1;
+    total += size;
+    if (count === 0 || count >= limits.maxItems || used + size > maxBody) {
+      greedy += 1;
+      count = 0;
+      used = limits.overheadBytes;
+    }
+    count += 1;
+    used += size;
+  }
+  // The lane's groups, numbered densely in the order they first come.
+  const dense = new Int32Array(groupCount).fill(-1);
+  const groupBytes: number[] = [];
+  const groupFiles: number[] = [];
+  const groupFirst: number[] = [];
+  const denseOf = new Int32Array(n);
+  for (let i = 0; i < n; i += 1) {
+    let d = dense[groups[i]!]!;
+    if (d < 0) {
+      d = dense[groups[i]!] = groupBytes.length;
+      groupBytes.push(0);
+      groupFiles.push(0);
+      groupFirst.push(i);
+    }
+    denseOf[i] = d;
+    groupBytes[d] = groupBytes[d]! + bytes[i]! + 1;
+    groupFiles[d] = groupFiles[d]! + 1;
+  }
+  const sorted = groupBytes.map((_, d) => d).sort((a, b) => groupBytes[b]! - groupBytes[a]! || groupFirst[a]! - groupFirst[b]!);
+  if (sorted.some((d) => groupFiles[d]! > limits.maxItems || groupBytes[d]! > room)) return null;
+  const binBytes: number[] = [];
+  const binFiles: number[] = [];
+  for (let b = fewestRequests(n, total, limits); b > 0; b -= 1) {
+    binBytes.push(0);
+    binFiles.push(0);
+  }
+  const binOf = new Int32Array(groupBytes.length);
+  for (const d of sorted) {
+    let best = -1;
+    for (let b = 0; b < binBytes.length; b += 1) {
+      const fits = binFiles[b]! + groupFiles[d]! <= limits.maxItems && binBytes[b]! + groupBytes[d]! <= room;
+      if (fits && (best < 0 || binBytes[b]! < binBytes[best]!)) best = b;
+    }
+    if (best < 0) {
+      best = binBytes.length;
+      binBytes.push(0);
+      binFiles.push(0);
+    }
+    binOf[d] = best;
+    binBytes[best] = binBytes[best]! + groupBytes[d]!;
+    binFiles[best] = binFiles[best]! + groupFiles[d]!;
+  }
+  const dealt = binFiles.filter((files) => files > 0).length;
+  if (dealt >= greedy) return null;
+  // Batches in the order of their first file.
+  const firstOf = binBytes.map(() => Infinity);
+  for (let d = 0; d < groupBytes.length; d += 1) firstOf[binOf[d]!] = Math.min(firstOf[binOf[d]!]!, groupFirst[d]!);
+  const rankOf = new Int32Array(binBytes.length);
+  binBytes.map((_, b) => b).sort((a, b) => firstOf[a]! - firstOf[b]!).forEach((b, r) => (rankOf[b] = r));
+  const out = new Int32Array(n);
+  for (let i = 0; i < n; i += 1) out[i] = rankOf[binOf[denseOf[i]!]!]!;
+  return out;
+}
