@@ -79,7 +79,7 @@ export function targetOf(kind: JournalKind, file: Pick<JournalFile, 'code' | 'sh
  * Get it with {@link ImportJournal.open}.
  */
 export class ImportJournal {
-  readonly #run = randomUUID().slice(0, 8);
+  #run = randomUUID().slice(0, 8);
   #next = 0;
   readonly #requests = new Map<string, JournalRequest>();
   readonly #open = new Set<string>();
@@ -179,7 +179,7 @@ export class ImportJournal {
     }
   }
 
-  #take(line: Line, mine = false): void {
+  #take(line: Line): void {
     if (line.t === 'send') {
       const { t: _t, ...request } = line;
       this.#requests.set(line.id, request);
@@ -191,9 +191,10 @@ export class ImportJournal {
       const request = this.#requests.get(line.id);
       if (!request) return;
       this.#open.delete(line.id);
-      // What this process's own requests applied is in the file, not kept here (issue 46: an
-      // object a file applied, for a run that never asks about them); a later run reads it there.
-      if (mine && !this.#memoryOnly) {
+      // What this journal's own requests applied (a request an earlier run left open is settled
+      // here too, and kept) is in the file, not here (issue 46: an object a file applied, for a
+      // run that never asks about them); a later run reads it there.
+      if (line.id.startsWith(`${this.#run}-`) && !this.#memoryOnly) {
         this.#forgot = true;
         this.#requests.delete(line.id);
         return;
@@ -253,7 +254,7 @@ export class ImportJournal {
       }
       appendLines(this.path, lines.map((line) => JSON.stringify(line)));
     }
-    for (const line of lines) this.#take(line, true);
+    for (const line of lines) this.#take(line);
   }
 
   /**
@@ -263,6 +264,9 @@ export class ImportJournal {
   async freshen(): Promise<void> {
     if (!this.#forgot) return;
     this.#forgot = false;
+    // Its lines read now are a finished run's: the next requests get ids of a new one.
+    this.#run = randomUUID().slice(0, 8);
+    this.#next = 0;
     this.#requests.clear();
     this.#open.clear();
     this.#applied.clear();
@@ -307,7 +311,10 @@ export class ImportJournal {
   seenAll(files: { target: string; sha256: string; updatedAt: string }[]): Promise<void> {
     return this.#write(files.filter(({ target, sha256, updatedAt }) => {
       const known = this.#applied.get(target);
-      return known && known.sha256 === sha256 && known.updated_at !== updatedAt;
+      // Unknown here but perhaps applied by this process (kept only in the file): a reader takes
+      // the line only where the file applied has these bytes.
+      if (!known) return this.#forgot;
+      return known.sha256 === sha256 && known.updated_at !== updatedAt;
     }).map(({ target, sha256, updatedAt }): Line => ({ t: 'seen', target, sha256, updated_at: updatedAt })));
   }
 
