@@ -109,7 +109,7 @@ export class AttachmentPlan {
     for await (const [, file] of this.#laneless.sorted()) yield file;
   }
 
-  /** One lane's files in the order of their planned batches (see planGroupedBatches in batch.ts). */
+  /** One lane's files in the order of their planned batches ({@link dealtBatches}, else greedy in source order). */
   async* #laneInBatches(lane: SortedSpill<RoutedRecord>): AsyncGenerator<RoutedRecord> {
     // The lane's files written out in source order, with a size and a member each in memory.
     this.#dir ??= mkdtempSync(join(tmpdir(), 'wds-files-plan-'));
@@ -187,10 +187,15 @@ class Grow<A extends Float64Array | Int32Array> {
 }
 
 /**
- * planGroupedBatches over numbers: when whole groups (a member's files) dealt out, largest first,
- * each to the batch with the fewest bytes that has room (worst fit decreasing), make fewer batches
- * than greedy batching in source order, each file's batch, the batches numbered in the order of
- * their first file; null when greedy is as good (or a group alone passes a limit). `bytes` are
+ * Batches where only the order inside a group matters (a member's records are stored in array
+ * order, 4.4 Sheets 7; members may go in any order), planned from numbers alone. Greedy in source
+ * order is the fewest when the count limit binds, but when large files bunch together it sends
+ * requests full of bytes and short of files, then more requests for the rest. So whole groups (a
+ * member's files) are also dealt out, largest first, each to the batch with the fewest bytes that
+ * has room (worst fit decreasing), starting from as many batches as the limits demand at least.
+ * When that makes fewer batches than greedy: each file's batch, the batches numbered in the order
+ * of their first file (each keeps its files in source order); null when greedy is as good (or a
+ * group alone passes a limit). `bytes` are
  * each file's body bytes, `groups` each file's group (below `groupCount`).
  */
 export function dealtBatches(bytes: Float64Array, groups: Int32Array, groupCount: number, limits: BatchLimits): Int32Array | null {

@@ -42,68 +42,11 @@ export function jsonStringBytes(text: string): number {
   return Buffer.byteLength(JSON.stringify(text));
 }
 
-/**
- * Batches where only the order inside a group matters (a member's records are stored in array
- * order, 4.4 Sheets 7; members may go in any order): the fewer of two plans. Greedy in source order
- * is the fewest when the count limit binds, but when large files bunch together it sends requests
- * full of bytes and short of files, then more requests for the rest. So whole groups are also dealt
- * out, largest first, each to the batch with the fewest bytes that has room (worst fit decreasing),
- * starting from as many batches as the limits demand at least; a group alone over a limit leaves
- * only the greedy plan. Each batch keeps its items in source order, and batches go in the order of
- * their first item.
- */
-export function planGroupedBatches<T>(items: T[], itemBytes: (item: T) => number, groupOf: (item: T) => string, limits: BatchLimits): T[][] {
-  const greedy = planBatches(items, itemBytes, limits);
-  const spread = dealGroups(items, itemBytes, groupOf, limits);
-  return spread && spread.length < greedy.length ? spread : greedy;
-}
-
-/** The fewest requests any plan can have: by count and by bytes (a lower bound, not always reachable). */
-export function minimumBatches<T>(items: T[], itemBytes: (item: T) => number, limits: BatchLimits): number {
-  return fewestRequests(items.length, items.reduce((n, item) => n + itemBytes(item) + 1, 0), limits);
-}
-
-/** {@link minimumBatches} from the count of items and their body bytes (each with its comma). */
+/** The fewest requests any plan can have, from the count of items and their body bytes (each with its comma): by count and by bytes (a lower bound, not always reachable). */
 export function fewestRequests(count: number, bodyBytes: number, limits: BatchLimits): number {
   if (!count) return 0;
   const maxBody = limits.maxBodyBytes ?? MAX_REQUEST_BYTES;
   return Math.max(Math.ceil(count / limits.maxItems), Math.ceil(bodyBytes / (maxBody - limits.overheadBytes)));
-}
-
-interface Group<T> {
-  items: { item: T; index: number }[];
-  bytes: number;
-}
-
-function dealGroups<T>(items: T[], itemBytes: (item: T) => number, groupOf: (item: T) => string, limits: BatchLimits): T[][] | null {
-  const maxBody = limits.maxBodyBytes ?? MAX_REQUEST_BYTES;
-  const room = maxBody - limits.overheadBytes;
-  const groups = new Map<string, Group<T>>();
-  items.forEach((item, index) => {
-    const key = groupOf(item);
-    let group = groups.get(key);
-    if (!group) groups.set(key, (group = { items: [], bytes: 0 }));
-    group.items.push({ item, index });
-    group.bytes += itemBytes(item) + 1;
-  });
-  const sorted = [...groups.values()].sort((a, b) => b.bytes - a.bytes || a.items[0]!.index - b.items[0]!.index);
-  if (sorted.some((g) => g.items.length > limits.maxItems || g.bytes > room)) return null;
-  const bins: Group<T>[] = Array.from({ length: minimumBatches(items, itemBytes, limits) }, () => ({ items: [], bytes: 0 }));
-  for (const group of sorted) {
-    let best: Group<T> | undefined;
-    for (const bin of bins) {
-      const fits = bin.items.length + group.items.length <= limits.maxItems && bin.bytes + group.bytes <= room;
-      if (fits && (!best || bin.bytes < best.bytes)) best = bin;
-    }
-    if (!best) bins.push((best = { items: [], bytes: 0 }));
-    best.items.push(...group.items);
-    best.bytes += group.bytes;
-  }
-  return bins
-    .filter((bin) => bin.items.length)
-    .map((bin) => bin.items.sort((a, b) => a.index - b.index))
-    .sort((a, b) => a[0]!.index - b[0]!.index)
-    .map((bin) => bin.map((entry) => entry.item));
 }
 
 /** Items of one lane (a route, and for attachments a file part) go in requests of their own. */

@@ -259,7 +259,7 @@ export class ImportJournal {
 
   /**
    * @internal Reads the journal again when this process's own requests applied files since it was
-   * read ({@link #take} keeps them only in the file): a journal passed to a second run knows them.
+   * read (they are kept only in the file): a journal passed to a second run knows them.
    */
   async freshen(): Promise<void> {
     if (!this.#forgot) return;
