@@ -239,7 +239,7 @@ function phasesOf(stderr: string, started: number, ms: number): { text: string; 
   if (api.length === 0) return { text: 'phases: no request lines on stderr' };
   const storage = lines.filter((l) => l.storage);
   const listed = api.at(-1)!.at;
-  const downloads = storage.length ? `; downloads from ${seconds(Math.min(...storage.map((l) => l.at - l.ms)))} to ${seconds(Math.max(...storage.map((l) => l.at)))}` : '';
+  const downloads = storage.length ? `; downloads from ${seconds(storage.reduce((min, l) => Math.min(min, l.at - l.ms), Infinity))} to ${seconds(storage.reduce((max, l) => Math.max(max, l.at), -Infinity))}` : '';
   const text = `phases: start-up ${seconds(api[0]!.at - api[0]!.ms)}, token and listing to ${seconds(listed)}, links, downloads and snapshot ${seconds(ms - listed)}${downloads}`;
   return { text, listingMs: listed - (api[0]!.at - api[0]!.ms) };
 }
