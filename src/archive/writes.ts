@@ -21,8 +21,13 @@ import type { TargetLock } from '../util/target-lock.js';
 export const WRITES_DIR = '.wds-writes';
 /** Made once, when the record starts: files changed before it are older than the record. */
 const SINCE = 'since';
-/** Leeway on each side of a window: file systems stamp times to a jiffy (FAT to 2 s). */
+/** Leeway on each side of a window where the file system stamps whole seconds (FAT to 2 s). */
 export const WINDOW_SLACK_MS = 2000;
+/**
+ * Leeway where it stamps finer times (a kernel's coarse clock ticks in jiffies): a file changed a
+ * second before a run starts is then told from the run's own writes.
+ */
+export const FINE_SLACK_MS = 100;
 /** Windows that ended this long before the oldest snapshot started are dropped. */
 const KEEP_BEFORE_OLDEST_MS = 24 * 3600_000;
 
@@ -32,6 +37,8 @@ export interface WriteWindows {
   since: number | null;
   /** [from, to] pairs in ms, oldest first; `to` is Infinity for a command still holding the lock. */
   windows: [number, number][];
+  /** The leeway on each side of a window, from how finely the markers' times were stamped (none: the wide one). */
+  slackMs?: number;
 }
 
 /**
@@ -40,11 +47,12 @@ export interface WriteWindows {
  * is not judged by its change time.
  */
 export function changedOutside(ctimeMs: number, record: WriteWindows): boolean {
-  if (record.since === null || ctimeMs < record.since - WINDOW_SLACK_MS) return false;
+  const slack = record.slackMs ?? WINDOW_SLACK_MS;
+  if (record.since === null || ctimeMs < record.since - slack) return false;
   // Most files were last changed by a recent command: the newest windows are looked at first.
   for (let i = record.windows.length - 1; i >= 0; i -= 1) {
     const [from, to] = record.windows[i]!;
-    if (ctimeMs >= from - WINDOW_SLACK_MS && ctimeMs <= to + WINDOW_SLACK_MS) return false;
+    if (ctimeMs >= from - slack && ctimeMs <= to + slack) return false;
   }
   return true;
 }
@@ -101,7 +109,11 @@ export async function readWrites(archive: string): Promise<WriteWindows> {
     windows.push([before, to]);
   }
   windows.sort((a, b) => a[0] - b[0]);
-  return { since: since ?? windows[0]?.[0] ?? null, windows };
+  // A marker stamped with a fraction of a second shows a file system of fine times (a whole second
+  // by chance, one in a thousand, only widens the leeway).
+  const stamped = [...starts.values(), ...ends.values(), ...(since === null ? [] : [since])];
+  const slackMs = stamped.some((time) => time % 1000 !== 0) ? FINE_SLACK_MS : WINDOW_SLACK_MS;
+  return { since: since ?? windows[0]?.[0] ?? null, windows, slackMs };
 }
 
 /**

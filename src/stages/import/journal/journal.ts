@@ -311,10 +311,10 @@ export class ImportJournal {
   seenAll(files: { target: string; sha256: string; updatedAt: string }[]): Promise<void> {
     return this.#write(files.filter(({ target, sha256, updatedAt }) => {
       const known = this.#applied.get(target);
-      // Unknown here but perhaps applied by this process (kept only in the file): a reader takes
-      // the line only where the file applied has these bytes.
-      if (!known) return this.#forgot;
-      return known.sha256 === sha256 && known.updated_at !== updatedAt;
+      if (known?.sha256 === sha256) return known.updated_at !== updatedAt;
+      // Unknown here, or known with older bytes, yet perhaps applied by this process (kept only in
+      // the file): a reader takes the line only where the file applied has these bytes.
+      return this.#forgot;
     }).map(({ target, sha256, updatedAt }): Line => ({ t: 'seen', target, sha256, updated_at: updatedAt })));
   }
 
