@@ -2,7 +2,7 @@
  * The commands that read an archive or an export (issue 46): peak RSS (wait4, bench/max-rss.ts),
  * wall and CPU time of the shipped CLI's `archive check` (with and without --read-data),
  * `archive diff`, `archive restore` (to a folder and to a zip), `archive copy` and `verify` (of a
- * snapshot and of a zip), against a synthetic folder archive of two snapshots of N tiny files
+ * snapshot, with and without --report, and of a zip), against a synthetic folder archive of two snapshots of N tiny files
  * (test/helpers/synthetic-archive.ts: manifests written by the archive's own code, the second
  * snapshot hard-linking the first's unchanged files), made on disk without the emulator.
  *
@@ -53,6 +53,7 @@ for (const files of SIZES) {
       ['archive restore --out zip', ['archive', 'restore', archive, '--out', join(dir, 'restored.zip')]],
       ['archive copy (to a new folder)', ['archive', 'copy', archive, join(dir, 'copy')]],
       ['verify (a snapshot)', ['verify', join(archive, 'snapshots', ids[1])]],
+      ['verify --report (a snapshot)', ['verify', join(archive, 'snapshots', ids[1]), '--report', join(dir, 'verify.json')]],
       ['verify (a zip)', ['verify', join(dir, 'restored.zip')]],
     ];
     for (const [name, args] of commands) {

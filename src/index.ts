@@ -64,7 +64,7 @@ export { runAttachmentImport } from './pipelines/attachment-import.js';
 export type { AttachmentImportMode, AttachmentImportOptions, AttachmentImportResult } from './pipelines/attachment-import.js';
 export type { ImportResult, ImportRunOptions } from './pipelines/import-run.js';
 export type { ImportProgress } from './pipelines/import-progress.js';
-export { verifyExport } from './pipelines/verify.js';
+export { verifyExport, VerifyItems } from './pipelines/verify.js';
 export type { VerifyItem, VerifyProblem, VerifyResult } from './pipelines/verify.js';
 export { openSource } from './sources/open-source.js';
 export type { OpenSourceOptions } from './sources/open-source.js';

@@ -7,6 +7,7 @@
  * `counts` (the report says `outcome` where the line says `status`).
  */
 import { OUTCOMES, type RunReport } from '../stages/report.js';
+import { jsonWithItems } from '../util/json-items.js';
 import { redactValue } from '../util/redact.js';
 import { UsageError } from './connection.js';
 import { EXIT } from './exit-codes.js';
@@ -64,6 +65,8 @@ export class Ending {
   /** What `--json` prints beside the heading fields; null when the command printed its own JSON. */
   private document: Record<string, unknown> | null = {};
   private files: FileRun | null = null;
+  /** The report's `items` of a command that runs no files through the stages, read as the report is written. */
+  private listed: Iterable<unknown> | null = null;
   private checked = false;
   private error: { code: string; message: string; status?: number; thrown?: unknown } | null = null;
   private preflight: import('./preflight.js').Preflight | null = null;
@@ -112,6 +115,14 @@ export class Ending {
     this.files = { report, extra, lines };
   }
 
+  /**
+   * The report's `items`, the last of its keys: read and written a part at a time when the report
+   * is written, so that a list kept on disk (verify's) never is in memory whole.
+   */
+  reportItems(items: Iterable<unknown>): void {
+    this.listed = items;
+  }
+
   /** The command failed without throwing (a pipeline run's failure is its summary's). */
   failed(message: string, code = 'ERROR'): void {
     this.error = { code, message };
@@ -139,11 +150,11 @@ export class Ending {
     if (path !== undefined && this.checked) {
       const head = { command: this.command, outcome, exit_code: exitCode, ...times };
       const { writeReport } = await import('./output.js');
+      const items = this.listed ?? (this.ofFiles ? [] : null);
+      const own = { ...head, ...(Object.keys(this.counts).length ? { counts: this.counts } : {}), ...this.body, ...head, ...error };
       reportProblem = files?.report.keepsItems
         ? await writeReport(path, files.report.jsonParts({ ...head, ...files.extra, ...head, ...error }, redactValue))
-        : await writeReport(path, `${JSON.stringify(redactValue({
-          ...head, ...(Object.keys(this.counts).length ? { counts: this.counts } : {}), ...this.body, ...head, ...error, ...(this.ofFiles ? { items: [] } : {}),
-        }), null, 2)}\n`);
+        : await writeReport(path, items ? jsonWithItems(own, items, redactValue) : `${JSON.stringify(redactValue(own), null, 2)}\n`);
       if (reportProblem) exitCode = EXIT.fatal;
     }
     await this.preflight?.end();

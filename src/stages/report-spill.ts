@@ -105,3 +105,58 @@ export class ItemSpill<T> {
     if (this.closed) throw new Error('the report was closed: its items kept on disk are gone');
   }
 }
+
+/** Items gathered in memory before they are appended to the spill. */
+const ITEMS_PER_PART = 256;
+
+/**
+ * A list of items held in memory, or, once `keepOnDisk` was called, appended to an
+ * {@link ItemSpill} a part at a time. Should the temporary folder refuse them, they stay in memory.
+ */
+export class ItemList<T> {
+  /** Items not in the spill: all of them, unless `keepOnDisk` was called. */
+  private held: T[] = [];
+  private spill: ItemSpill<T> | null = null;
+  private onDisk = false;
+
+  /** Keeps the items in a temporary file from here on, a part at a time, instead of memory. */
+  keepOnDisk(): this {
+    this.onDisk = true;
+    return this;
+  }
+
+  push(item: T): void {
+    this.held.push(item);
+    if (this.onDisk && this.held.length >= ITEMS_PER_PART) this.spillHeld();
+  }
+
+  private spillHeld(): void {
+    try {
+      this.spill ??= ItemSpill.create<T>(this);
+      this.spill.append(this.held);
+      this.held = [];
+    } catch {
+      // The temporary folder is full or unwritable: the items stay in memory, the list whole.
+      this.onDisk = false;
+    }
+  }
+
+  /** The items as one array when none went to disk (nothing to read back), else null. */
+  get inMemory(): T[] | null {
+    return this.spill ? null : this.held;
+  }
+
+  /** The items in the order pushed, those on disk read a part at a time. */
+  *read(): Generator<T> {
+    if (this.spill) yield* this.spill.read();
+    yield* this.held;
+  }
+
+  /** Lets go of the items: the temporary file is closed and its space freed. */
+  close(): void {
+    this.spill?.close();
+    this.spill = null;
+    this.onDisk = false;
+    this.held = [];
+  }
+}

@@ -2,7 +2,8 @@
  * Every run ends with a report: each item's outcome and why (DESIGN.md section 2). Outcomes are
  * the same for every pipeline; `converted` is an import's `ok` after normalisation.
  */
-import { ItemSpill } from './report-spill.js';
+import { jsonWithItems } from '../util/json-items.js';
+import { ItemList } from './report-spill.js';
 
 /** Every outcome a file can have, in the order reports list them. */
 export const OUTCOMES = ['ok', 'converted', 'skipped', 'invalid', 'conflict', 'failed', 'unknown'] as const;
@@ -43,11 +44,8 @@ export function interruptedBy(signal: AbortSignal): 'SIGINT' | 'SIGTERM' {
 
 /** Every run's report: each file's outcome and why, with counts. `toJSON()` is what `--report` writes. */
 export class RunReport {
-  /** Items not in the spill: all of them, unless `keepItemsOnDisk` was called. */
-  private held: ItemReport[] = [];
-  /** Where items went once `keepItemsOnDisk` was called and a part of them had gathered. */
-  private spill: ItemSpill<ItemReport> | null = null;
-  private spilling = false;
+  /** The items: in memory, unless `keepItemsOnDisk` was called. */
+  private list = new ItemList<ItemReport>();
   /** False once `countOnly` was called: items are counted, not kept. */
   private keeping = true;
   /** The spill's items once `items` read them, until the next `add`. */
@@ -87,12 +85,12 @@ export class RunReport {
   ) {}
 
   /**
-   * Keeps the items in a temporary file from here on, ITEMS_PER_PART at a time, instead of
+   * Keeps the items in a temporary file from here on, a part at a time (ItemList), instead of
    * memory: an export's items grow with its files. Reading them back (`items`, `eachItem`,
    * `jsonParts`) reads the file. Should the temporary folder refuse them, they stay in memory.
    */
   keepItemsOnDisk(): void {
-    this.spilling = true;
+    this.list.keepOnDisk();
   }
 
   /**
@@ -103,7 +101,7 @@ export class RunReport {
    */
   countOnly(): void {
     this.keeping = false;
-    this.held = [];
+    this.list.close();
   }
 
   /** Counts a file skipped when items are not kept (`countOnly`), without making its item. */
@@ -118,24 +116,12 @@ export class RunReport {
   add(item: ItemReport): void {
     if (this.closed) this.checkOpen();
     this.readBack = null;
-    if (this.keeping) this.held.push(item);
+    if (this.keeping) this.list.push(item);
     this.keys?.add(item.key);
     this.count += 1;
     this.counts[item.outcome] += 1;
     if (item.outcome === 'ok' || item.outcome === 'converted') this.bytes += item.size ?? 0;
     if (PROBLEMS.has(item.outcome) && this.problemItems.length < FIRST_PROBLEMS) this.problemItems.push(item);
-    if (this.spilling && this.keeping && this.held.length >= ITEMS_PER_PART) this.spillHeld();
-  }
-
-  private spillHeld(): void {
-    try {
-      this.spill ??= ItemSpill.create<ItemReport>(this);
-      this.spill.append(this.held);
-      this.held = [];
-    } catch {
-      // The temporary folder is full or unwritable: the items stay in memory, the report whole.
-      this.spilling = false;
-    }
   }
 
   /** Whether items are kept (not after `countOnly`). */
@@ -155,7 +141,8 @@ export class RunReport {
    */
   get items(): ItemReport[] {
     this.checkOpen();
-    if (!this.spill) return this.held;
+    const held = this.list.inMemory;
+    if (held) return held;
     this.readBack ??= [...this.eachItem()];
     return this.readBack;
   }
@@ -163,8 +150,7 @@ export class RunReport {
   /** The items one at a time, in the order they were settled, without holding them all at once. Throws after `close`. */
   *eachItem(): Generator<ItemReport> {
     this.checkOpen();
-    if (this.spill) yield* this.spill.read();
-    yield* this.held;
+    yield* this.list.read();
   }
 
   /**
@@ -174,10 +160,7 @@ export class RunReport {
    */
   close(): void {
     this.closed = true;
-    this.spill?.close();
-    this.spill = null;
-    this.spilling = false;
-    this.held = [];
+    this.list.close();
     this.readBack = null;
   }
 
@@ -257,32 +240,13 @@ export class RunReport {
   }
 
   /**
-   * The text of `JSON.stringify(transform(toJSON(extra)), null, 2)` and a newline, in parts of
-   * ITEMS_PER_PART items, so that the text of every item and a transformed copy of each are never
-   * in memory at once (bench/notes.md, "Reports"). `transform` (the CLI's redaction) must work value by value.
+   * The text of `JSON.stringify(transform(toJSON(extra)), null, 2)` and a newline, a part of the
+   * items at a time (src/util/json-items.ts; bench/notes.md, "Reports"). `transform` (the CLI's
+   * redaction) must work value by value.
    */
   *jsonParts(extra: Record<string, unknown> = {}, transform: <T>(value: T) => T = (value) => value): Generator<string> {
     this.checkOpen();
-    const head = JSON.stringify(transform(this.summary(extra)), null, 2);
-    // The summary's closing brace makes way for the items, the last of its keys.
-    const open = `${head.slice(0, head.lastIndexOf('\n}'))},\n  "items": [`;
-    if (this.count === 0) {
-      yield `${open}]\n}\n`;
-      return;
-    }
-    yield `${open}\n`;
-    const format = (item: ItemReport): string => `    ${JSON.stringify(transform(item), null, 2).replaceAll('\n', '\n    ')}`;
-    let part: string[] = [];
-    let first = true;
-    for (const item of this.eachItem()) {
-      part.push(format(item));
-      if (part.length < ITEMS_PER_PART) continue;
-      yield `${first ? '' : ',\n'}${part.join(',\n')}`;
-      first = false;
-      part = [];
-    }
-    if (part.length > 0) yield `${first ? '' : ',\n'}${part.join(',\n')}`;
-    yield '\n  ]\n}\n';
+    yield* jsonWithItems(this.summary(extra), this.eachItem(), transform);
   }
 }
 
@@ -291,9 +255,6 @@ export function interruptedLine(report: RunReport): string {
   const { signal, total } = report.interrupted!;
   return `interrupted: ${report.doneCount} of ${total ?? '?'} done; run it again to continue (stopped by ${signal})`;
 }
-
-/** Items of a report formatted, or written to its spill, at a time. */
-const ITEMS_PER_PART = 256;
 
 /** Problems a report keeps at hand for the closing lines (the CLI prints as many). */
 export const FIRST_PROBLEMS = 50;

@@ -6,9 +6,10 @@
  * the whole manifest as a map even for one member, verify the manifest as a map and every path of
  * the folder or entry of the zip, copy each manifest as a string and a map and every file of the
  * destination in a map; each ran out of heap at 16 MB with 10,000 files a snapshot (copy at 16 MB
- * with 20,000). They now finish with 20,000 (check, diff and verify at 12 MB).
+ * with 20,000). They now finish with 20,000 (check, diff and verify at 12 MB). verify --report kept
+ * every file's item in memory and wrote the report from one string: out of heap at 12 MB.
  */
-import { stat } from 'node:fs/promises';
+import { readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { beforeAll, expect, it } from 'vitest';
 import { runCli, type CliRun } from '../helpers/cli-process.js';
@@ -18,6 +19,8 @@ import { makeSyntheticArchive, type SyntheticArchive } from '../helpers/syntheti
 const FILES = 20_000;
 /** Old-generation limit of the CLI (--max-old-space-size), MB. */
 const HEAP_LIMIT_MB = 16;
+/** verify's: verify --report kept every item in memory, and ran out of heap at 12 MB. */
+const VERIFY_HEAP_MB = 12;
 
 let made: SyntheticArchive;
 
@@ -26,8 +29,8 @@ beforeAll(async () => {
 }, 300_000);
 
 /** The CLI under the heap limit; its JSON document, once it ended well. */
-async function bounded(args: string[], code = 0): Promise<Record<string, unknown>> {
-  const run: CliRun = await runCli([...args, '--json'], { NODE_OPTIONS: `--max-old-space-size=${HEAP_LIMIT_MB}` });
+async function bounded(args: string[], code = 0, heapMb = HEAP_LIMIT_MB): Promise<Record<string, unknown>> {
+  const run: CliRun = await runCli([...args, '--json'], { NODE_OPTIONS: `--max-old-space-size=${heapMb}` });
   expect(run.stderr).not.toContain('heap out of memory');
   expect(run.code, run.stderr.slice(-2000)).toBe(code);
   return JSON.parse(run.stdout.trim().split('\n').at(-1)!) as Record<string, unknown>;
@@ -52,9 +55,14 @@ it(`archive restore --member of a snapshot of ${FILES} files`, async () => {
   expect(restored.counts).toMatchObject({ ok: 20 });
 }, 300_000);
 
-it(`verify of a snapshot of ${FILES} files`, async () => {
-  const verified = await bounded(['verify', join(made.archive, 'snapshots', made.ids[1])]);
+it(`verify --report of a snapshot of ${FILES} files, in a heap of ${VERIFY_HEAP_MB} MB`, async () => {
+  const report = join(tempDir('wds-readers-verify-'), 'verify.json');
+  const verified = await bounded(['verify', join(made.archive, 'snapshots', made.ids[1]), '--report', report], 0, VERIFY_HEAP_MB);
   expect(verified.counts).toEqual({ ok: FILES, problem: 0 });
+  const written = JSON.parse(await readFile(report, 'utf8')) as { files: number; items: { path: string; outcome: string }[] };
+  expect(written.files).toBe(FILES);
+  expect(written.items).toHaveLength(FILES);
+  expect(written.items.every((i) => i.outcome === 'ok')).toBe(true);
 }, 300_000);
 
 it(`archive restore of a snapshot of ${FILES} files to a zip, and verify of the zip`, async () => {

@@ -15,7 +15,7 @@ import { clientFor } from '../helpers/client.js';
 import { readZipExport, tempDir } from '../helpers/export.js';
 import { runCli } from '../helpers/cli-process.js';
 import { runExport } from '../../src/pipelines/export.js';
-import { verifyExport } from '../../src/pipelines/verify.js';
+import { verifyExport, VerifyItems } from '../../src/pipelines/verify.js';
 import type { WdsClient } from '../../src/index.js';
 
 const emu = useEmulator({
@@ -103,7 +103,7 @@ describe('a damaged export', () => {
     await rm(join(copy, deleted));
     await writeFile(join(copy, 'photos', 'EXTRA.jpg'), 'not exported');
 
-    const result = await verifyExport(copy);
+    const result = await verifyExport(copy, { items: true });
     expect(result.problems).toEqual(expect.arrayContaining([
       { path: changed, problem: expect.stringContaining('sha256') },
       { path: deleted, problem: 'missing' },
@@ -111,6 +111,12 @@ describe('a damaged export', () => {
     ]));
     expect(result.problems).toHaveLength(3);
     expect(result.ok).toBe(result.files - 2);
+    // Every manifest line and the extra file, each with how it came out.
+    const items = [...result.items!];
+    expect(result.items!.count).toBe(result.files + 1);
+    expect(items).toHaveLength(result.files + 1);
+    expect(items).toEqual(expect.arrayContaining([{ path: deleted, outcome: 'problem', problem: 'missing' }, { path: paths[2], outcome: 'ok', size: expect.any(Number) }]));
+    result.items!.close();
 
     const run = await runCli(['verify', copy]);
     expect(run.code, run.stderr).toBe(3);
@@ -142,7 +148,7 @@ describe('a damaged export', () => {
       'attachments/extra.pdf': Buffer.from('not exported'),
     });
 
-    const result = await verifyExport(copy);
+    const result = await verifyExport(copy, { items: true });
     expect(result.problems).toEqual(expect.arrayContaining([
       { path: changed, problem: expect.stringContaining('sha256') },
       { path: deleted, problem: 'missing' },
@@ -154,6 +160,19 @@ describe('a damaged export', () => {
     expect(run.code, run.stderr).toBe(3);
     const summary = JSON.parse(run.stdout) as { problems: { path: string }[] };
     expect(summary.problems.map((p) => p.path).sort()).toEqual([changed, deleted, 'attachments/extra.pdf'].sort());
+  });
+});
+
+describe('the items of verifyExport', () => {
+  it('are kept on disk past a part, read back in order as often as iterated, and gone once closed', () => {
+    const items = new VerifyItems();
+    const made = Array.from({ length: 700 }, (_, i) => (i % 3 ? { path: `f${i}`, outcome: 'ok' as const, size: i } : { path: `f${i}`, outcome: 'problem' as const, problem: 'missing' }));
+    for (const item of made) items.add(item);
+    expect(items.count).toBe(700);
+    expect([...items]).toEqual(made);
+    expect([...items]).toEqual(made);
+    items.close();
+    expect(() => [...items]).toThrow('no longer readable');
   });
 });
 

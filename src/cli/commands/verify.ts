@@ -28,7 +28,9 @@ export const verifyCommand = leafCommand<VerifyArgs>({
     const report = ending.body;
     report.target = target;
     const { items, ...result } = await verifyExport(target, { items: argv.report !== undefined });
-    Object.assign(report, { files: result.files, ok: result.ok, bytes: result.bytes, problems: result.problems.length, items });
+    Object.assign(report, { files: result.files, ok: result.ok, bytes: result.bytes, problems: result.problems.length });
+    // Read from verify's temporary file as the report is written: one file at a time, not all.
+    if (items) ending.reportItems(items);
     ending.counts = { ok: result.ok, problem: result.problems.length };
     if (result.problems.length) report.outcome = 'problems';
     ending.print(result, () => {
