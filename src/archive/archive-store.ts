@@ -6,8 +6,9 @@
  * the two an address names is open-store.ts's to say.
  */
 import { readFile } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { MANIFEST_NAME, type ManifestLine, type ManifestLines } from '../sinks/manifest.js';
+import { openManifestInOrder, type OrderedManifest } from '../sinks/manifest-order.js';
 import { SNAPSHOT_FILE, listSnapshots, pickSnapshot, readLatest, readSnapshotManifest, type SnapshotEntry } from './store.js';
 
 /** A snapshot's manifest as a file on this machine, and how to let go of it once read. */
@@ -66,6 +67,27 @@ export class FolderStore implements ArchiveStore {
     return readFile(join(snapshot.dir, line.path));
   }
   close() {}
+}
+
+/**
+ * A snapshot's manifest read in order a part at a time (manifest-order.ts), wherever the archive
+ * lives: a bucket's is downloaded to a temporary file first. `close()` lets go of both.
+ */
+export async function openSnapshotManifest(store: ArchiveStore, snapshot: SnapshotEntry): Promise<OrderedManifest> {
+  const file = await store.manifestFile(snapshot);
+  try {
+    const manifest = await openManifestInOrder(dirname(file.file), { file: file.file });
+    return {
+      ...manifest,
+      close: async () => {
+        await manifest.close();
+        await file.release();
+      },
+    };
+  } catch (error) {
+    await file.release();
+    throw error;
+  }
 }
 
 /** How a command reaches a bucket archive: the `--s3-*` options, or a pipeline's `s3:` block. */

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { FolderSink } from '../sinks/folder.js';
 import type { ExportSink } from '../sinks/sink.js';
 import { TargetError } from '../sinks/target-error.js';
-import { LinkCheck, compareLines, manifestKey, sortLines, type ManifestLine, type ManifestLines } from '../sinks/manifest.js';
+import { LinkCheck, compareLines, manifestKey, type ManifestLine, type ManifestLines } from '../sinks/manifest.js';
 import { RunReport } from '../stages/report.js';
 import type { SnapshotEntry } from './store.js';
 import { openManifestInOrder } from '../sinks/manifest-order.js';
@@ -111,11 +111,12 @@ export async function planRestore(snapshot: SnapshotEntry, members?: readonly st
     for await (const line of all.lines()) if (!wanted || wanted.has(line.code)) yield line;
   };
   let count = 0;
+  // The members asked for that the snapshot holds: without --member, no set of every member.
   const held = new Set<string>();
   try {
     for await (const line of lines()) {
       count += 1;
-      held.add(line.code);
+      if (wanted) held.add(line.code);
     }
     const missing = wanted ? [...wanted].filter((code) => !held.has(code)) : [];
     if (missing.length > 0) throw new UnknownMembersError(`snapshot ${snapshot.id} holds no file of ${missing.join(', ')}; nothing was restored`);
@@ -139,13 +140,15 @@ export async function mixedRestoreProblem(plan: RestorePlan, out: string, zip: b
     const { EarlierZip } = await import('../sinks/zip-earlier-run.js');
     const opened = await EarlierZip.open(out);
     if (!opened) return null;
-    let lines: ManifestLine[];
+    // Its intact lines in manifest order, kept on disk and read back a line at a time.
+    let intact: Awaited<ReturnType<typeof opened.intactInTemp>>;
     try {
-      lines = sortLines(await opened.lines());
+      intact = await opened.intactInTemp();
     } finally {
       opened.close();
     }
-    earlier = (async function* () { yield* lines; })();
+    close = intact.close;
+    earlier = (async function* () { yield* intact.index.values(); })();
   } else {
     const manifest = await openManifestInOrder(out).catch(() => null);
     if (!manifest) return null;

@@ -3,13 +3,12 @@
  * reads only (listings, the source's names and sizes, the target's manifest) and counts the
  * requests of each kind against the service's limits, and the time those limits alone impose.
  */
-import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { dirname } from 'node:path';
 import type { WdsClient } from '../client/client.js';
 import { REQUESTS_PER_HOUR, UPDATE_REQUESTS_PER_MINUTE } from '../spec/limits.js';
 import { UrlLister, attachmentTargets, type ListTarget } from '../stages/export/list-urls.js';
 import { realign } from '../stages/export/plan.js';
-import { MANIFEST_NAME, manifestKey, parseManifest, type ManifestLine } from '../sinks/manifest.js';
+import type { ManifestLine } from '../sinks/manifest.js';
 import { listSnapshots, partialDir, readLatest, snapshotDir } from '../archive/store.js';
 import { ManifestIndex } from '../archive/manifest-index.js';
 import type { ImportJournal } from '../stages/import/journal/journal.js';
@@ -73,10 +72,14 @@ async function planExport(pipeline: LoadedPipeline, client: WdsClient): Promise<
   const files = await new UrlLister(client, targets, pipeline.steps.list.since).listAll();
   const notes: string[] = [];
   // A file whose record moved (a record before it was deleted) is kept as a run keeps it.
-  const lines = await earlierLines(to, notes);
-  const earlier = realign(files, lines).lines;
-  const kept = files.filter((f) => earlier.get(f.key)?.updated_at === f.updated_at).length;
-  if (lines instanceof ManifestIndex) lines.close();
+  const held = await earlierLines(to, notes);
+  let kept: number;
+  try {
+    const earlier = realign(files, held.lines).lines;
+    kept = files.filter((f) => earlier.get(f.key)?.updated_at === f.updated_at).length;
+  } finally {
+    await held.close();
+  }
   return {
     pipeline: pipeline.name,
     direction: 'export',
@@ -87,35 +90,56 @@ async function planExport(pipeline: LoadedPipeline, client: WdsClient): Promise<
   };
 }
 
+/** The lines a target holds, by key (kept on disk, not in memory), and how to let go of them. */
+interface HeldLines {
+  lines: ReadonlyMap<string, ManifestLine>;
+  close(): Promise<void>;
+}
+
+const NONE: HeldLines = { lines: new Map(), close: async () => undefined };
+
+/** An index of manifests, closed with the rest of what `release` lets go of. */
+const indexed = (index: ManifestIndex, release: () => Promise<void> = async () => undefined): HeldLines => ({
+  lines: index,
+  close: async () => {
+    index.close();
+    await release();
+  },
+});
+
 /**
  * What a bucket archive's latest snapshot holds: a run names those files again without a request.
  * A stopped run's objects spare only uploads, not downloads (each file is downloaded to be hashed).
+ * Its manifest is downloaded to a temporary file and looked up there.
  */
-async function bucketLines(address: string, s3: S3Settings | undefined, notes: string[]): Promise<Map<string, ManifestLine>> {
+async function bucketLines(address: string, s3: S3Settings | undefined, notes: string[]): Promise<HeldLines> {
   const { BucketStore } = await import('../archive/bucket/store.js');
   const store = BucketStore.open(address, s3);
   try {
     const latest = await store.readLatest();
     if (!latest) {
       notes.push(`${address} holds no complete snapshot yet: the first snapshot downloads every file`);
-      return new Map();
+      return NONE;
     }
     notes.push(`files unchanged since snapshot ${latest} are named again without a request, not downloaded`);
-    return (await store.readManifest(await store.readEntry(latest))).lines;
+    const file = await store.manifestFile(await store.readEntry(latest));
+    return indexed(await ManifestIndex.read([dirname(file.file)]), file.release);
   } finally {
     store.close();
   }
 }
 
-/** What the target already holds: the archive's latest snapshot, or a folder's manifest. */
-async function earlierLines(to: LoadedPipeline['to'], notes: string[]): Promise<ReadonlyMap<string, ManifestLine>> {
+/**
+ * What the target already holds: the archive's latest snapshot, or a folder's manifest, or a
+ * zip's; kept on disk, as a run keeps them: the plan of 200,000 files does not hold their lines.
+ */
+async function earlierLines(to: LoadedPipeline['to'], notes: string[]): Promise<HeldLines> {
   if ('archive' in to && isBucketAddress(to.archive)) return bucketLines(to.archive, to.s3, notes);
   if ('archive' in to) {
     const latest = await readLatest(to.archive).catch(() => null);
     // A stopped run's .partial is continued: what it holds is not downloaded again either.
     const { partial } = await listSnapshots(to.archive);
     const resumed = partial.at(-1);
-    // Kept on disk, as a run keeps them: the plan of 200,000 files does not hold their lines.
     const dirs = [...(latest ? [snapshotDir(to.archive, latest)] : []), ...(resumed ? [partialDir(to.archive, resumed)] : [])];
     if (resumed) {
       const held = await ManifestIndex.read([partialDir(to.archive, resumed)]);
@@ -124,28 +148,28 @@ async function earlierLines(to: LoadedPipeline['to'], notes: string[]): Promise<
     }
     if (!latest && !resumed) notes.push(`${to.archive} holds no complete snapshot yet: the first snapshot downloads every file`);
     if (latest) notes.push(`files unchanged since snapshot ${latest} are hard-linked, not downloaded`);
-    return ManifestIndex.read(dirs);
+    return indexed(await ManifestIndex.read(dirs));
   }
   if ('folder' in to) {
-    const text = await readFile(join(to.folder, MANIFEST_NAME), 'utf8').catch(() => '');
-    if (text) notes.push(`files already in ${to.folder} with the same date are kept (a run checks their size and sha256)`);
-    return parseManifest(text).lines;
+    const index = await ManifestIndex.read([to.folder]);
+    if (index.size > 0) notes.push(`files already in ${to.folder} with the same date are kept (a run checks their size and sha256)`);
+    return indexed(index);
   }
   // A stopped run's .partial, else the complete zip, is copied from: its entries are not downloaded again.
-  if (!('zip' in to)) return new Map();
+  if (!('zip' in to)) return NONE;
   const { EarlierZip } = await import('../sinks/zip-earlier-run.js');
   for (const path of [`${to.zip}.partial`, to.zip]) {
     const earlier = await EarlierZip.open(path);
     if (!earlier) continue;
     try {
-      const lines = await earlier.lines();
+      const intact = await earlier.intactInTemp();
       notes.push(`files ${path} holds with the same date are copied from it (each checked), not downloaded`);
-      return new Map(lines.map((line) => [manifestKey(line), line]));
+      return { lines: intact.index, close: intact.close };
     } finally {
       earlier.close();
     }
   }
-  return new Map();
+  return NONE;
 }
 
 async function planImport(pipeline: LoadedPipeline, client: WdsClient, journal?: ImportJournal): Promise<PipelinePlan> {

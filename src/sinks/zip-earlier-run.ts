@@ -9,12 +9,13 @@
  * such a `.partial` is started over. A run stopped by a signal always leaves a complete one.
  */
 import { createHash } from 'node:crypto';
-import { mkdir, open, rename, rm, stat } from 'node:fs/promises';
+import { mkdir, mkdtemp, open, rename, rm, stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { crc32 } from 'node:zlib';
 import type { Readable } from 'node:stream';
 import yauzl, { type Entry, type ZipFile } from 'yauzl';
-import { MANIFEST_NAME, checkManifestLine, parseManifest, type ManifestLine } from './manifest.js';
+import { MANIFEST_NAME, checkManifestLine, type ManifestLine } from './manifest.js';
 import { openManifestInOrder } from './manifest-order.js';
 import { IntactLines } from './intact-lines.js';
 import type { ManifestIndex } from './manifest-index.js';
@@ -24,8 +25,6 @@ import { doubledSlots, fnv1a, grown } from './hash-slots.js';
 /** The seed of an entry name's second hash. */
 const SECOND_SEED = 0x01234567;
 
-/** Manifests larger than this are not read whole by `lines` (20,000 lines take some 6 MB). */
-const MANIFEST_LIMIT = 256 * 1024 * 1024;
 /** A source line is far shorter than this. */
 const FIRST_LINE_LIMIT = 64 * 1024;
 
@@ -143,18 +142,25 @@ export class EarlierZip {
   }
 
   /**
-   * The manifest's lines whose entry is in the zip with the size the line gives, all at once (for
-   * a plan or a check that reads them once); empty when the manifest entry cannot be read whole.
-   * A rerun reads them through `intact`, which does not hold them.
+   * `intact` into a temporary folder of its own, for a reader that looks the lines up or reads
+   * them in manifest order (`values()`) once, without holding them (a plan, a restore's check):
+   * `close()` closes the index and removes the folder.
    */
-  async lines(): Promise<ManifestLine[]> {
-    const entry = this.manifestEntry;
-    if (entry.uncompressedSize > MANIFEST_LIMIT) return [];
-    const data = await this.read(entry).catch(() => null);
-    if (!data) return [];
-    const manifest = parseManifest(data.toString('utf8'));
-    this.recorded ??= Promise.resolve(manifest.source);
-    return [...manifest.lines.values()].filter((line) => this.entries.sizeOf(line.path) === line.size);
+  async intactInTemp(): Promise<{ index: ManifestIndex; close(): Promise<void> }> {
+    const dir = await mkdtemp(join(tmpdir(), 'wds-files-zip-lines-'));
+    try {
+      const index = await this.intact(dir);
+      return {
+        index,
+        close: async () => {
+          index.close();
+          await rm(dir, { recursive: true, force: true });
+        },
+      };
+    } catch (error) {
+      await rm(dir, { recursive: true, force: true });
+      throw error;
+    }
   }
 
   /** Where the zip's files came from, as its manifest's first line records it; undefined when it records none or cannot be read. */

@@ -46,6 +46,13 @@ describe('archive commands', () => {
     expect(show.code, show.stderr).toBe(0);
     expect(show.stdout).toContain(`snapshot ${ids[0]}`);
     expect(show.stdout).toContain('since nothing (the first snapshot)');
+    // Members counted once across the photos and each file part, read from the manifest in order.
+    const shown = [...(await manifestOf(join(archive, 'snapshots', ids[0]!))).values()];
+    const parts = new Map<string, number>();
+    for (const l of shown) if (l.kind === 'attachment') parts.set(`sheet ${l.sheet_id}, field ${l.custom_field_id}`, (parts.get(`sheet ${l.sheet_id}, field ${l.custom_field_id}`) ?? 0) + 1);
+    expect(parts.size).toBeGreaterThan(1);
+    const photos = shown.filter((l) => l.kind === 'photo').length;
+    expect(show.stdout).toContain(`  ${new Set(shown.map((l) => l.code)).size} members: ${photos} photos${[...parts].map(([part, n]) => `, ${n} attachments in ${part}`).join('')}`);
 
     const diff = await runCli(['archive', 'diff', archive, `@${ids[0]}`, 'latest']);
     expect(diff.code, diff.stderr).toBe(0);

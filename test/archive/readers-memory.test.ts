@@ -7,7 +7,8 @@
  * the folder or entry of the zip, copy each manifest as a string and a map and every file of the
  * destination in a map; each ran out of heap at 16 MB with 10,000 files a snapshot (copy at 16 MB
  * with 20,000). They now finish with 20,000 (check, diff and verify at 12 MB). verify --report kept
- * every file's item in memory and wrote the report from one string: out of heap at 12 MB.
+ * every file's item in memory and wrote the report from one string: out of heap at 12 MB. show
+ * parsed the whole manifest into a map and an array: out of heap at 16 MB.
  */
 import { readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -43,6 +44,11 @@ it(`archive check of ${FILES} files a snapshot, and --read-data 5`, async () => 
   // The files linked into both snapshots are read once: the groups are the distinct files.
   const distinct = FILES + made.changed + made.added;
   expect(read).toMatchObject({ files: 2 * FILES, read: Math.ceil(distinct * 0.05), problems: [] });
+}, 300_000);
+
+it(`archive show of a snapshot of ${FILES} files`, async () => {
+  const shown = await bounded(['archive', 'show', made.archive]);
+  expect(shown).toMatchObject({ counts: { files: FILES, members: FILES / 10 }, summary: { photos: 0, attachments: { 'sheet 1, field 2': FILES } } });
 }, 300_000);
 
 it(`archive diff of ${FILES} files a snapshot`, async () => {

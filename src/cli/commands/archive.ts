@@ -146,13 +146,9 @@ const showCommand = leafCommand<ShowArgs>({
   handler: (argv) => reported(argv, 'show', async (report) => {
     const archive = await archiveStore(argv);
     const snapshot = await snapshotArg(archive, argv.snapshot);
-    const lines = [...(await archive.readManifest(snapshot)).lines.values()];
-    archive.close();
-    const members = new Set(lines.map((l) => l.code)).size;
-    const photos = lines.filter((l) => l.kind === 'photo').length;
-    const parts = new Map<string, number>();
-    for (const l of lines) if (l.kind === 'attachment') parts.set(`sheet ${l.sheet_id}, field ${l.custom_field_id}`, (parts.get(`sheet ${l.sheet_id}, field ${l.custom_field_id}`) ?? 0) + 1);
-    const summary = { members, photos, attachments: Object.fromEntries(parts) };
+    const { summarizeSnapshot } = await import('../../archive/show.js');
+    const { files, members, photos, attachments } = await summarizeSnapshot(archive, snapshot).finally(() => archive.close());
+    const summary = { members, photos, attachments };
     const value = { id: snapshot.id, path: snapshot.dir, snapshot: snapshot.doc, problem: snapshot.problem, summary };
     Object.assign(report, value);
     print(value, () => {
@@ -163,9 +159,9 @@ const showCommand = leafCommand<ShowArgs>({
         `snapshot ${snapshot.id} (${snapshot.dir})`,
         `  pipeline ${d.pipeline}; ${d.started_at} to ${d.finished_at}; ${d.complete ? d.held ? `complete, held back: ${d.held}` : 'complete' : `incomplete: ${c.failed} files failed`}`,
         `  ${c.files} files, ${formatBytes(d.bytes.total)}: ${c.new} new, ${c.changed} changed, ${c.unchanged} unchanged (${d.unchanged_files ?? 'hard links'}), ${c.repaired ? `${c.repaired} repaired, ` : ''}${c.deleted} deleted since ${d.previous ?? 'nothing (the first snapshot)'}; ${formatBytes(d.bytes.new)} new`,
-        `  ${members} members: ${photos} photos${[...parts].map(([part, n]) => `, ${n} attachments in ${part}`).join('')}`,
+        `  ${members} members: ${photos} photos${Object.entries(attachments).map(([part, n]) => `, ${n} attachments in ${part}`).join('')}`,
       ];
-    }, { files: lines.length, members });
+    }, { files, members });
   }),
 }, {
   examples: [
