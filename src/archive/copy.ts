@@ -13,8 +13,7 @@
  * snapshot reads (the old one with this snapshot's new content).
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { copyFile, link, mkdir, mkdtemp, open, readFile, rename, rm, writeFile, type FileHandle } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { copyFile, link, mkdir, open, readFile, rename, rm, writeFile, type FileHandle } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { MANIFEST_NAME, type ManifestLine } from '../sinks/manifest.js';
 import { openManifestInOrder } from '../sinks/manifest-order.js';
@@ -26,6 +25,7 @@ import type { BucketStore } from './bucket/store.js';
 import type { ObjectLock } from './bucket/address.js';
 import { retainUntil } from './bucket/s3.js';
 import type { TargetLock } from '../util/target-lock.js';
+import { makeTempDir } from '../util/temp-dir.js';
 
 export interface CopyResult {
   /** Snapshots copied, oldest first. */
@@ -140,7 +140,7 @@ export async function copyArchive(from: ArchiveStore, to: ArchiveStore, options:
   // Made even when nothing is to be copied: a bucket records the Object Lock asked for.
   const destination = to.kind === 'bucket' ? await bucketDestination(to as BucketStore, options.objectLock) : folderDestination(to);
   if (missing.length === 0) return result;
-  const temp = await mkdtemp(join(tmpdir(), 'wds-files-copy-'));
+  const temp = await makeTempDir('copy');
   let newest: SnapshotEntry | null = null;
   try {
     let index = join(temp, 'index-0');

@@ -90,6 +90,8 @@ export async function main(argv: string[]): Promise<void> {
         sayError(`wds-files: ${text}\nRun wds-files --help for usage.`);
         process.exit(EXIT.usage);
       }
+      // Temporary folders of runs killed with SIGKILL (their process gone) go before this one makes its own.
+      await import('../util/temp-dir.js').then(({ sweepTempDirs }) => sweepTempDirs());
     }, true)
     .command(emulatorCommand)
     .command(scheduleCommand)

@@ -15,9 +15,7 @@
  * the listing; a stop signal ends the checking and sending at the next photo or request, and the
  * run returns with the files it reached.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { rm } from 'node:fs/promises';
 import type { WdsClient } from '../client/client.js';
 import type { ImportSource } from '../sources/source.js';
 import { stageOptions } from '../stages/registry.js';
@@ -35,6 +33,7 @@ import { appliedReason, appliedSince, settleEarlierRequests } from '../stages/im
 import { MAX_FILE_BYTES, MAX_PHOTOS_PER_REQUEST, UPDATE_REQUESTS_PER_MINUTE } from '../spec/limits.js';
 import type { ImportTracker } from './import-progress.js';
 import { ImportRun, type ImportResult, type ImportRunOptions } from './import-run.js';
+import { makeTempDir } from '../util/temp-dir.js';
 
 export type { PhotoImportMode } from '../stages/import/photo-route.js';
 export { codeFromName } from '../stages/import/photo-route.js';
@@ -81,7 +80,7 @@ export async function runPhotoImport(options: PhotoImportOptions): Promise<Photo
   const mode = options.mode ?? 'upsert';
   const run = new ImportRun<CheckedPhoto, PhotoRoute>(where, options, submit.dry_run, (files) => Math.ceil(files / MAX_PHOTOS_PER_REQUEST));
   const { report, journal, tracker } = run;
-  const temp = await mkdtemp(join(tmpdir(), 'wds-photos-'));
+  const temp = await makeTempDir('photos');
   const checks = new PhotoCheckStage(temp, { concurrency: check.concurrency, convert: normalize.convert, signal });
   const result = (): Promise<PhotoImportResult> => run.result(checks.ms, (file) => file.code ?? codeFromName(file.fileName));
   let batches: AsyncIterable<Batch<CheckedPhoto, PhotoRoute>> | undefined;

@@ -4,14 +4,14 @@
  * through temporary files and merged (issue 46): nothing is kept a file.
  */
 import { createHash } from 'node:crypto';
-import { mkdtemp, open, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { open, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { MANIFEST_NAME, type ManifestLine } from '../sinks/manifest.js';
 import { openManifestInOrder } from '../sinks/manifest-order.js';
 import { ZipReader, type ZipEntry } from '../sources/zip-reader.js';
 import { SortedSpill } from '../util/sorted-spill.js';
 import type { VerifyTally } from './verify-result.js';
+import { makeTempDir } from '../util/temp-dir.js';
 
 /** Entries or lines sorted in memory at a time. */
 const RUN_VALUES = 4096;
@@ -25,7 +25,7 @@ export async function verifyZip(target: string, tally: VerifyTally): Promise<voi
   // Half the usual run: the last run of the entries is held while the lines gather theirs.
   const seen = new SortedSpill<Seen>(RUN_VALUES);
   const listed = new SortedSpill<Pick<ManifestLine, 'path' | 'size' | 'sha256'>>(RUN_VALUES);
-  const temp = await mkdtemp(join(tmpdir(), 'wds-files-verify-'));
+  const temp = await makeTempDir('verify');
   try {
     const manifestFile = join(temp, MANIFEST_NAME);
     if (!(await readEntries(zip, target, seen, manifestFile))) throw new Error(`${target}: no ${MANIFEST_NAME} in the zip; it is not a complete export`);

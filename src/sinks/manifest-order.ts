@@ -6,12 +6,12 @@
  * hand, or a later line of a file after an earlier one) is sorted through temporary files by
  * writeSortedManifest first, the last line of a file winning as parseManifest's map has it.
  */
-import { mkdtemp, open, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { open, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { MANIFEST_NAME, checkManifestLine, compareLines, type ManifestLine, type ManifestLines } from './manifest.js';
 import { writeSortedManifest } from './manifest-sort.js';
 import { readLines } from '../util/line-reader.js';
+import { makeTempDir } from '../util/temp-dir.js';
 
 /** A good line of the manifest, with its number there (from 1). */
 export interface NumberedLine {
@@ -66,7 +66,7 @@ export async function openManifestInOrder(dir: string, options: { blockBytes?: n
       close: async () => undefined,
     };
   }
-  const temp = await mkdtemp(join(tmpdir(), 'wds-files-manifest-'));
+  const temp = await makeTempDir('manifest');
   try {
     const good = join(temp, 'good.jsonl');
     const handle = await open(good, 'w');

@@ -9,8 +9,7 @@
  * such a `.partial` is started over. A run stopped by a signal always leaves a complete one.
  */
 import { createHash } from 'node:crypto';
-import { mkdir, mkdtemp, open, rename, rm, stat } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, open, rename, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { crc32 } from 'node:zlib';
 import type { Readable } from 'node:stream';
@@ -21,6 +20,7 @@ import { IntactLines } from './intact-lines.js';
 import type { ManifestIndex } from './manifest-index.js';
 import type { ExportSource } from './source.js';
 import { doubledSlots, fnv1a, grown } from './hash-slots.js';
+import { makeTempDir } from '../util/temp-dir.js';
 
 /** The seed of an entry name's second hash. */
 const SECOND_SEED = 0x01234567;
@@ -147,7 +147,7 @@ export class EarlierZip {
    * `close()` closes the index and removes the folder.
    */
   async intactInTemp(): Promise<{ index: ManifestIndex; close(): Promise<void> }> {
-    const dir = await mkdtemp(join(tmpdir(), 'wds-files-zip-lines-'));
+    const dir = await makeTempDir('zip-lines');
     try {
       const index = await this.intact(dir);
       return {

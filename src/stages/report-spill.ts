@@ -5,9 +5,9 @@
  * process ends; the open handle is all that reaches it, closed by `close()` (or, failing that,
  * when the report is collected).
  */
-import { closeSync, mkdtempSync, openSync, readSync, rmSync, writeSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { closeSync, openSync, readSync, rmSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
+import { makeTempDirSync } from '../util/temp-dir.js';
 
 /** Bytes read at a time when the items are read back. */
 const READ_BYTES = 64 * 1024;
@@ -44,7 +44,7 @@ export class ItemSpill<T> {
    * throws when the temporary folder cannot be written.
    */
   static create<T>(owner: object): ItemSpill<T> {
-    const dir = mkdtempSync(join(tmpdir(), 'wds-files-report-'));
+    const dir = makeTempDirSync('report');
     let fd: number;
     try {
       fd = openSync(join(dir, 'items.jsonl'), 'w+', 0o600);

@@ -4,11 +4,11 @@
  * `verify` compares (a folder's files with its manifest's paths, a zip's entries with its
  * manifest's lines) is gathered here, so that its memory does not grow with the files (issue 46).
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { rmSync, writeFileSync } from 'node:fs';
 import { open } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { readLines } from './line-reader.js';
+import { makeTempDirSync } from './temp-dir.js';
 
 /** Values sorted in memory at a time. */
 const RUN_VALUES = 8192;
@@ -41,7 +41,7 @@ export class SortedSpill<T> {
   addNow(key: string, value: T): void {
     this.held.push([key, value]);
     if (this.held.length < this.runValues) return;
-    this.dir ??= mkdtempSync(join(tmpdir(), 'wds-files-sort-'));
+    this.dir ??= makeTempDirSync('sort');
     const path = join(this.dir, `run-${this.runs.length}`);
     writeFileSync(path, this.sortedHeld().map((pair) => `${JSON.stringify(pair)}\n`).join(''));
     this.runs.push(path);
@@ -49,7 +49,7 @@ export class SortedSpill<T> {
   }
 
   private async writeRun(): Promise<void> {
-    this.dir ??= mkdtempSync(join(tmpdir(), 'wds-files-sort-'));
+    this.dir ??= makeTempDirSync('sort');
     const path = join(this.dir, `run-${this.runs.length}`);
     const handle = await open(path, 'w');
     try {

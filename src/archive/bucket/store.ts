@@ -10,8 +10,7 @@
  *   config.json                        what the archive is written with (its Object Lock), once set
  */
 import { createHash } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import pLimit from 'p-limit';
 import { z } from 'zod';
@@ -21,6 +20,7 @@ import type { ArchiveStore, BucketOptions, ManifestFile } from '../archive-store
 import { readSource, type ExportSource } from '../../sinks/source.js';
 import { formatBucketAddress, objectLockSchema, parseBucketAddress, type ObjectLock } from './address.js';
 import { Bucket, BucketError } from './s3.js';
+import { makeTempDir } from '../../util/temp-dir.js';
 
 export const DATA_DIR = 'data/';
 export const STARTED_FILE = 'started.json';
@@ -174,7 +174,7 @@ export class BucketStore implements ArchiveStore {
 
   /** The manifest downloaded into a temporary folder as it arrives, never held whole. */
   async manifestFile(snapshot: SnapshotEntry): Promise<ManifestFile> {
-    const dir = await mkdtemp(join(tmpdir(), 'wds-files-bucket-manifest-'));
+    const dir = await makeTempDir('bucket-manifest');
     const file = join(dir, MANIFEST_NAME);
     try {
       if (!(await this.bucket.getToFile(`${SNAPSHOTS_DIR}/${snapshot.id}/${MANIFEST_NAME}`, file))) throw new Error(`${snapshot.dir}/${MANIFEST_NAME} is missing`);

@@ -8,8 +8,7 @@
  * then register before update, in the order the parts first come), each lane as its planned
  * batches; files that are sent in no case, but whose bytes may make them a skip, come last.
  */
-import { closeSync, mkdtempSync, openSync, rmSync, writeSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { closeSync, openSync, rmSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import type { SourceFile } from '../../sources/source.js';
 import { MAX_REQUEST_BYTES } from '../../spec/limits.js';
@@ -19,6 +18,7 @@ import type { RunReport } from '../report.js';
 import { placeOf, type AttachmentImportMode, type AttachmentRouting, type PlaceDefaults, type PlacedFile, type RoutedRecord } from './attachment-route.js';
 import { fewestRequests, type BatchLimits } from './batch.js';
 import { refuse } from './read.js';
+import { makeTempDirSync } from '../../util/temp-dir.js';
 
 /**
  * The plan's spills: a file's record is some 300 bytes in memory, so a run of 2,048 of them is
@@ -112,7 +112,7 @@ export class AttachmentPlan {
   /** One lane's files in the order of their planned batches ({@link dealtBatches}, else greedy in source order). */
   async* #laneInBatches(lane: SortedSpill<RoutedRecord>): AsyncGenerator<RoutedRecord> {
     // The lane's files written out in source order, with a size and a member each in memory.
-    this.#dir ??= mkdtempSync(join(tmpdir(), 'wds-files-plan-'));
+    this.#dir ??= makeTempDirSync('plan');
     const path = join(this.#dir, 'lane');
     const bytes = new Grow(Float64Array);
     const groups = new Grow(Int32Array);
