@@ -192,12 +192,12 @@ export class BucketStore implements ArchiveStore {
   }
 
   /** The content objects the archive holds, by sha256, a listing's page at a time (a request per 1,000). */
-  async* listDataPages(): AsyncGenerator<{ sha256: string; size: number }[]> {
+  async* listDataPages(): AsyncGenerator<{ sha256: string; size: number; modified: Date }[]> {
     for await (const page of this.bucket.listPages(DATA_DIR)) {
-      const held: { sha256: string; size: number }[] = [];
+      const held: { sha256: string; size: number; modified: Date }[] = [];
       for (const o of page) {
         const sha256 = o.name.slice(o.name.lastIndexOf('/') + 1);
-        if (/^[0-9a-f]{64}$/.test(sha256) && o.name === dataName(sha256)) held.push({ sha256, size: o.size });
+        if (/^[0-9a-f]{64}$/.test(sha256) && o.name === dataName(sha256)) held.push({ sha256, size: o.size, modified: o.modified });
       }
       yield held;
     }

@@ -15,6 +15,8 @@ import { useClient } from '../../helpers/client.js';
 import { runCli, spawnCli, finished, type CliRun } from '../../helpers/cli-process.js';
 import { tempDir } from '../../helpers/export.js';
 import { verifyExport } from '../../../src/pipelines/verify.js';
+import { BucketStore } from '../../../src/archive/bucket/store.js';
+import { forgetBucketSnapshots } from '../../../src/archive/bucket/forget.js';
 import { archiveRun, changeAttachments, deleteMember, manifestOf } from '../helpers.js';
 import { newBucket, s3Client, s3Server, SECRET_KEY, type S3Server } from '../../helpers/s3-server.js';
 
@@ -169,6 +171,29 @@ describe.skipIf(server === null)('archive commands on a bucket archive', { timeo
     expect(list.snapshots.map((s: { id: string }) => s.id)).toEqual(ids);
     const check = await cli(['archive', 'check', address, '--read-data', '100']);
     expect(check.code, check.stdout).toBe(0);
+
+    // A forget a day and a half on: less than half of the 2 days left, so every object both
+    // snapshots name, each once, and their own files get 2 days from then.
+    const later = new Date(Date.now() + 36 * 3_600_000);
+    const saved = Object.fromEntries(Object.keys(s3.env).map((name) => [name, process.env[name]]));
+    Object.assign(process.env, s3.env);
+    const store = BucketStore.open(address);
+    try {
+      const extended = await forgetBucketSnapshots(store, { keep_last: 2 }, { now: later });
+      const distinct = new Set<string>();
+      for (const id of ids) for (const l of (await manifestOf(join(folder, 'snapshots', id))).values()) distinct.add(l.sha256);
+      expect(extended.extended).toEqual({ objects: distinct.size, snapshots: ids });
+      const again = s3Client(s3);
+      const moved = await again.send(new GetObjectRetentionCommand({ Bucket: bucket, Key: dataKey('locked', line.sha256) }));
+      again.destroy();
+      expect(moved.Retention!.RetainUntilDate!.getTime()).toBeGreaterThanOrEqual(later.getTime() + 2 * 86_400_000 - 1000);
+    } finally {
+      store.close();
+      for (const [name, value] of Object.entries(saved)) {
+        if (value === undefined) delete process.env[name];
+        else process.env[name] = value;
+      }
+    }
   });
 
   it('forget keeps a snapshot a restore is reading, with its objects; the next forget removes it', async () => {
