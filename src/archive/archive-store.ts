@@ -7,9 +7,9 @@
  */
 import { readFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
-import { MANIFEST_NAME, type ManifestLine, type ManifestLines } from '../sinks/manifest.js';
+import { MANIFEST_NAME, type ManifestLine } from '../sinks/manifest.js';
 import { openManifestInOrder, type OrderedManifest } from '../sinks/manifest-order.js';
-import { SNAPSHOT_FILE, listSnapshots, pickSnapshot, readLatest, readSnapshotManifest, type SnapshotEntry } from './store.js';
+import { SNAPSHOT_FILE, listSnapshots, pickSnapshot, readLatest, type SnapshotEntry } from './store.js';
 
 /** A snapshot's manifest as a file on this machine, and how to let go of it once read. */
 export interface ManifestFile {
@@ -27,7 +27,6 @@ export interface ArchiveStore {
   readLatest(): Promise<string | null>;
   /** `@ID`, `latest~N`...: as findSnapshot in store.ts. */
   findSnapshot(ref?: string): Promise<SnapshotEntry>;
-  readManifest(snapshot: SnapshotEntry): Promise<ManifestLines>;
   /** The snapshot.json as stored: what `archive copy` carries over unchanged, as it does the manifest. */
   readSnapshotDoc(snapshot: SnapshotEntry): Promise<string>;
   /** The manifest as stored, in a file on this machine (a bucket's is downloaded to a temporary one). */
@@ -53,9 +52,6 @@ export class FolderStore implements ArchiveStore {
   }
   async findSnapshot(ref?: string) {
     return pickSnapshot(this.where, (await this.listSnapshots()).snapshots, await this.readLatest(), ref);
-  }
-  readManifest(snapshot: SnapshotEntry) {
-    return readSnapshotManifest(snapshot.dir);
   }
   readSnapshotDoc(snapshot: SnapshotEntry) {
     return readFile(join(snapshot.dir, SNAPSHOT_FILE), 'utf8');

@@ -8,7 +8,8 @@ import { randomBytes } from 'node:crypto';
 import { readFile, readdir, rename, stat, writeFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { z } from 'zod';
-import { MANIFEST_NAME, checkManifestLine, parseManifest, parseManifestInTurns, type ManifestLine, type ManifestLines } from '../sinks/manifest.js';
+import { MANIFEST_NAME, checkManifestLine, parseManifest, type ManifestLine } from '../sinks/manifest.js';
+import { firstLine } from '../util/first-line.js';
 import { readLines } from '../util/line-reader.js';
 import type { ExportSource } from '../sinks/source.js';
 
@@ -239,14 +240,9 @@ export function pickSnapshot(where: string, snapshots: SnapshotEntry[], latest: 
 /** `latest` of the archive at `where`: a folder's file, or a bucket archive's object. */
 const latestPath = (where: string): string => (where.startsWith('s3://') ? `${where}/${LATEST_FILE}` : join(where, LATEST_FILE));
 
-/** A snapshot's manifest, parsed (lines whose path is refused are among its problems). */
-export async function readSnapshotManifest(dir: string, onTurn?: (lines: ManifestLine[]) => void): Promise<ManifestLines> {
-  return parseManifestInTurns(await readFile(join(dir, MANIFEST_NAME), 'utf8'), onTurn);
-}
-
 /**
  * A snapshot's good file lines, in the order of its manifest, read a block at a time (lines that
- * are not good file lines are passed over, as readSnapshotManifest counts them among its problems).
+ * are not good file lines are passed over, as openManifestInOrder counts them among its problems).
  */
 export async function* readSnapshotLines(dir: string): AsyncGenerator<ManifestLine> {
   const into = { problems: [] as string[] };
@@ -270,9 +266,8 @@ export async function archiveSource(archive: string, listed?: { snapshots: Snaps
   const newest = snapshots.findLast((s) => s.doc?.source)?.doc?.source;
   if (newest) return newest;
   for (const id of [...partial].reverse()) {
-    const text = await readFile(join(partialDir(archive, id), MANIFEST_NAME), 'utf8').catch(() => '');
-    // Only the first lines are read: the source line leads the manifest.
-    const source = parseManifest(text.slice(0, text.indexOf('\n') + 1)).source;
+    // Only the first line is read: the source line leads the manifest.
+    const source = parseManifest(await firstLine(join(partialDir(archive, id), MANIFEST_NAME))).source;
     if (source) return source;
   }
   return null;

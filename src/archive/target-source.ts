@@ -2,30 +2,16 @@
  * The source a target records (src/sinks/source.ts), read before a run writes there: a folder's
  * manifest, a zip's manifest entry (or its stopped run's `.partial`), an archive's snapshots.
  */
-import { open, stat } from 'node:fs/promises';
+import { stat } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { MANIFEST_NAME, parseManifest } from '../sinks/manifest.js';
 import { SourceMismatchError, sameSource, type ExportSource } from '../sinks/source.js';
 import type { BucketOptions } from './archive-store.js';
 import { isBucketAddress } from './bucket/address.js';
 import type { BucketStore } from './bucket/store.js';
+import { firstLine } from '../util/first-line.js';
 
 export type TargetKind = 'folder' | 'zip' | 'archive';
-
-/** The first line of a file, at most `limit` bytes of it ('' when it cannot be read). */
-async function firstLine(path: string, limit = 64 * 1024): Promise<string> {
-  const handle = await open(path, 'r').catch(() => null);
-  if (!handle) return '';
-  try {
-    const buffer = Buffer.alloc(limit);
-    const { bytesRead } = await handle.read(buffer, 0, limit, 0);
-    const text = buffer.toString('utf8', 0, bytesRead);
-    const end = text.indexOf('\n');
-    return end < 0 ? '' : text.slice(0, end + 1);
-  } finally {
-    await handle.close();
-  }
-}
 
 /** A bucket archive's answer to `ask`, the store closed after; its module and the AWS SDK load only for an s3:// address. */
 async function askBucket<T>(address: string, s3: BucketOptions, ask: (store: BucketStore) => Promise<T>): Promise<T> {

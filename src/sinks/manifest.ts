@@ -161,32 +161,6 @@ export function parseManifest(text: string): ParsedManifest {
   return parsed;
 }
 
-/** Lines parseManifestInTurns reads before it lets the event loop run. */
-const LINES_PER_TURN = 1000;
-
-/**
- * parseManifest, letting other work run every LINES_PER_TURN lines: an archive run reads the
- * earlier snapshot's manifest while its first requests are under way, and 20,000 lines at once
- * held them back by a tenth of a second. `onTurn` gets each turn's good lines as they are read.
- */
-export async function parseManifestInTurns(text: string, onTurn?: (lines: ManifestLine[]) => void): Promise<ManifestLines> {
-  // Without the line numbers, which only verify's messages use: a map of 20,000 more at the start of an archive run.
-  const parsed: ManifestLines = { lines: new Map(), problems: [] };
-  const raws = text.split('\n');
-  let turn: ManifestLine[] = [];
-  for (let i = 0; i < raws.length; i += 1) {
-    if (i > 0 && i % LINES_PER_TURN === 0) {
-      onTurn?.(turn);
-      turn = [];
-      await new Promise((resolve) => setImmediate(resolve));
-    }
-    const line = readManifestLine(raws[i]!, i + 1, parsed);
-    if (line && onTurn) turn.push(line);
-  }
-  onTurn?.(turn);
-  return parsed;
-}
-
 /** Strings by their UTF-16 code units: the same order on every machine, whatever its locale. */
 const byCodeUnits = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 

@@ -8,6 +8,7 @@
  * leaves no snapshot, only `snapshots/<id>/started.json`: the next run then lists `data/` once and
  * uploads only what is missing.
  */
+import { dirname } from 'node:path';
 import { manifestChunks, manifestKey, sortLines, type ManifestLine } from '../../sinks/manifest.js';
 import type { EntryWriter, ExportSink } from '../../sinks/sink.js';
 import { SourceMismatchError, sameSource, type ExportSource } from '../../sinks/source.js';
@@ -20,6 +21,8 @@ import { isAccepted, nextSnapshotId, type SnapshotDoc } from '../store.js';
 import type { ObjectLock } from './address.js';
 import { retainUntil } from './s3.js';
 import type { BucketStore } from './store.js';
+import type { ManifestFile } from '../archive-store.js';
+import { ManifestIndex } from '../manifest-index.js';
 
 /** Writes each file into memory, and on commit into the bucket as its content object. */
 class BucketSink implements ExportSink {
@@ -99,7 +102,8 @@ export class BucketTarget implements ExportTarget<SnapshotInfo> {
   private sink!: BucketSink;
   private id = '';
   private readonly startedAt = new Date();
-  private previous: { id: string; doc: SnapshotDoc | null; lines: Map<string, ManifestLine>; lockedUntil: Date | null } | null = null;
+  /** The previous snapshot: its manifest downloaded to a temporary file, its lines looked up there (issue 46). */
+  private previous: { id: string; doc: SnapshotDoc | null; lines: ManifestIndex; file: ManifestFile; lockedUntil: Date | null } | null = null;
   /** The objects the bucket holds (by sha256), when an interrupted run may have left some; else only this run's. */
   private held = new Map<string, number>();
   private known = new Set<string>();
@@ -130,9 +134,10 @@ export class BucketTarget implements ExportTarget<SnapshotInfo> {
     const recorded = entry?.doc?.source ?? (ids.size > 0 ? await store.recordedSource() : null);
     if (recorded && !sameSource(recorded, source)) throw new SourceMismatchError(this.options.shown ?? store.where, recorded, source);
     if (latest && entry) {
-      const manifest = await store.readManifest(entry);
-      this.previous = { id: latest, doc: entry.doc, lines: manifest.lines, lockedUntil: store.lockedUntil.get(latest) ?? null };
-      for (const line of manifest.lines.values()) this.known.add(line.sha256);
+      const file = await store.manifestFile(entry);
+      const lines = await ManifestIndex.read([dirname(file.file)]);
+      this.previous = { id: latest, doc: entry.doc, lines, file, lockedUntil: store.lockedUntil.get(latest) ?? null };
+      for (const line of lines.values()) this.known.add(line.sha256);
     }
     // An interrupted run may have uploaded objects no snapshot names yet: one listing finds them.
     if (this.unfinished.length > 0) for (const [sha, o] of await store.listData()) this.held.set(sha, o.size);
@@ -173,13 +178,20 @@ export class BucketTarget implements ExportTarget<SnapshotInfo> {
   }
 
   /** A stopped run writes no snapshot: its objects stay for the next run, which finds them. */
-  pause(): Promise<undefined> {
-    return Promise.resolve(undefined);
+  async pause(): Promise<undefined> {
+    await this.letGoPrevious();
+    return undefined;
+  }
+
+  /** Closes the previous snapshot's lines and removes their temporary file. */
+  private async letGoPrevious(): Promise<void> {
+    this.previous?.lines.close();
+    await this.previous?.file.release();
   }
 
   async finish(_sink: ExportSink, failed: number): Promise<SnapshotInfo> {
     const lines = sortLines(this.sink.lines.values());
-    const before = this.previous?.lines ?? new Map<string, ManifestLine>();
+    const before: ReadonlyMap<string, ManifestLine> = this.previous?.lines ?? new Map<string, ManifestLine>();
     let fresh = 0;
     let changed = 0;
     let total = 0;
@@ -193,7 +205,9 @@ export class BucketTarget implements ExportTarget<SnapshotInfo> {
       else fresh += 1;
     }
     const keys = new Set(lines.map(manifestKey));
-    const deleted = [...before.keys()].filter((key) => !keys.has(key)).length;
+    let deleted = 0;
+    for (const key of before.keys()) if (!keys.has(key)) deleted += 1;
+    await this.letGoPrevious();
     const counts = { files: lines.length, new: fresh, changed, unchanged: this.linked.size, deleted, failed };
     const complete = failed === 0;
     const max = this.options.maxDelete ?? DEFAULT_MAX_DELETE;
@@ -221,11 +235,11 @@ export class BucketTarget implements ExportTarget<SnapshotInfo> {
   }
 
   abandon(): Promise<void> {
-    return Promise.resolve();
+    return this.letGoPrevious();
   }
 
   discard(): Promise<void> {
-    return Promise.resolve();
+    return this.letGoPrevious();
   }
 
   notes(): string[] {

@@ -14,7 +14,7 @@ import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import pLimit from 'p-limit';
 import { z } from 'zod';
-import { MANIFEST_NAME, parseManifestInTurns, type ManifestLine, type ManifestLines } from '../../sinks/manifest.js';
+import { MANIFEST_NAME, type ManifestLine } from '../../sinks/manifest.js';
 import { LATEST_FILE, SNAPSHOT_FILE, SNAPSHOTS_DIR, parseSnapshotId, compareSnapshotIds, pickSnapshot, snapshotDocSchema, type SnapshotEntry } from '../store.js';
 import type { ArchiveStore, BucketOptions, ManifestFile } from '../archive-store.js';
 import { readSource, type ExportSource } from '../../sinks/source.js';
@@ -154,16 +154,6 @@ export class BucketStore implements ArchiveStore {
 
   async findSnapshot(ref?: string): Promise<SnapshotEntry> {
     return pickSnapshot(this.where, (await this.listSnapshots()).snapshots, await this.readLatest(), ref);
-  }
-
-  async readManifestText(id: string): Promise<string> {
-    const bytes = await this.bucket.get(`${SNAPSHOTS_DIR}/${id}/${MANIFEST_NAME}`);
-    if (!bytes) throw new Error(`${this.snapshotDir(id)}/${MANIFEST_NAME} is missing`);
-    return bytes.toString('utf8');
-  }
-
-  async readManifest(snapshot: SnapshotEntry, onTurn?: (lines: ManifestLine[]) => void): Promise<ManifestLines> {
-    return parseManifestInTurns(await this.readManifestText(snapshot.id), onTurn);
   }
 
   async readSnapshotDoc(snapshot: SnapshotEntry): Promise<string> {
