@@ -8,7 +8,8 @@
  * destination in a map; each ran out of heap at 16 MB with 10,000 files a snapshot (copy at 16 MB
  * with 20,000). They now finish with 20,000 (check, diff and verify at 12 MB). verify --report kept
  * every file's item in memory and wrote the report from one string: out of heap at 12 MB. show
- * parsed the whole manifest into a map and an array: out of heap at 16 MB.
+ * parsed the whole manifest into a map and an array: out of heap at 16 MB, as did a restore into a
+ * zip that holds another snapshot (its lines read and sorted whole to find the files that would mix).
  */
 import { readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -77,6 +78,9 @@ it(`archive restore of a snapshot of ${FILES} files to a zip, and verify of the 
   expect(restored.counts).toMatchObject({ ok: FILES });
   const verified = await bounded(['verify', zip]);
   expect(verified.counts).toEqual({ ok: FILES, problem: 0 });
+  // The older snapshot into that zip would mix with the files it holds that the older one does not.
+  const mixed = await bounded(['archive', 'restore', made.archive, 'latest~1', '--out', zip], 2);
+  expect(mixed.error).toMatch(new RegExp(`already holds files that snapshot ${made.ids[0]} does not \\(.*and ${made.added - 3} more\\)`));
 }, 300_000);
 
 it(`archive copy of two snapshots of ${FILES} files to a new folder, and again`, async () => {
