@@ -23,6 +23,7 @@ import { retainUntil } from './s3.js';
 import type { BucketStore } from './store.js';
 import type { ManifestFile } from '../archive-store.js';
 import { ManifestIndex } from '../manifest-index.js';
+import { ShaSizes } from './sha-sizes.js';
 
 /** Writes each file into memory, and on commit into the bucket as its content object. */
 class BucketSink implements ExportSink {
@@ -104,9 +105,11 @@ export class BucketTarget implements ExportTarget<SnapshotInfo> {
   private readonly startedAt = new Date();
   /** The previous snapshot: its manifest downloaded to a temporary file, its lines looked up there (issue 46). */
   private previous: { id: string; doc: SnapshotDoc | null; lines: ManifestIndex; file: ManifestFile; lockedUntil: Date | null } | null = null;
-  /** The objects the bucket holds (by sha256), when an interrupted run may have left some; else only this run's. */
-  private held = new Map<string, number>();
-  private known = new Set<string>();
+  /**
+   * The objects the bucket holds, with their sizes: those the previous snapshot names, those an
+   * interrupted run may have left (when there is one), and this run's.
+   */
+  private readonly held = new ShaSizes();
   private lock: ObjectLock | undefined;
   private linked = new Set<string>();
   private source: ExportSource | undefined;
@@ -137,16 +140,16 @@ export class BucketTarget implements ExportTarget<SnapshotInfo> {
       const file = await store.manifestFile(entry);
       const lines = await ManifestIndex.read([dirname(file.file)]);
       this.previous = { id: latest, doc: entry.doc, lines, file, lockedUntil: store.lockedUntil.get(latest) ?? null };
-      for (const line of lines.values()) this.known.add(line.sha256);
+      for (const line of lines.values()) this.held.set(line.sha256, line.size);
     }
     // An interrupted run may have uploaded objects no snapshot names yet: one listing finds them.
-    if (this.unfinished.length > 0) for (const [sha, o] of await store.listData()) this.held.set(sha, o.size);
+    if (this.unfinished.length > 0) for await (const page of store.listDataPages()) for (const o of page) this.held.set(o.sha256, o.size);
     this.lock = await store.lockToUse(this.options.lock);
     this.id = nextSnapshotId(this.startedAt, [...ids.keys()]);
     // The source too: a run stopped before its snapshot still says whose files the archive holds.
     await store.putStarted(this.id, { pipeline: this.options.pipeline, started_at: this.startedAt.toISOString(), source });
     this.sink = new BucketSink(`${store.where}/snapshots/${this.id}`, async (digest, bytes) => {
-      if (this.held.get(digest.sha256) === digest.size || this.known.has(digest.sha256)) return;
+      if (this.held.get(digest.sha256) === digest.size) return;
       this.archiveLock?.signal.throwIfAborted();
       await store.putData(digest.sha256, digest.size, bytes, this.lock);
       this.held.set(digest.sha256, digest.size);

@@ -193,16 +193,6 @@ export class BucketStore implements ArchiveStore {
     }
   }
 
-  /** The content objects the archive holds: size by sha256 (a request per 1,000). */
-  async listData(): Promise<Map<string, { size: number; modified: Date }>> {
-    const found = new Map<string, { size: number; modified: Date }>();
-    for (const o of await this.bucket.list(DATA_DIR)) {
-      const sha = o.name.slice(o.name.lastIndexOf('/') + 1);
-      if (/^[0-9a-f]{64}$/.test(sha) && o.name === dataName(sha)) found.set(sha, { size: o.size, modified: o.modified });
-    }
-    return found;
-  }
-
   async readConfig(): Promise<BucketConfig> {
     const bytes = await this.bucket.get(CONFIG_FILE);
     if (!bytes) return {};
