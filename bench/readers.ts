@@ -1,7 +1,7 @@
 /**
  * The commands that read an archive or an export (issue 46): peak RSS (wait4, bench/max-rss.ts),
  * wall and CPU time of the shipped CLI's `archive check` (with and without --read-data),
- * `archive diff`, `archive restore` (to a folder and to a zip), `archive copy` and `verify` (of a
+ * `archive show`, `archive diff`, `archive restore` (to a folder and to a zip), `archive copy` and `verify` (of a
  * snapshot, with and without --report, and of a zip), against a synthetic folder archive of two snapshots of N tiny files
  * (test/helpers/synthetic-archive.ts: manifests written by the archive's own code, the second
  * snapshot hard-linking the first's unchanged files), made on disk without the emulator.
@@ -48,6 +48,7 @@ for (const files of SIZES) {
     const commands: [string, string[]][] = [
       ['archive check', ['archive', 'check', archive]],
       ['archive check --read-data 100', ['archive', 'check', archive, '--read-data', '100']],
+      ['archive show', ['archive', 'show', archive]],
       ['archive diff latest~1 latest', ['archive', 'diff', archive, 'latest~1', 'latest']],
       ['archive restore --out folder', ['archive', 'restore', archive, '--out', join(dir, 'restored')]],
       ['archive restore --out zip', ['archive', 'restore', archive, '--out', join(dir, 'restored.zip')]],

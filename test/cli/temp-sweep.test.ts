@@ -6,11 +6,11 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterEach, expect, it } from 'vitest';
-import { CLI_BUILD, runCli } from '../helpers/cli-process.js';
+import { CLI_BUILD, ROOT, runCli } from '../helpers/cli-process.js';
 import { tempDir } from '../helpers/export.js';
 
 const children: ChildProcess[] = [];
@@ -54,4 +54,13 @@ it('the next command removes the folders of a run killed with SIGKILL, and keeps
   expect(existsSync(elsewhere)).toBe(true);
   expect(existsSync(unmarked)).toBe(true);
   expect(readdirSync(tmp).filter((name) => name.startsWith('wds-files-')).sort()).toEqual([live.dir.slice(tmp.length + 1), 'wds-files-manifest-unmarked', 'wds-files-sort-elsewhere'].sort());
+});
+
+it('every temporary folder of the CLI is made through makeTempDir, with its marker', () => {
+  // A folder made otherwise has no marker: the sweep leaves it, and a killed run's stays for good.
+  const src = join(ROOT, 'src');
+  const unmarked = readdirSync(src, { recursive: true, encoding: 'utf8' })
+    .filter((path) => path.endsWith('.ts') && path !== join('util', 'temp-dir.ts') && !path.startsWith(`emulator`))
+    .filter((path) => /\bmkdtemp(Sync)?\(/.test(readFileSync(join(src, path), 'utf8')));
+  expect(unmarked, 'make temporary folders with makeTempDir or makeTempDirSync (src/util/temp-dir.ts)').toEqual([]);
 });
