@@ -9,17 +9,19 @@
  * takes only the lines of its kind (and sheet and field): one export can hold photos and attachments.
  */
 import { createHash } from 'node:crypto';
-import { lstat, readFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { lstat, open as fsOpen, rm } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
 import type { Readable } from 'node:stream';
 import type { ImportSource, SourceEntry, SourceFile, SourceWant } from './source.js';
-import { LinkCheck, MANIFEST_NAME, parseManifest, sortLines, type ManifestLine } from '../sinks/manifest.js';
-import { MANIFEST_FILE, errorAbout, readLimited } from './file-rules.js';
+import { LinkCheck, MANIFEST_NAME, type ManifestLine } from '../sinks/manifest.js';
+import { openManifestInOrder, type OrderedManifest } from '../sinks/manifest-order.js';
+import { makeTempDir } from '../util/temp-dir.js';
+import { MANIFEST_FILE, errorAbout, tooLargeMessage } from './file-rules.js';
 import { LINK_REFUSED, diskFile, openNoFollow } from './folder.js';
 import { DEFAULT_MAX_ENTRY_BYTES, bombReason, judgeEntry, openZipReader, zipFile, type EntryVerdict, type ZipSourceOptions } from './zip.js';
 import type { ZipReader, ZipEntry } from './zip-reader.js';
 
-/** The manifest of an export is read whole: 1 GB holds some three million lines. */
+/** The largest manifest of an export zip taken: 1 GB holds some three million lines. */
 export const MAX_MANIFEST_BYTES = 1024 * 1024 * 1024;
 
 type Fields = Omit<SourceFile, 'where' | 'size' | 'read' | 'open'>;
@@ -49,7 +51,7 @@ function lineProblem(line: ManifestLine): string | null {
 }
 
 /** Whether an import that wants `want` takes this line. */
-function takes(want: SourceWant, line: ManifestLine): boolean {
+function takes(want: SourceWant, line: Pick<ManifestLine, 'kind' | 'sheet_id' | 'custom_field_id'>): boolean {
   if (line.kind !== want.kind) return false;
   if (want.sheetId !== undefined && line.sheet_id !== want.sheetId) return false;
   return want.fieldId === undefined || line.custom_field_id === want.fieldId;
@@ -64,14 +66,17 @@ function wantWords(want: SourceWant): string {
   return where ? `attachments of ${where}` : 'attachments';
 }
 
-/** What manifest lines hold, in words: `26 photos, 500 attachments of sheet 1 field 1204`. */
-function linesWords(lines: ManifestLine[]): string {
-  const groups = new Map<string, number>();
-  for (const line of lines) {
-    const key = line.kind === 'photo' ? 'photo' : `sheet ${line.sheet_id} field ${line.custom_field_id}`;
-    groups.set(key, (groups.get(key) ?? 0) + 1);
-  }
-  return [...groups].map(([key, n]) => (key === 'photo' ? count(n, 'photo') : `${count(n, 'attachment')} of ${key}`)).join(', ');
+/** Files of one kind of an export: its photos, or the attachments of one sheet's field; and how many. */
+interface Group {
+  kind: ManifestLine['kind'];
+  sheet_id: number | null;
+  custom_field_id: number | null;
+  files: number;
+}
+
+/** What groups of manifest lines hold, in words: `26 photos, 500 attachments of sheet 1 field 1204`. */
+function groupsWords(groups: Group[]): string {
+  return groups.map((g) => (g.kind === 'photo' ? count(g.files, 'photo') : `${count(g.files, 'attachment')} of sheet ${g.sheet_id} field ${g.custom_field_id}`)).join(', ');
 }
 
 /** The same words as `wds-files verify`. */
@@ -91,18 +96,33 @@ async function digest(stream: Readable): Promise<{ size: number; sha256: string 
   return { size, sha256: hash.digest('hex') };
 }
 
-/** The manifest's lines in order, and its unreadable lines as refusals. */
+/**
+ * The manifest's lines in order, read a part at a time each time the files are read (issue 46),
+ * and its unreadable lines as refusals. What kinds of files it holds is counted once, as it opens.
+ */
 abstract class ExportTree implements ImportSource {
-  private readonly lines: ManifestLine[];
-  private readonly problems: string[];
-
   protected constructor(
     readonly label: string,
-    manifestText: string,
-  ) {
-    const parsed = parseManifest(manifestText);
-    this.lines = sortLines(parsed.lines.values());
-    this.problems = parsed.problems;
+    private readonly manifest: OrderedManifest,
+    private readonly groups: Group[],
+  ) {}
+
+  /** The manifest at `file`, opened in order, and its lines counted by kind. */
+  protected static async readManifest(file: string): Promise<{ manifest: OrderedManifest; groups: Group[] }> {
+    const manifest = await openManifestInOrder(dirname(file), { file });
+    try {
+      const groups: Group[] = [];
+      for await (const { line } of manifest.lines()) {
+        const last = groups.at(-1);
+        // In manifest order a kind's lines come together: photos, then each sheet's field.
+        if (last && last.kind === line.kind && last.sheet_id === line.sheet_id && last.custom_field_id === line.custom_field_id) last.files += 1;
+        else groups.push({ kind: line.kind, sheet_id: line.sheet_id, custom_field_id: line.custom_field_id, files: 1 });
+      }
+      return { manifest, groups };
+    } catch (error) {
+      await manifest.close();
+      throw error;
+    }
   }
 
   protected abstract whereOf(path: string): string;
@@ -110,11 +130,12 @@ abstract class ExportTree implements ImportSource {
   protected abstract check(line: ManifestLine): Promise<Checked>;
 
   async *entries(want?: SourceWant): AsyncGenerator<SourceEntry> {
-    const lines = want ? this.wanted(want) : this.lines;
-    for (const problem of this.problems) {
+    if (want) this.checkWanted(want);
+    for (const problem of this.manifest.problems) {
       yield { kind: 'refused', refused: { where: this.whereOf(MANIFEST_NAME), relPath: MANIFEST_NAME, reason: `${MANIFEST_NAME} ${problem}` } };
     }
-    for (const line of lines) {
+    for await (const { line } of this.manifest.lines()) {
+      if (want && !takes(want, line)) continue;
       const problem = lineProblem(line);
       const checked = problem ? { reason: problem } : await this.check(line);
       if ('reason' in checked) yield { kind: 'refused', refused: { where: this.whereOf(line.path), relPath: line.path, reason: checked.reason, code: line.code } };
@@ -123,20 +144,21 @@ abstract class ExportTree implements ImportSource {
   }
 
   /**
-   * The lines an import of `want` takes. The others are passed over unread, with a note: they are
-   * files for another import, not faults (one export folder can hold photos and attachments).
-   * An export whose lines are all for another import is an error naming it, as nothing would be done.
+   * Whether an import of `want` takes any line. The others are passed over unread, with a note:
+   * they are files for another import, not faults (one export folder can hold photos and
+   * attachments). An export whose lines are all for another import is an error naming it, as
+   * nothing would be done.
    */
-  private wanted(want: SourceWant): ManifestLine[] {
-    const taken = this.lines.filter((line) => takes(want, line));
-    const passed = this.lines.filter((line) => !takes(want, line));
-    if (!passed.length) return taken;
-    if (!taken.length) throw errorAbout(this.label, `the export holds no ${wantWords(want)} (its ${MANIFEST_NAME} lists ${linesWords(passed)})`);
-    want.note?.(`${this.label}: passed over ${linesWords(passed)} of the export; this import takes its ${wantWords(want)}`);
-    return taken;
+  private checkWanted(want: SourceWant): void {
+    const passed = this.groups.filter((g) => !takes(want, g));
+    if (!passed.length) return;
+    if (passed.length === this.groups.length) throw errorAbout(this.label, `the export holds no ${wantWords(want)} (its ${MANIFEST_NAME} lists ${groupsWords(passed)})`);
+    want.note?.(`${this.label}: passed over ${groupsWords(passed)} of the export; this import takes its ${wantWords(want)}`);
   }
 
-  abstract close(): Promise<void>;
+  async close(): Promise<void> {
+    await this.manifest.close();
+  }
 }
 
 /** An export folder. */
@@ -144,13 +166,13 @@ export class ExportFolderSource extends ExportTree {
   private readonly links = new LinkCheck(this.label);
 
   static async open(dir: string): Promise<ExportFolderSource> {
-    let text: string;
+    let read: Awaited<ReturnType<typeof ExportTree.readManifest>>;
     try {
-      text = await readFile(join(dir, MANIFEST_NAME), 'utf8');
+      read = await ExportTree.readManifest(join(dir, MANIFEST_NAME));
     } catch (error) {
       throw errorAbout(dir, `no readable ${MANIFEST_NAME}; it is not an export folder (${(error as NodeJS.ErrnoException).code ?? String(error)})`);
     }
-    return new ExportFolderSource(dir, text);
+    return new ExportFolderSource(dir, read.manifest, read.groups);
   }
 
   protected whereOf(path: string): string {
@@ -181,19 +203,19 @@ export class ExportFolderSource extends ExportTree {
     }
     return { file: diskFile(path, { ...fieldsOf(line), size: line.size }) };
   }
-
-  async close(): Promise<void> {}
 }
 
 /** An export zip: the central directory is read once, then each manifest line is looked up in it. */
 export class ExportZipSource extends ExportTree {
   private constructor(
     label: string,
-    manifestText: string,
+    read: Awaited<ReturnType<typeof ExportTree.readManifest>>,
     private readonly reader: ZipReader,
     private readonly byPath: Map<string, { entry: ZipEntry; verdict: EntryVerdict }>,
+    /** The temporary folder the manifest entry was copied to, read from there. */
+    private readonly temp: string,
   ) {
-    super(label, manifestText);
+    super(label, read.manifest, read.groups);
   }
 
   /**
@@ -224,8 +246,16 @@ export class ExportZipSource extends ExportTree {
         return null;
       }
       const where = `${path}:${MANIFEST_NAME}`;
-      const text = (await readLimited(where, manifest.size, MAX_MANIFEST_BYTES, () => reader.openStream(manifest))).toString('utf8');
-      return new ExportZipSource(path, text, reader, byPath);
+      // Copied to a temporary file, to be read a part at a time from there.
+      const temp = await makeTempDir('export-manifest');
+      try {
+        const file = join(temp, MANIFEST_NAME);
+        await copyLimited(where, manifest.size, MAX_MANIFEST_BYTES, () => reader.openStream(manifest), file);
+        return new ExportZipSource(path, await ExportTree.readManifest(file), reader, byPath, temp);
+      } catch (error) {
+        await rm(temp, { recursive: true, force: true });
+        throw error;
+      }
     } catch (error) {
       reader.close();
       throw errorAbout(path, error);
@@ -252,7 +282,30 @@ export class ExportZipSource extends ExportTree {
     return { file: zipFile(this.reader, found.entry, this.whereOf(line.path), fieldsOf(line)) };
   }
 
-  async close(): Promise<void> {
+  override async close(): Promise<void> {
     this.reader.close();
+    await super.close();
+    await rm(this.temp, { recursive: true, force: true });
+  }
+}
+
+/** The stream `open` gives written to `file`, refused past `maxBytes` as readLimited refuses it. */
+async function copyLimited(where: string, size: number, maxBytes: number, open: () => Promise<Readable>, file: string): Promise<void> {
+  if (size > maxBytes) throw new Error(tooLargeMessage(where, size, maxBytes));
+  const stream = await open();
+  const handle = await fsOpen(file, 'w', 0o600);
+  let total = 0;
+  try {
+    for await (const chunk of stream) {
+      const data = chunk as Buffer;
+      total += data.length;
+      if (total > maxBytes) throw new Error(tooLargeMessage(where, `more than ${maxBytes}`, maxBytes));
+      await handle.write(data);
+    }
+  } catch (error) {
+    stream.destroy();
+    throw errorAbout(where, error);
+  } finally {
+    await handle.close();
   }
 }

@@ -9,12 +9,16 @@
  * with 20,000). They now finish with 20,000 (check, diff and verify at 12 MB). verify --report kept
  * every file's item in memory and wrote the report from one string: out of heap at 12 MB. show
  * parsed the whole manifest into a map and an array: out of heap at 16 MB, as did a restore into a
- * zip that holds another snapshot (its lines read and sorted whole to find the files that would mix).
+ * zip that holds another snapshot (its lines read and sorted whole to find the files that would mix),
+ * and an import source of a snapshot (the manifest's text parsed into a map and a sorted array).
  */
 import { readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { beforeAll, expect, it } from 'vitest';
-import { runCli, type CliRun } from '../helpers/cli-process.js';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { pathToFileURL } from 'node:url';
+import { CLI_BUILD, runCli, type CliRun } from '../helpers/cli-process.js';
 import { tempDir } from '../helpers/export.js';
 import { makeSyntheticArchive, type SyntheticArchive } from '../helpers/synthetic-archive.js';
 
@@ -93,4 +97,15 @@ it(`archive copy of two snapshots of ${FILES} files to a new folder, and again`,
   expect((await stat(join(copy, 'snapshots', made.ids[1], unchanged))).ino).toBe((await stat(join(copy, 'snapshots', made.ids[0], unchanged))).ino);
   const again = await bounded(['archive', 'copy', made.archive, copy]);
   expect(again).toMatchObject({ copied: [], present: made.ids, sent: { files: 0 }, reused: 0 });
+}, 300_000);
+
+it(`an import source of a snapshot of ${FILES} files opens, and says what it holds, in a ${HEAP_LIMIT_MB} MB heap`, async () => {
+  // An import of photos from a snapshot of attachments: the manifest counted by kind, nothing read.
+  const module = pathToFileURL(join(CLI_BUILD, 'sources', 'export-tree.js')).href;
+  const script = `const { ExportFolderSource } = await import(${JSON.stringify(module)});
+const source = await ExportFolderSource.open(process.argv[1]);
+try { for await (const e of source.entries({ kind: 'photo' })) console.log(e.kind); } catch (error) { console.log(error.message); }
+await source.close();`;
+  const run = await promisify(execFile)(process.execPath, [`--max-old-space-size=${HEAP_LIMIT_MB}`, '--input-type=module', '-e', script, join(made.archive, 'snapshots', made.ids[1])]);
+  expect(run.stdout).toContain(`the export holds no photos (its manifest.jsonl lists ${FILES} attachments of sheet 1 field 2)`);
 }, 300_000);
