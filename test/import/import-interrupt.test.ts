@@ -69,7 +69,7 @@ const leftInTemp = async (tmp: string): Promise<string[]> => (await readdir(tmp)
 /** Every file under `dir` whose name says it is temporary. */
 async function temporaryFiles(dir: string): Promise<string[]> {
   const names = await readdir(dir, { recursive: true });
-  return names.filter((n) => /\.tmp$|\.partial|wds-photos-/.test(n));
+  return names.filter((n) => /\.tmp$|\.partial|wds-files-photos-/.test(n));
 }
 
 type Moment = { phase: 'check' | 'send'; signal: NodeJS.Signals; group: boolean; requests: number; delayMs: number };
@@ -94,7 +94,7 @@ async function stopAt(moment: Moment, place: RunPlace, report: string): Promise<
   void done.then(() => (ended = true));
   const sends = async (): Promise<number> => { const r = await photoRequests(emu()); return r.register + r.update; };
   const ready = moment.phase === 'check'
-    ? async () => (await readdir(place.tmp)).some((n) => n.startsWith('wds-photos-'))
+    ? async () => (await readdir(place.tmp)).some((n) => n.startsWith('wds-files-photos-'))
     : async () => (await sends()) >= moment.requests;
   while (!ended && !(await ready())) await pause(10);
   await pause(moment.delayMs);
