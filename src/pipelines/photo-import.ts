@@ -14,16 +14,21 @@
  * first and photos whose bytes were already applied are skipped; a lost answer is resolved from
  * the listing; a stop signal ends the checking and sending at the next photo or request, and the
  * run returns with the files it reached.
+ *
+ * The plan is kept on disk, not as an object a photo (issue 46, photo-plan.ts): the names sorted by
+ * member, merged with the listings kept sorted on disk, each route's photos in the order they are
+ * sent, planned from their sizes in typed arrays, and the source read again for the photos as they
+ * are checked (source-lookup.ts).
  */
 import { rm } from 'node:fs/promises';
 import type { WdsClient } from '../client/client.js';
 import type { ImportSource } from '../sources/source.js';
 import { stageOptions } from '../stages/registry.js';
 import { closingOnError, readNames, refuse, reportGone } from '../stages/import/read.js';
-import { PhotoRouting, codeFromName, dedupePhotos, listPhotos, photoNamesAccepted, type PhotoImportMode, type PhotoRoute, type RoutedPhoto } from '../stages/import/photo-route.js';
+import { PhotoRouting, codeFromName, listPhotos, type PhotoImportMode, type PhotoRoute } from '../stages/import/photo-route.js';
+import { PhotoPlan } from '../stages/import/photo-plan.js';
 import { PhotoCheckStage, normalizePhoto, type CheckedPhoto, type PhotoVerdict } from '../stages/import/check/photo-check-stage.js';
 import { batchInLanes, type Batch } from '../stages/import/batch.js';
-import { shortEnds } from '../stages/import/batch-order.js';
 import { BATCHES_AHEAD, prefetch, drain } from '../stages/flow.js';
 import { mentionsCode, type BatchOutcome, type SubmitOptions } from '../stages/import/submit.js';
 import { PHOTO_BODY_OVERHEAD, photoBody, photoItemBytes } from '../stages/import/request-bodies.js';
@@ -62,7 +67,7 @@ export interface PhotoImportOptions extends ImportRunOptions {
 export type PhotoImportResult = ImportResult;
 
 /** A photo's size as far as it is known before its check: what the source says, and at most 5 MB once converted. */
-const plannedBytes = (photo: RoutedPhoto): number => Math.min(photo.file.size, MAX_FILE_BYTES);
+const plannedBytes = (photo: { size: number }): number => Math.min(photo.size, MAX_FILE_BYTES);
 
 /**
  * Imports members' photos as a chain of stages (see the top of this file). A file that cannot go
@@ -84,20 +89,28 @@ export async function runPhotoImport(options: PhotoImportOptions): Promise<Photo
   const checks = new PhotoCheckStage(temp, { concurrency: check.concurrency, convert: normalize.convert, signal });
   const result = (): Promise<PhotoImportResult> => run.result(checks.ms, (file) => file.code ?? codeFromName(file.fileName));
   let batches: AsyncIterable<Batch<CheckedPhoto, PhotoRoute>> | undefined;
+  const want = { kind: 'photo' as const };
+  // The names on disk, sorted by member for routing, then each route's photos in the order they are sent.
+  const plan = new PhotoPlan((photo) => photoItemBytes(photo.code, plannedBytes(photo)), PHOTO_LIMITS, updateWindow(client));
+  let routing: PhotoRouting | undefined;
+  let ended = false;
   try {
     // The service's side of routing and the checker's start need no names: both overlap the reading.
     await run.begin();
     checks.warmUp();
     const listed = listForRouting(client, mode, journal, signal);
     listed.catch(() => undefined);
+    // A routing listed after the run ended (stopped while the names were read) lets go of its listings.
+    listed.then((l) => {
+      routing = l.routing;
+      if (ended) routing.close();
+    }, () => undefined);
 
-    // read: every name and size, no bytes.
-    const named = await readNames(source, { kind: 'photo' }, report, (r) => r.code ?? (r.fileName === undefined ? '' : codeFromName(r.fileName)), signal);
-    run.read(named);
+    // read: every name and size, no bytes; a name off the extension list is refused here.
+    const named = await readNames(source, want, report, (r) => r.code ?? (r.fileName === undefined ? '' : codeFromName(r.fileName)), signal,
+      (file, order) => plan.add(file, order, report));
+    run.read(named, { source, want });
     if (signal?.aborted) return await result();
-
-    // dedupe: one file per member, among the names a photo may have.
-    const single = dedupePhotos(photoNamesAccepted(named.files, report), report);
 
     // route: a stop cuts the listings, and the run ends as stopped, having sent nothing.
     const listing = await listed.catch((error: unknown) => {
@@ -105,33 +118,35 @@ export async function runPhotoImport(options: PhotoImportOptions): Promise<Photo
       throw error;
     });
     if (!listing) return await result();
-    const { routing, notes } = listing;
-    report.notes.push(...notes);
-    const order = sendOrder(routing.route(single, report).filter((photo) => {
-      if (routing.worthChecking(photo)) return true;
-      refuse(report, photo.file, photo.code, 'conflict', photo.refusal!);
-      return false;
-    }), updateWindow(client));
-    const routed = order.items;
-    tracker.toCheck(routed.length);
-    for (const photo of routed) if (photo.route) tracker.planned(photo.route, plannedBytes(photo), photoItemBytes(photo.code, plannedBytes(photo)));
+    ({ routing } = listing);
+    report.notes.push(...listing.notes);
+    // dedupe and route: one file per member, among the names a photo may have, each to its route.
+    await plan.route(routing, report, (photo) => tracker.planned(photo.route!, plannedBytes(photo), photoItemBytes(photo.code, plannedBytes(photo))));
+    await plan.planOrder();
+    tracker.toCheck(plan.files);
 
-    // check → normalize → batch: greedy in route order, each batch on its way as soon as it is checked.
-    const ready = sendable(checks.check(routed), routing, report, tracker);
-    batches = prefetch(batchInLanes(ready, (photo) => photo.route!, (photo) => photoItemBytes(photo.code, photo.size), PHOTO_LIMITS, order.first), BATCHES_AHEAD);
+    // check → normalize → batch: greedy in route order, each batch on its way as soon as it is
+    // checked, the photos found again in the source as they come.
+    const found = plan.found(source, want, checks.signal);
+    const ready = sendable(checks.check(found), routing, report, tracker);
+    batches = prefetch(batchInLanes(ready, (photo) => photo.route!, (photo) => photoItemBytes(photo.code, photo.size), PHOTO_LIMITS, plan.first), BATCHES_AHEAD);
 
     // submit: one request per batch, its task followed to the end.
-    await run.submit(batches, (route) => laneOptions(run, routing, route, submit), (route) => route, (outcome, route) => photoItem(run, outcome, route),
+    const routed = routing;
+    await run.submit(batches, (route) => laneOptions(run, routed, route, submit), (route) => route, (outcome, route) => photoItem(run, outcome, route),
       'photo', (p) => ({ code: p.code, sha256: p.sha256 }));
 
     // report: what the listing shows for the photos applied, so that a rerun notices a later change by someone else.
     await run.noteApplied((each) => client.faceImages.each((p) => each(`photo:${p.code}`, p.updated_at)));
     return await result();
   } finally {
+    ended = true;
     // After a failure the stages before submit end their work in hand before the temp folder goes.
     if (batches) await drain(batches);
     await checks.close();
     await rm(temp, { recursive: true, force: true });
+    routing?.close();
+    plan.close();
     run.close();
     await source.close();
   }
@@ -144,12 +159,12 @@ function laneOptions(run: ImportRun<CheckedPhoto, PhotoRoute>, routing: PhotoRou
     names: (item, message) => mentionsCode(item.code, message),
     send: (items) => client.faceImages[route]({ stream: () => photoBody(items, submit.trim) }, { dryRun: submit.dry_run, stopBeforeSending: signal }),
     stats: run.stats,
-    record: run.record('photo', route, (item) => routing.journalFile(item.code, item.sha256)),
+    record: run.record('photo', route, (item) => routing.journalFile(item, item.sha256)),
     dryRun: submit.dry_run,
     // A dry run changes nothing, so the listing cannot tell what became of it.
     held: submit.dry_run ? undefined : async (items) => {
-      const now = await listPhotos(client);
-      return items.map((item) => appliedSince('photo', routing.journalFile(item.code, item.sha256), now));
+      const now = await listPhotos(client, undefined, items.map((item) => item.code));
+      return items.map((item) => appliedSince('photo', routing.journalFile(item, item.sha256), now));
     },
     signal,
   };
@@ -157,7 +172,7 @@ function laneOptions(run: ImportRun<CheckedPhoto, PhotoRoute>, routing: PhotoRou
 
 /** What an earlier run left open is settled first, so that the listing routing reads is the truth. */
 async function listForRouting(client: WdsClient, mode: PhotoImportMode, journal: ImportJournal | undefined, signal?: AbortSignal): Promise<{ routing: PhotoRouting; notes: string[] }> {
-  const notes = journal ? await settleEarlierRequests(client, journal, 'photo', () => listPhotos(client, signal), signal) : [];
+  const notes = journal ? await settleEarlierRequests(client, journal, 'photo', (files) => listPhotos(client, signal, files.map((f) => f.code)), signal) : [];
   return { routing: await PhotoRouting.list(client, mode, journal, signal), notes };
 }
 
@@ -167,17 +182,6 @@ const PHOTO_LIMITS = { maxItems: MAX_PHOTOS_PER_REQUEST, overheadBytes: PHOTO_BO
 function updateWindow(client: WdsClient): number {
   const limits = client.options.limits;
   return limits ? limits.update.limit : UPDATE_REQUESTS_PER_MINUTE;
-}
-
-/**
- * The photos in the order that starts and ends the run soonest (members may go in any order):
- * the run's first and last requests, and those whose answers open a window of the update limit,
- * are its smallest and lightest ({@link shortEnds}). Photos the mode refuses stay at the end.
- */
-function sendOrder(routed: RoutedPhoto[], window: number): { items: RoutedPhoto[]; first?: { lane: PhotoRoute; items: number } } {
-  const sendable = routed.filter((photo) => photo.route);
-  const order = shortEnds(sendable, (photo) => photo.route!, (photo) => photoItemBytes(photo.code, plannedBytes(photo)), PHOTO_LIMITS, window);
-  return { items: [...order.items, ...routed.filter((photo) => !photo.route)], first: order.first as { lane: PhotoRoute; items: number } | undefined };
 }
 
 /**
@@ -191,12 +195,12 @@ async function* sendable(verdicts: AsyncIterable<PhotoVerdict>, routing: PhotoRo
     const planned = { bytes: plannedBytes(photo), body: photoItemBytes(photo.code, plannedBytes(photo)) };
     const checked = normalizePhoto(verdict);
     if ('refused' in checked) {
-      if (checked.gone) reportGone(report, { where: photo.file.where, fileName: photo.file.fileName }, photo.code);
-      else refuse(report, photo.file, photo.code, 'invalid', checked.refused);
+      if (checked.gone) reportGone(report, photo, photo.code);
+      else refuse(report, photo, photo.code, 'invalid', checked.refused);
       tracker.checked(photo.route, planned, null);
       continue;
     }
-    const earlier = routing.appliedBefore(checked.code, checked.sha256);
+    const earlier = routing.appliedBefore(checked, checked.sha256);
     if (earlier) {
       const { file, code } = checked;
       report.add({
@@ -207,7 +211,7 @@ async function* sendable(verdicts: AsyncIterable<PhotoVerdict>, routing: PhotoRo
       continue;
     }
     if (!checked.route) {
-      refuse(report, photo.file, photo.code, 'conflict', photo.refusal!);
+      refuse(report, photo, photo.code, 'conflict', photo.refusal!);
       tracker.checked(null, planned, null);
       continue;
     }

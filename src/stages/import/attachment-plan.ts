@@ -8,26 +8,17 @@
  * then register before update, in the order the parts first come), each lane as its planned
  * batches; files that are sent in no case, but whose bytes may make them a skip, come last.
  */
-import { closeSync, openSync, rmSync, writeSync } from 'node:fs';
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { SourceFile } from '../../sources/source.js';
 import { MAX_REQUEST_BYTES } from '../../spec/limits.js';
-import { readLines } from '../../util/line-reader.js';
-import { SortedSpill } from '../../util/sorted-spill.js';
+import type { SortedSpill } from '../../util/sorted-spill.js';
 import type { RunReport } from '../report.js';
 import { placeOf, type AttachmentImportMode, type AttachmentRouting, type PlaceDefaults, type PlacedFile, type RoutedRecord } from './attachment-route.js';
-import { fewestRequests, type BatchLimits } from './batch.js';
+import { fewestRequests, greedySizes, type BatchLimits } from './batch.js';
+import { Grow, laneInBins, pad, planSpill as spill, writeLane } from './plan-files.js';
 import { refuse } from './read.js';
 import { makeTempDirSync } from '../../util/temp-dir.js';
-
-/**
- * The plan's spills: a file's record is some 300 bytes in memory, so a run of 2,048 of them is
- * well under a megabyte, and each run read back 16 KB at a time (200,000 files make 100 runs).
- */
-const spill = <T>(): SortedSpill<T> => new SortedSpill<T>(2048, 16 * 1024);
-
-/** A number as a key that sorts as the number does (up to 10^12). */
-const pad = (n: number): string => String(n).padStart(12, '0');
 
 export class AttachmentPlan {
   readonly #names = spill<PlacedFile>();
@@ -116,41 +107,11 @@ export class AttachmentPlan {
     const path = join(this.#dir, 'lane');
     const bytes = new Grow(Float64Array);
     const groups = new Grow(Int32Array);
-    const fd = openSync(path, 'w');
-    try {
-      let lines: string[] = [];
-      for await (const [, file] of lane.sorted()) {
-        bytes.push(this.itemBytes(file));
-        groups.push(file.group);
-        lines.push(JSON.stringify(file));
-        if (lines.length < 1024) continue;
-        writeSync(fd, `${lines.join('\n')}\n`);
-        lines = [];
-      }
-      if (lines.length) writeSync(fd, `${lines.join('\n')}\n`);
-    } finally {
-      closeSync(fd);
-    }
-    const bins = dealtBatches(bytes.view(), groups.view(), this.#groups, this.limits);
-    const inSource = async function* (): AsyncGenerator<RoutedRecord> {
-      for await (const { bytes: line } of readLines(path, { blockBytes: 64 * 1024 })) yield JSON.parse(line.toString('utf8')) as RoutedRecord;
-    };
-    if (!bins) {
-      yield* inSource();
-      return;
-    }
-    // Batch by batch, each in source order.
-    const dealt = spill<RoutedRecord>();
-    try {
-      let i = 0;
-      for await (const file of inSource()) {
-        await dealt.add(`${pad(bins[i]!)}\u0000${pad(i)}`, file);
-        i += 1;
-      }
-      for await (const [, file] of dealt.sorted()) yield file;
-    } finally {
-      dealt.close();
-    }
+    await writeLane(path, lane.sorted(), (file) => {
+      bytes.push(this.itemBytes(file));
+      groups.push(file.group);
+    });
+    yield* laneInBins<RoutedRecord>(path, dealtBatches(bytes.view(), groups.view(), this.#groups, this.limits));
   }
 
   /** Removes the temporary files (safe to call twice). */
@@ -160,29 +121,6 @@ export class AttachmentPlan {
     this.#laneless.close();
     if (this.#dir) rmSync(this.#dir, { recursive: true, force: true });
     this.#dir = null;
-  }
-}
-
-/** A typed array that grows as numbers are pushed. */
-class Grow<A extends Float64Array | Int32Array> {
-  #array: A;
-  #length = 0;
-
-  constructor(private readonly make: new (length: number) => A) {
-    this.#array = new make(1024);
-  }
-
-  push(n: number): void {
-    if (this.#length === this.#array.length) {
-      const bigger = new this.make(this.#array.length * 2);
-      bigger.set(this.#array);
-      this.#array = bigger;
-    }
-    this.#array[this.#length++] = n;
-  }
-
-  view(): A {
-    return this.#array.subarray(0, this.#length) as A;
   }
 }
 
@@ -204,21 +142,9 @@ export function dealtBatches(bytes: Float64Array, groups: Int32Array, groupCount
   const maxBody = limits.maxBodyBytes ?? MAX_REQUEST_BYTES;
   const room = maxBody - limits.overheadBytes;
   // Greedy in source order: how many batches.
-  let greedy = 0;
-  let count = 0;
-  let used = limits.overheadBytes;
+  const greedy = greedySizes(bytes, limits).length;
   let total = 0;
-  for (let i = 0; i < n; i += 1) {
-    const size = bytes[i]! + 1;
-    total += size;
-    if (count === 0 || count >= limits.maxItems || used + size > maxBody) {
-      greedy += 1;
-      count = 0;
-      used = limits.overheadBytes;
-    }
-    count += 1;
-    used += size;
-  }
+  for (let i = 0; i < n; i += 1) total += bytes[i]! + 1;
   // The lane's groups, numbered densely in the order they first come.
   const dense = new Int32Array(groupCount).fill(-1);
   const groupBytes: number[] = [];

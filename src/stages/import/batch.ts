@@ -37,6 +37,31 @@ export function planBatches<T>(items: T[], itemBytes: (item: T) => number, limit
   return batches;
 }
 
+/**
+ * {@link planBatches} from numbers alone: how many items each batch takes, greedy, for items of
+ * these body bytes (without their comma) in the order `order` gives (indices into `bytes`; all of
+ * them in their own order when absent).
+ */
+export function greedySizes(bytes: ArrayLike<number>, limits: BatchLimits, order?: ArrayLike<number>): number[] {
+  const maxBody = limits.maxBodyBytes ?? MAX_REQUEST_BYTES;
+  const n = order ? order.length : bytes.length;
+  const sizes: number[] = [];
+  let count = 0;
+  let used = limits.overheadBytes;
+  for (let k = 0; k < n; k += 1) {
+    const size = bytes[order ? order[k]! : k]! + 1;
+    if (count > 0 && (count >= limits.maxItems || used + size > maxBody)) {
+      sizes.push(count);
+      count = 0;
+      used = limits.overheadBytes;
+    }
+    count += 1;
+    used += size;
+  }
+  if (count > 0) sizes.push(count);
+  return sizes;
+}
+
 /** Bytes of a JSON string literal of `text` (quotes included). */
 export function jsonStringBytes(text: string): number {
   return Buffer.byteLength(JSON.stringify(text));

@@ -124,8 +124,10 @@ export function reportGone(report: RunReport, file: { where: string; fileName: s
 export const UNKNOWN_MEMBER_REASON = 'no member has the code';
 
 /** How an item that is not sent is reported: the file, its member and why. */
-export function refuse(report: RunReport, file: Pick<SourceFile, 'where' | 'relPath'> & { fileName?: string }, code: string, outcome: 'invalid' | 'conflict', reason: string): void {
-  report.add({ key: file.where, code, file_name: file.fileName ?? file.relPath, outcome, reason, path: file.where });
+export function refuse(
+  report: RunReport, file: { where: string; fileName: string } | (Pick<SourceFile, 'where' | 'relPath'> & { fileName?: string }), code: string, outcome: 'invalid' | 'conflict', reason: string,
+): void {
+  report.add({ key: file.where, code, file_name: file.fileName ?? ('relPath' in file ? file.relPath : ''), outcome, reason, path: file.where });
 }
 
 /** `work`'s answer; when it throws, the source is closed first (the run that would close it never starts). */

@@ -9,10 +9,18 @@ import { join } from 'node:path';
 import { MAX_PHOTO_SOURCE_BYTES, PhotoChecker, type CheckVerdict } from './photo-checker.js';
 import { mapInOrder } from '../../flow.js';
 import { GONE_REASON, isGone } from '../../../sources/file-rules.js';
-import type { RoutedPhoto } from '../photo-route.js';
+import type { SourceFile } from '../../../sources/source.js';
+import type { PhotoRecord, PhotoRoute } from '../photo-route.js';
 
 /** A photo that passed its check, ready to batch. */
-export interface CheckedPhoto extends RoutedPhoto {
+export interface CheckedPhoto {
+  file: SourceFile;
+  code: string;
+  route: PhotoRoute | null;
+  /** Why it is refused when its route is null and the journal does not know its bytes. */
+  refusal?: string;
+  /** `updated_at` of the member's photo before anything was sent; null when it had none. */
+  before: string | null;
   /** Bytes to send. */
   size: number;
   /** Of the file as the source holds it. */
@@ -23,9 +31,16 @@ export interface CheckedPhoto extends RoutedPhoto {
   tempPath?: string;
 }
 
+/** A planned photo found again in the source (`file` null: it no longer holds it). */
+export interface FoundPhoto {
+  item: PhotoRecord;
+  file: SourceFile | null;
+}
+
 /** The check's answer on one photo, before the normalize stage. */
 export interface PhotoVerdict {
-  photo: RoutedPhoto;
+  photo: PhotoRecord;
+  file: SourceFile | null;
   verdict: CheckVerdict;
   /** Where the checker wrote the converted JPEG, if it converted it. */
   output: string;
@@ -60,13 +75,18 @@ export class PhotoCheckStage {
 
   readonly #stop = (): void => this.#halt.abort();
 
+  /** Aborted when the checking stops (the run's stop, or `close`): what feeds the check stops with it. */
+  get signal(): AbortSignal {
+    return this.#halt.signal;
+  }
+
   /** Starts the checker's process now, so that it is up by the first photo (it loads the image library). */
   warmUp(): void {
     this.#checker.running().catch(() => undefined);
   }
 
   /** The check stage: a verdict for each photo, in their order; after a stop, none for photos not begun. */
-  async *check(photos: Iterable<RoutedPhoto>): AsyncGenerator<PhotoVerdict> {
+  async *check(photos: AsyncIterable<FoundPhoto>): AsyncGenerator<PhotoVerdict> {
     const started = Date.now();
     const { concurrency } = this.options;
     try {
@@ -93,23 +113,24 @@ export class PhotoCheckStage {
   }
 
   /** Undefined: not reached, as the run was stopped. */
-  async #checkOne(photo: RoutedPhoto): Promise<PhotoVerdict | undefined> {
+  async #checkOne({ item: photo, file }: FoundPhoto): Promise<PhotoVerdict | undefined> {
     if (this.#halt.signal.aborted) return undefined;
     const output = join(this.temp, `${this.#next++}.jpg`);
+    // No longer in the source when it was looked up again: as a file deleted before its check.
+    if (!file) return { photo, file, output, verdict: { ok: false, reason: GONE_REASON, gone: true } };
     const checkOptions = { normalize: this.options.convert, output };
-    const { file } = photo;
     try {
-      if (file.diskPath) return { photo, output, verdict: await this.#checker.check({ path: file.diskPath, size: file.size }, checkOptions) };
+      if (file.diskPath) return { photo, file, output, verdict: await this.#checker.check({ path: file.diskPath, size: file.size }, checkOptions) };
       const buffer = this.#buffers.pop() ?? Buffer.allocUnsafeSlow(READ_BUFFER_BYTES);
       let data: Buffer;
       try {
         data = await file.read(MAX_PHOTO_SOURCE_BYTES, buffer);
       } catch (error) {
         this.#buffers.push(buffer);
-        return { photo, output, verdict: isGone(error) ? { ok: false, reason: GONE_REASON, gone: true } : { ok: false, reason: (error as Error).message } };
+        return { photo, file, output, verdict: isGone(error) ? { ok: false, reason: GONE_REASON, gone: true } : { ok: false, reason: (error as Error).message } };
       }
       // The check is done with `data` when it settles: the buffer can take the next photo.
-      return { photo, output, verdict: await this.#checker.check(data, checkOptions).finally(() => this.#buffers.push(buffer)) };
+      return { photo, file, output, verdict: await this.#checker.check(data, checkOptions).finally(() => this.#buffers.push(buffer)) };
     } catch (error) {
       // A checker that failed once the run was stopped leaves this photo unreached, not the run failed.
       if (this.#halt.signal.aborted) return undefined;
@@ -119,12 +140,13 @@ export class PhotoCheckStage {
 }
 
 /** The normalize stage: what is sent for each photo that passed, and the report's word on a conversion. */
-export function normalizePhoto({ photo, verdict, output }: PhotoVerdict): CheckedPhoto | { refused: string; gone?: boolean } {
+export function normalizePhoto({ photo, file, verdict, output }: PhotoVerdict): CheckedPhoto | { refused: string; gone?: boolean } {
+  if (!file) return { refused: GONE_REASON, gone: true };
   if (!verdict.ok) return { refused: verdict.reason, ...(verdict.gone ? { gone: true } : {}) };
   // Every field written out, not spread: a spread copy of each photo took a hidden class of its
   // own (about 300 bytes a photo, found in a heap snapshot of 8,000 photos).
   return {
-    file: photo.file, code: photo.code, route: photo.route, refusal: photo.refusal, order: photo.order, size: verdict.size, sha256: verdict.sha256,
+    file, code: photo.code, route: photo.route, refusal: photo.refusal, before: photo.before, size: verdict.size, sha256: verdict.sha256,
     converted: verdict.converted || undefined, tempPath: verdict.converted ? output : undefined,
   };
 }

@@ -77,7 +77,7 @@ export async function settleEarlierRequests(client: WdsClient, journal: ImportJo
  * as it is listed now: the task says only that it went in, not when, so a change made after it
  * cannot be told from it (`held` is then false), and sending the bytes again could undo that change.
  */
-export function alreadyApplied(journal: ImportJournal, kind: JournalKind, file: Omit<JournalFile, 'before'>, now: Map<string, string>): { at: string; held: boolean } | null {
+export function alreadyApplied(journal: ImportJournal, kind: JournalKind, file: Omit<JournalFile, 'before'>, now: Pick<Map<string, string>, 'get'>): { at: string; held: boolean } | null {
   const target = targetOf(kind, file);
   const known = journal.applied(target);
   const current = now.get(target);
