@@ -13,7 +13,7 @@ import { randomBytes } from 'node:crypto';
 import { readdir, rename } from 'node:fs/promises';
 import { join } from 'node:path';
 import { applyRetention, type RetentionDecision, type RetentionPolicy } from './retention.js';
-import { archiveSource, isAccepted, listSnapshots, parseSnapshotId, snapshotsDir, type SnapshotEntry } from './store.js';
+import { archiveSource, compareSnapshotIds, isAccepted, listSnapshots, parseSnapshotId, snapshotsDir, type SnapshotEntry } from './store.js';
 import { describeSource, sameSource, type ExportSource } from '../sinks/source.js';
 import { markRemoving, readersOf, whoReads, type Mark } from './readers.js';
 import type { TargetLock } from '../util/target-lock.js';
@@ -90,7 +90,7 @@ export async function forgetSnapshots(archiveDir: string, policy: RetentionPolic
     decision.remove = decision.remove.filter((r) => r.id !== id);
     decision.keep.push({ id, reasons: [`being read (${readers.map(whoReads).join('; ')}); the next forget removes it`] });
   }
-  if (busy.size > 0) decision.keep.sort((a, b) => (a.id < b.id ? 1 : a.id > b.id ? -1 : 0));
+  if (busy.size > 0) decision.keep.sort((a, b) => compareSnapshotIds(b.id, a.id));
   return { keep: decision.keep.map((k) => k.id), remove: decision.remove.map((r) => r.id), decision, busy: [...busy.keys()] };
 }
 

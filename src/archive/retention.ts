@@ -62,18 +62,23 @@ const RULES: RetentionRule[] = ['keep_last', 'keep_daily', 'keep_weekly', 'keep_
 /** Whether the policy keeps anything by itself; an empty policy removes nothing. */
 export const hasRules = (policy: RetentionPolicy): boolean => RULES.some((rule) => (policy[rule] ?? 0) > 0);
 
+/** A snapshot's same-second number: `2026-12-03T052055-2` is the second one of its second (1 for none). */
+const sameSecond = (id: string): number => Number(/-(\d+)$/.exec(id)?.[1] ?? 1);
+
 /** What `policy` keeps of `snapshots` (any order). An empty policy keeps everything. */
 export function applyRetention(snapshots: RetainedSnapshot[], policy: RetentionPolicy): RetentionDecision {
-  const newestFirst = [...snapshots].sort((a, b) => b.time.getTime() - a.time.getTime() || (a.id < b.id ? 1 : -1));
+  const newestFirst = [...snapshots].sort((a, b) => b.time.getTime() - a.time.getTime() || sameSecond(b.id) - sameSecond(a.id) || (a.id < b.id ? 1 : -1));
   if (!hasRules(policy)) return { keep: newestFirst.map((s) => ({ id: s.id, reasons: ['no retention rule given'] })), remove: [] };
   const newestComplete = newestFirst.find((s) => s.complete);
+  // Newer by place in the order, not by time: ids name the second, and two runs can start in one.
+  const newestCompleteAt = newestComplete ? newestFirst.indexOf(newestComplete) : newestFirst.length;
   const left = new Map(RULES.map((rule) => [rule, policy[rule] ?? 0]));
   const lastPeriod = new Map<RetentionRule, string>();
   const decision: RetentionDecision = { keep: [], remove: [] };
-  for (const snapshot of newestFirst) {
+  for (const [at, snapshot] of newestFirst.entries()) {
     if (!snapshot.complete) {
       const what = snapshot.held ? 'held back' : 'incomplete';
-      if (!newestComplete || snapshot.time > newestComplete.time) decision.keep.push({ id: snapshot.id, reasons: [`${what}, newer than the newest complete snapshot`] });
+      if (!newestComplete || at < newestCompleteAt) decision.keep.push({ id: snapshot.id, reasons: [`${what}, newer than the newest complete snapshot`] });
       else decision.remove.push({ id: snapshot.id, reason: `${what}, superseded by ${newestComplete.id}` });
       continue;
     }

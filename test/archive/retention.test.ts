@@ -77,6 +77,23 @@ describe('retention on a table of snapshot dates', () => {
     expect(remove).toEqual([]);
   });
 
+
+  it('runs started in one second go by their same-second number: a held-back run after the newest complete one stays', () => {
+    const at = new Date('2026-03-01T04:00:00Z');
+    const list = [
+      { id: '2026-03-01T040000', time: at, complete: true },
+      { id: '2026-03-01T040000-2', time: at, complete: false, held: true },
+      { id: '2026-03-01T040000-10', time: at, complete: false },
+      { id: '2026-03-01T040000-9', time: at, complete: true },
+    ];
+    const { keep, remove } = applyRetention(list, { keep_last: 1 });
+    // -10 is newer than -9 (numbers, not text); -9 is the newest complete; -2 and the first are older than it.
+    expect(keep.map((k) => k.id)).toEqual(['2026-03-01T040000-10', '2026-03-01T040000-9']);
+    expect(remove.map((r) => r.id)).toEqual(['2026-03-01T040000-2', '2026-03-01T040000']);
+    const heldAfter = applyRetention(list.slice(0, 2), { keep_last: 1 });
+    expect(heldAfter.keep.map((k) => k.id)).toEqual(['2026-03-01T040000-2', '2026-03-01T040000']);
+    expect(heldAfter.remove).toEqual([]);
+  });
   it('a policy with a negative or fractional count, or an unknown rule, is refused', () => {
     expect(retentionPolicySchema.safeParse({ keep_daily: -1 }).success).toBe(false);
     expect(retentionPolicySchema.safeParse({ keep_daily: 1.5 }).success).toBe(false);

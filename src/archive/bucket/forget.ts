@@ -10,7 +10,7 @@
  * objects, for the next forget.
  */
 import { applyRetention } from '../retention.js';
-import { SNAPSHOT_FILE, SNAPSHOTS_DIR, isAccepted, parseSnapshotId, type SnapshotEntry } from '../store.js';
+import { SNAPSHOT_FILE, SNAPSHOTS_DIR, compareSnapshotIds, isAccepted, parseSnapshotId, type SnapshotEntry } from '../store.js';
 import type { ForgetResult, RetentionPolicy } from '../forget.js';
 import { describeSource, sameSource, type ExportSource } from '../../sinks/source.js';
 import type { TargetLock } from '../../util/target-lock.js';
@@ -112,7 +112,7 @@ type Named = { object: number } | { due: boolean };
  */
 async function forgetUnread(store: BucketStore, decision: BucketForgetResult['decision'], options: Decided): Promise<BucketForgetResult> {
   const { now, snapshots, partial, locked, busy } = options;
-  decision.keep.sort((a, b) => (a.id < b.id ? 1 : a.id > b.id ? -1 : 0));
+  decision.keep.sort((a, b) => compareSnapshotIds(b.id, a.id));
   const removing = new Set(decision.remove.map((r) => r.id));
   const result: BucketForgetResult = {
     keep: decision.keep.map((k) => k.id), remove: decision.remove.map((r) => r.id), decision, busy, locked,
