@@ -1,4 +1,5 @@
 import { defineConfig } from 'vitest/config';
+import { LongFirst } from './test/long-first.js';
 
 export default defineConfig({
   test: {
@@ -15,5 +16,7 @@ export default defineConfig({
     // Most files wait on child processes, storage latency and the service's clock rather than on
     // the CPU: four at once on two cores keep the suite within minutes.
     maxWorkers: 4,
+    // The files of a minute or more start first (test/long-first.ts).
+    sequence: { sequencer: LongFirst },
   },
 });

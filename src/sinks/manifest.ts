@@ -215,6 +215,16 @@ export class LinkCheck {
     return null;
   }
 
+  /** The first folder on the way to `path` that is a link, or null: `linkIn` but for the file itself, which the caller lstats. */
+  async folderLinkIn(path: string): Promise<string | null> {
+    const segments = path.split('/');
+    for (let n = 1; n < segments.length; n += 1) {
+      const found = await this.folder(segments.slice(0, n).join('/'));
+      if (found) return found;
+    }
+    return null;
+  }
+
   /** The reason a line is refused when `linkIn` finds a link. */
   static reason(link: string): string {
     return `leads through a link (${link}); links are not followed`;

@@ -43,6 +43,7 @@ import { EarlierZip } from './zip-earlier-run.js';
 import type { ManifestIndex } from './manifest-index.js';
 import { SpilledCentralDirectory } from './zip-central.js';
 import { readLines } from '../util/line-reader.js';
+import { mapInOrder } from '../util/map-in-order.js';
 
 /** Files up to this size wait for the zip in memory, in blocks of WaitingBlocks (MEMORY_BUDGET). */
 const MEMORY_LIMIT = 1024 * 1024;
@@ -53,6 +54,10 @@ const SMALLEST_BLOCK = 16 * 1024;
 const SPOOL_BATCH = 256 * 1024;
 /** Stored entries up to this size are given to archiver whole (sizes in the local header). */
 const WHOLE_LIMIT = 16 * 1024 * 1024;
+/** An earlier zip's entries of at most this size are read ahead of their turn, READ_AHEAD_ENTRIES at most (a few MB held). */
+const READ_AHEAD_BYTES = 256 * 1024;
+const READ_AHEAD_ENTRIES = 16;
+const READ_AHEAD_READS = 4;
 /** Stored entries of this size or more are read into a buffer kept for the run. */
 const WHOLE_REUSE = 64 * 1024;
 /** Buffers kept for whole entries (two, one written while the next is read, peaked higher). */
@@ -195,7 +200,13 @@ export class ZipSink implements ExportSink {
   private async copyFrom(earlier: EarlierZip | null, lines: Iterable<ManifestLine> | AsyncIterable<ManifestLine>, signal?: AbortSignal): Promise<{ lost: ManifestLine[]; unreached: ManifestLine[] }> {
     const lost: ManifestLine[] = [];
     const unreached: ManifestLine[] = [];
-    for await (const line of lines) {
+    // Small entries are read several at once ahead of the one being appended: read one at a time,
+    // each entry's header and bytes waited on in turn, a rerun into a zip of 50,000 took 35 s.
+    const ahead = mapInOrder(lines, async (line): Promise<{ line: ManifestLine; data?: Buffer | null }> => {
+      if (signal?.aborted || !earlier || line.size > READ_AHEAD_BYTES) return { line };
+      return { line, data: await earlier.readWhole(line) };
+    }, { concurrency: READ_AHEAD_READS, window: READ_AHEAD_ENTRIES });
+    for await (const { line, data } of ahead) {
       if (signal?.aborted) {
         unreached.push(line);
         continue;
@@ -205,10 +216,15 @@ export class ZipSink implements ExportSink {
         continue;
       }
       let copied = false;
-      if (shouldDeflate(line.path)) {
-        const data = await earlier.readWhole(line);
+      if (data !== undefined) {
         if (data) {
-          await this.append(Readable.from([data], { objectMode: false }), line.path);
+          await this.append(shouldDeflate(line.path) ? Readable.from([data], { objectMode: false }) : data, line.path);
+          copied = true;
+        }
+      } else if (shouldDeflate(line.path)) {
+        const whole = await earlier.readWhole(line);
+        if (whole) {
+          await this.append(Readable.from([whole], { objectMode: false }), line.path);
           copied = true;
         }
       } else {

@@ -7,7 +7,7 @@
  */
 import { join } from 'node:path';
 import { MAX_PHOTO_SOURCE_BYTES, PhotoChecker, type CheckVerdict } from './photo-checker.js';
-import { mapInOrder } from '../../flow.js';
+import { mapInOrder } from '../../../util/map-in-order.js';
 import { GONE_REASON, isGone } from '../../../sources/file-rules.js';
 import type { SourceFile } from '../../../sources/source.js';
 import type { PhotoRecord, PhotoRoute } from '../photo-route.js';
