@@ -195,7 +195,7 @@ export class ExportFolderSource extends ExportTree {
     const bySize = mismatch(line, info.size, null);
     if (bySize) return { reason: bySize };
     try {
-      const { size, sha256 } = await digest(await openNoFollow(path, path));
+      const { size, sha256 } = await digest(await openNoFollow(path, path, info.size));
       const problem = mismatch(line, size, sha256);
       if (problem) return { reason: problem };
     } catch (error) {

@@ -16,8 +16,16 @@ export const LINK_REFUSED = 'is a link; links are not followed';
 
 const byCodeUnit = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 
-/** Opens a regular file without following a link in its last segment (O_NOFOLLOW where the OS has it). */
-export async function openNoFollow(path: string, where: string): Promise<Readable> {
+/** Largest read of a file at a time. */
+const READ_BYTES = 1 << 20;
+
+/**
+ * Opens a regular file without following a link in its last segment (O_NOFOLLOW where the OS has
+ * it). With `size` (what a walk saw), reads are that size and a byte (16 KB at least), not READ_BYTES: a stream's
+ * every read takes a buffer of its full size, and 40,000 reads of small files took 40 GB from the
+ * allocator, a third of an import's time in garbage collection.
+ */
+export async function openNoFollow(path: string, where: string, size?: number): Promise<Readable> {
   let handle;
   try {
     handle = await open(path, constants.O_RDONLY | (constants.O_NOFOLLOW ?? 0));
@@ -25,12 +33,12 @@ export async function openNoFollow(path: string, where: string): Promise<Readabl
     if ((error as NodeJS.ErrnoException).code === 'ELOOP') throw new Error(`${where}: ${LINK_REFUSED}`);
     throw errorAbout(where, error);
   }
-  return handle.createReadStream({ highWaterMark: 1 << 20 });
+  return handle.createReadStream({ highWaterMark: size === undefined ? READ_BYTES : Math.min(READ_BYTES, Math.max(size + 1, 16 * 1024)) });
 }
 
 /** Reads a file on disk as a SourceFile does: no link followed, at most `maxBytes`. */
 export function readDiskFile(path: string, size: number, maxBytes: number, into?: Buffer): Promise<Buffer> {
-  return readLimited(path, size, maxBytes, () => openNoFollow(path, path), into);
+  return readLimited(path, size, maxBytes, () => openNoFollow(path, path, size), into);
 }
 
 /** A file on disk as a SourceFile; `size` is what the walk saw, and reading checks it again. */
@@ -63,7 +71,7 @@ class DiskFile implements SourceFile {
   }
 
   open(): Promise<Readable> {
-    return openNoFollow(this.diskPath, this.where);
+    return openNoFollow(this.diskPath, this.where, this.size);
   }
 
   read(maxBytes: number, into?: Buffer): Promise<Buffer> {
