@@ -83,22 +83,32 @@ export async function startBoss(db: FleetDatabase, timing: FleetTiming, role: 'w
     maintenanceIntervalSeconds: timing.maintenanceSeconds,
   } as PgBoss.ConstructorOptions);
   boss.on('error', onError);
-  await takingTurns(db, 'wds_fleet.pgboss-start', () => boss.start());
-  await boss.createQueue(RUNS_QUEUE, {
-    name: RUNS_QUEUE,
-    policy: 'stately',
-    retryLimit: timing.retryLimit,
-    retryDelay: timing.retryDelaySeconds,
-    retryBackoff: true,
-    expireInSeconds: timing.leaseSeconds,
-  });
-  if (role === 'worker') {
+  const options = {
+    name: RUNS_QUEUE, policy: 'stately', retryLimit: timing.retryLimit, retryDelay: timing.retryDelaySeconds, retryBackoff: true, expireInSeconds: timing.leaseSeconds,
+  } as const;
+  // The queue is made (and set) in the same turn: made at once by several processes, its table's
+  // partition was once a deadlock. A worker's background work started by another process's start
+  // can still meet it there, so a deadlock is tried again.
+  await takingTurns(db, 'wds_fleet.pgboss-start', async () => {
+    await boss.start();
+    await againOnDeadlock(() => boss.createQueue(RUNS_QUEUE, options));
     // A queue made by an earlier version, or with another lease, takes this worker's settings.
-    await boss.updateQueue(RUNS_QUEUE, {
-      name: RUNS_QUEUE, policy: 'stately', retryLimit: timing.retryLimit, retryDelay: timing.retryDelaySeconds, retryBackoff: true, expireInSeconds: timing.leaseSeconds,
-    });
-  }
+    if (role === 'worker') await againOnDeadlock(() => boss.updateQueue(RUNS_QUEUE, options));
+  });
   return boss;
+}
+
+/** PostgreSQL ends one side of a deadlock with 40P01; its work undone, it can be done again. */
+async function againOnDeadlock<T>(fn: () => Promise<T>, tries = 4): Promise<T> {
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      return await fn();
+    } catch (error) {
+      const deadlock = (error as { code?: string }).code === '40P01' || /deadlock detected/.test(String((error as Error).message));
+      if (!deadlock || attempt >= tries) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 50 * attempt + Math.random() * 100));
+    }
+  }
 }
 
 /**
