@@ -13,7 +13,7 @@
  * snapshot reads (the old one with this snapshot's new content).
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { copyFile, link, mkdir, open, readFile, rename, rm, writeFile, type FileHandle } from 'node:fs/promises';
+import { copyFile, link, mkdir, open, rename, rm, writeFile, type FileHandle } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { MANIFEST_NAME, type ManifestLine } from '../sinks/manifest.js';
 import { openManifestInOrder } from '../sinks/manifest-order.js';
@@ -269,7 +269,7 @@ async function bucketDestination(to: BucketStore, asked?: ObjectLock): Promise<D
     // A snapshot of new objects only is locked until their date; one that reuses objects gets no
     // marker, and the next forget extends all its objects. The manifest is sent from memory outside
     // the heap (a Buffer), with its Content-MD5, as every object is.
-    finish: async (id, manifest, doc) => to.putSnapshot(id, await readFile(manifest), doc, lock, lock && !reusing.has(id) ? retainUntil(lock, since) : undefined),
+    finish: async (id, manifest, doc) => to.putSnapshot(id, manifest, doc, lock, lock && !reusing.has(id) ? retainUntil(lock, since) : undefined),
     abort: async () => undefined,
     setLatest: (id) => to.writeLatest(id),
   };

@@ -25,7 +25,7 @@
  * `.partial`, a rerun copies in the same way from the complete zip at `<name>`, which its own zip
  * replaces by a rename once complete.
  */
-import { closeSync, createReadStream, openSync, writeSync } from 'node:fs';
+import { createReadStream } from 'node:fs';
 import { mkdir, open, rename, rm, type FileHandle } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { once } from 'node:events';
@@ -36,13 +36,14 @@ import { LargeFilePace, ZIP_LARGE_FILE_CONNECTIONS, ZIP_WAITING_ENTRIES, type St
 import { removeEmptyDirs, shouldDeflate } from './sink.js';
 import { ZipOutput } from './zip-output.js';
 import { digestOf, hashFile, type FileDigest } from '../util/hash-file.js';
-import { MANIFEST_NAME, compareLines, formatLine, type ManifestLine } from './manifest.js';
+import { MANIFEST_NAME, compareLines, type ManifestLine } from './manifest.js';
 import { writeSortedManifest } from './manifest-sort.js';
 import { sourceLineText, type ExportSource } from './source.js';
 import { EarlierZip } from './zip-earlier-run.js';
 import type { ManifestIndex } from './manifest-index.js';
 import { SpilledCentralDirectory } from './zip-central.js';
 import { readLines } from '../util/line-reader.js';
+import { LineFile } from './line-file.js';
 import { mapInOrder } from '../util/map-in-order.js';
 
 /** Files up to this size wait for the zip in memory, in blocks of WaitingBlocks (MEMORY_BUDGET). */
@@ -630,58 +631,3 @@ async function readInto(path: string, into: Buffer): Promise<void> {
     await handle.close();
   }
 }
-
-/** Manifest lines appended to a file, a batch at a time, and read back in order. */
-class LineFile {
-  private readonly fd: number;
-  private batch: string[] = [];
-  private size = 0;
-  private closed = false;
-
-  constructor(readonly path: string) {
-    this.fd = openSync(path, 'w', 0o600);
-  }
-
-  add(line: ManifestLine): void {
-    if (this.closed) throw new Error(`${this.path} was closed: no more manifest lines can be added`);
-    this.batch.push(formatLine(line));
-    if (this.batch.length >= LINES_PER_WRITE) this.flush();
-  }
-
-  private flush(): void {
-    if (this.batch.length === 0) return;
-    const data = Buffer.from(this.batch.join(''));
-    this.batch = [];
-    for (let at = 0; at < data.length; ) {
-      const bytes = writeSync(this.fd, data, at, data.length - at, this.size + at);
-      if (bytes === 0) throw new Error(`only ${at} of ${data.length} bytes of manifest lines were written to ${this.path}`);
-      at += bytes;
-    }
-    this.size += data.length;
-  }
-
-  /** Writes what is gathered, so that the file holds every line added so far. */
-  sync(): void {
-    if (!this.closed) this.flush();
-  }
-
-  /** Closes the file without writing what is gathered: the zip is dropped or let go. */
-  drop(): void {
-    this.batch = [];
-    this.close();
-  }
-
-  /** Writes what is gathered and closes the file, which stays for the manifest to be sorted from. */
-  close(): void {
-    if (this.closed) return;
-    try {
-      this.flush();
-    } finally {
-      this.closed = true;
-      closeSync(this.fd);
-    }
-  }
-}
-
-/** Manifest lines written to the file at a time. */
-const LINES_PER_WRITE = 256;

@@ -9,9 +9,14 @@
  * uploads only what is missing.
  */
 import { dirname } from 'node:path';
-import { manifestChunks, manifestKey, sortLines, type ManifestLine } from '../../sinks/manifest.js';
+import { rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { manifestKey, type ManifestLine } from '../../sinks/manifest.js';
+import { LineFile } from '../../sinks/line-file.js';
+import { writeSortedManifest } from '../../sinks/manifest-sort.js';
+import { makeTempDir } from '../../util/temp-dir.js';
 import type { EntryWriter, ExportSink } from '../../sinks/sink.js';
-import { SourceMismatchError, sameSource, type ExportSource } from '../../sinks/source.js';
+import { SourceMismatchError, sameSource, sourceLineText, type ExportSource } from '../../sinks/source.js';
 import type { ExportRecorder } from '../../stages/export/record.js';
 import type { ExportTarget, OpenedSink } from '../../stages/export/target.js';
 import { digestOf, type FileDigest } from '../../util/hash-file.js';
@@ -27,11 +32,14 @@ import { ShaSizes } from './sha-sizes.js';
 
 /** Writes each file into memory, and on commit into the bucket as its content object. */
 class BucketSink implements ExportSink {
-  readonly lines = new Map<string, ManifestLine>();
+  /** This run's lines, appended to a temporary file as they come and sorted at the end (issue 46). */
+  readonly lines: LineFile;
   /** Content objects uploaded by this run, and their bytes. */
   uploaded = { objects: 0, bytes: 0 };
 
-  constructor(readonly target: string, private readonly put: (digest: FileDigest, bytes: Buffer) => Promise<void>) {}
+  constructor(readonly target: string, linesFile: string, private readonly put: (digest: FileDigest, bytes: Buffer) => Promise<void>) {
+    this.lines = new LineFile(linesFile);
+  }
 
   intactFromEarlierRun(): Promise<ReadonlyMap<string, ManifestLine>> {
     return Promise.resolve(new Map());
@@ -68,7 +76,7 @@ class BucketSink implements ExportSink {
   }
 
   record(line: ManifestLine): Promise<void> {
-    this.lines.set(manifestKey(line), line);
+    this.lines.add(line);
     return Promise.resolve();
   }
 
@@ -111,7 +119,10 @@ export class BucketTarget implements ExportTarget<SnapshotInfo> {
    */
   private readonly held = new ShaSizes();
   private lock: ObjectLock | undefined;
-  private linked = new Set<string>();
+  /** Files taken over from the previous snapshot, and their bytes: counted, not kept. */
+  private linked = { files: 0, bytes: 0 };
+  /** The temporary folder of this run's lines and manifest. */
+  private spool: string | null = null;
   private source: ExportSource | undefined;
   /** Ids of snapshots interrupted runs left unfinished. */
   private unfinished: string[] = [];
@@ -148,7 +159,8 @@ export class BucketTarget implements ExportTarget<SnapshotInfo> {
     this.id = nextSnapshotId(this.startedAt, [...ids.keys()]);
     // The source too: a run stopped before its snapshot still says whose files the archive holds.
     await store.putStarted(this.id, { pipeline: this.options.pipeline, started_at: this.startedAt.toISOString(), source });
-    this.sink = new BucketSink(`${store.where}/snapshots/${this.id}`, async (digest, bytes) => {
+    this.spool = await makeTempDir('bucket-run');
+    this.sink = new BucketSink(`${store.where}/snapshots/${this.id}`, join(this.spool, 'lines.jsonl'), async (digest, bytes) => {
       if (this.held.get(digest.sha256) === digest.size) return;
       this.archiveLock?.signal.throwIfAborted();
       await store.putData(digest.sha256, digest.size, bytes, this.lock);
@@ -170,7 +182,8 @@ export class BucketTarget implements ExportTarget<SnapshotInfo> {
   /** Unchanged files are the previous snapshot's lines, taken over without a request. */
   async link(lines: Iterable<ManifestLine>, recorder: ExportRecorder): Promise<ManifestLine[]> {
     for (const line of lines) {
-      this.linked.add(manifestKey(line));
+      this.linked.files += 1;
+      this.linked.bytes += line.size;
       await recorder.linked(line, `unchanged since snapshot ${this.previous!.id}; its object is named again`);
     }
     return [];
@@ -186,32 +199,34 @@ export class BucketTarget implements ExportTarget<SnapshotInfo> {
     return undefined;
   }
 
-  /** Closes the previous snapshot's lines and removes their temporary file. */
+  /** Closes the previous snapshot's lines and removes their temporary file, and this run's. */
   private async letGoPrevious(): Promise<void> {
     this.previous?.lines.close();
     await this.previous?.file.release();
+    this.sink?.lines.drop();
+    if (this.spool) await rm(this.spool, { recursive: true, force: true });
+    this.spool = null;
   }
 
   async finish(_sink: ExportSink, failed: number): Promise<SnapshotInfo> {
-    const lines = sortLines(this.sink.lines.values());
     const before: ReadonlyMap<string, ManifestLine> = this.previous?.lines ?? new Map<string, ManifestLine>();
-    let fresh = 0;
-    let changed = 0;
+    // Sorted through files and counted as written: a file the previous snapshot named is either
+    // taken over (linked) or changed; one it did not is new; one of its own not written is deleted.
+    this.sink.lines.close();
+    const manifest = join(this.spool!, 'manifest.jsonl');
+    let files = 0;
     let total = 0;
-    let newBytes = 0;
-    for (const line of lines) {
+    let named = 0;
+    await writeSortedManifest(this.sink.lines.path, manifest, (line) => {
+      files += 1;
       total += line.size;
-      const key = manifestKey(line);
-      if (this.linked.has(key)) continue;
-      newBytes += line.size;
-      if (before.has(key)) changed += 1;
-      else fresh += 1;
-    }
-    const keys = new Set(lines.map(manifestKey));
-    let deleted = 0;
-    for (const key of before.keys()) if (!keys.has(key)) deleted += 1;
-    await this.letGoPrevious();
-    const counts = { files: lines.length, new: fresh, changed, unchanged: this.linked.size, deleted, failed };
+      if (before.has(manifestKey(line))) named += 1;
+    }, this.source ? sourceLineText(this.source) : undefined);
+    const fresh = files - named;
+    const changed = Math.max(0, named - this.linked.files);
+    const deleted = before.size - named;
+    const newBytes = Math.max(0, total - this.linked.bytes);
+    const counts = { files, new: fresh, changed, unchanged: this.linked.files, deleted, failed };
     const complete = failed === 0;
     const max = this.options.maxDelete ?? DEFAULT_MAX_DELETE;
     const held = before.size > 0 && tooManyDeleted(deleted, before.size, max)
@@ -220,17 +235,21 @@ export class BucketTarget implements ExportTarget<SnapshotInfo> {
       pipeline: this.options.pipeline, started_at: this.startedAt.toISOString(), finished_at: new Date().toISOString(), complete, counts,
       bytes: { total, new: newBytes }, previous: this.previous?.id ?? null, ...(held ? { held } : {}), ...(this.source ? { source: this.source } : {}),
     };
-    await this.archiveLock?.assertHeld();
-    // Objects taken over keep their own retain-until, which the previous snapshot's marker says;
-    // a marker is written only when it is known.
-    const lock = this.lock;
-    let lockedUntil: Date | undefined;
-    if (lock) {
-      const own = retainUntil(lock, this.startedAt.getTime());
-      const earlier = this.linked.size === 0 ? own : this.previous?.lockedUntil ?? null;
-      if (earlier) lockedUntil = earlier < own ? earlier : own;
+    try {
+      await this.archiveLock?.assertHeld();
+      // Objects taken over keep their own retain-until, which the previous snapshot's marker says;
+      // a marker is written only when it is known.
+      const lock = this.lock;
+      let lockedUntil: Date | undefined;
+      if (lock) {
+        const own = retainUntil(lock, this.startedAt.getTime());
+        const earlier = this.linked.files === 0 ? own : this.previous?.lockedUntil ?? null;
+        if (earlier) lockedUntil = earlier < own ? earlier : own;
+      }
+      await this.store.putSnapshot(this.id, manifest, JSON.stringify(doc, null, 2), lock, lockedUntil);
+    } finally {
+      await this.letGoPrevious();
     }
-    await this.store.putSnapshot(this.id, Buffer.concat([...manifestChunks(lines, this.source)]), JSON.stringify(doc, null, 2), lock, lockedUntil);
     if (isAccepted(doc)) await this.store.writeLatest(this.id);
     // Unfinished snapshots of earlier runs are done with: their objects are named or left to forget.
     for (const id of this.unfinished) await this.store.bucket.remove([`snapshots/${id}/started.json`]).catch(() => undefined);

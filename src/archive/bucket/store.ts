@@ -240,9 +240,10 @@ export class BucketStore implements ArchiveStore {
    * Writes a snapshot: its manifest, then (last) its snapshot.json. With `lock`, both are locked
    * as the data objects are, and a marker says until when the objects it names stay locked.
    */
-  async putSnapshot(id: string, manifest: string | Buffer, doc: string, lock?: ObjectLock, lockedUntil?: Date): Promise<void> {
+  /** Writes a snapshot: its manifest (the file at `manifestFile`, sent as it is read), then snapshot.json. */
+  async putSnapshot(id: string, manifestFile: string, doc: string, lock?: ObjectLock, lockedUntil?: Date): Promise<void> {
     const base = `${SNAPSHOTS_DIR}/${id}`;
-    await this.bucket.put(`${base}/${MANIFEST_NAME}`, manifest, { contentType: 'application/x-ndjson', ...(lock ? { lock } : {}) });
+    await this.bucket.putFile(`${base}/${MANIFEST_NAME}`, manifestFile, { contentType: 'application/x-ndjson', ...(lock ? { lock } : {}) });
     if (lock && lockedUntil) await this.markLockedUntil(id, lockedUntil);
     await this.bucket.put(`${base}/${SNAPSHOT_FILE}`, doc, { contentType: 'application/json', ...(lock ? { lock } : {}) });
   }
