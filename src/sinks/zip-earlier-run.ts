@@ -257,7 +257,7 @@ export class EarlierZip {
  * two names of the same hashes would give the later entry for both, which its CRC-32, size and
  * the manifest's sha256 then refuse (the file is downloaded again).
  */
-class EntryTable {
+export class EntryTable {
   private count = 0;
   private hashA = new Uint32Array(1024);
   private hashB = new Uint32Array(1024);
@@ -270,9 +270,10 @@ class EntryTable {
   /** Each name's entry plus one (0: empty), at the slot of its first hash or the next free one. */
   private slots = new Int32Array(2048);
 
-  put(entry: Entry): void {
-    const a = fnv1a(entry.fileName);
-    const b = fnv1a(entry.fileName, SECOND_SEED);
+  /** Keeps `entry` under `name` (its file name unless given: a zip read without decoding names has bytes there). */
+  put(entry: Entry, name: string = entry.fileName): void {
+    const a = fnv1a(name);
+    const b = fnv1a(name, SECOND_SEED);
     const slot = this.slotOf(a, b);
     // A name given twice: the later entry, as a Map of names had it.
     const at = this.slots[slot]! > 0 ? this.slots[slot]! - 1 : this.add();
