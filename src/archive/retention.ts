@@ -6,6 +6,7 @@
  * kept; incomplete ones older than it are superseded and go, newer ones stay.
  */
 import { z } from 'zod';
+import { parseSnapshotId } from './store.js';
 
 const count = z.number().int('must be a whole number').min(0, 'must be 0 or more');
 
@@ -63,7 +64,7 @@ const RULES: RetentionRule[] = ['keep_last', 'keep_daily', 'keep_weekly', 'keep_
 export const hasRules = (policy: RetentionPolicy): boolean => RULES.some((rule) => (policy[rule] ?? 0) > 0);
 
 /** A snapshot's same-second number: `2026-12-03T052055-2` is the second one of its second (1 for none). */
-const sameSecond = (id: string): number => Number(/-(\d+)$/.exec(id)?.[1] ?? 1);
+const sameSecond = (id: string): number => parseSnapshotId(id)?.n ?? 1;
 
 /** What `policy` keeps of `snapshots` (any order). An empty policy keeps everything. */
 export function applyRetention(snapshots: RetainedSnapshot[], policy: RetentionPolicy): RetentionDecision {

@@ -206,13 +206,7 @@ export class LinkCheck {
 
   /** The first part of `path` (a checked manifest path) that is a link, or null; a missing part is not a link. */
   async linkIn(path: string): Promise<string | null> {
-    const segments = path.split('/');
-    for (let n = 1; n <= segments.length; n += 1) {
-      const part = segments.slice(0, n).join('/');
-      const found = n < segments.length ? await this.folder(part) : await this.isLink(part).then((link) => (link ? part : null));
-      if (found) return found;
-    }
-    return null;
+    return (await this.folderLinkIn(path)) ?? ((await this.isLink(path)) ? path : null);
   }
 
   /** The first folder on the way to `path` that is a link, or null: `linkIn` but for the file itself, which the caller lstats. */
