@@ -102,6 +102,7 @@ export async function runAttachmentImport(options: AttachmentImportOptions): Pro
   const stop = (): void => halt.abort();
   signal?.addEventListener('abort', stop, { once: true });
   let batches: AsyncIterable<Batch<CheckedFile, string>> | undefined;
+  let routing: AttachmentRouting | null = null;
   const want = { kind: 'attachment' as const, sheetId: options.sheet, fieldId: options.field };
   // The names on disk, sorted for routing, then each lane's files in their planned order.
   const plan = new AttachmentPlan(given, (f) => attachmentItemBytes(f.code, f.fileName, plannedSize(f)), LIMITS);
@@ -116,14 +117,15 @@ export async function runAttachmentImport(options: AttachmentImportOptions): Pro
 
     // dedupe and route: where each file goes, from the layouts and one listing of each file part.
     // A stop cuts these requests, and the run ends as stopped, having sent nothing.
-    const routing = await planFiles(run, plan, mode);
+    routing = await planFiles(run, plan, mode);
     if (!routing) return await result();
+    const routed = routing;
     tracker.toCheck(plan.files);
 
     // check → batch: each batch on its way as soon as it is checked, the files found again in the source as they come.
     const checkStarted = Date.now();
     const found = new SourceLookup(source, want).files(plan.order(), halt.signal);
-    const verdicts = mapInOrder(found, async ({ item, file }) => ({ record: item, file: file && routing.routedFile(item, file), verdict: file ? await checkAttachmentFile(file) : null }), {
+    const verdicts = mapInOrder(found, async ({ item, file }) => ({ record: item, file: file && routed.routedFile(item, file), verdict: file ? await checkAttachmentFile(file) : null }), {
       concurrency: check.concurrency, window: check.concurrency * 8, signal: halt.signal,
     });
     const ready = sendable(verdicts, routing, report, tracker, () => (checkMs = Date.now() - checkStarted));
@@ -131,7 +133,7 @@ export async function runAttachmentImport(options: AttachmentImportOptions): Pro
 
     // submit: one request per batch, its task followed to the end.
     const routeOf = (key: string): ImportRoute => (key.endsWith(':update') ? 'update' : 'register');
-    await run.submit(batches, (key) => laneOptions(run, routing, key, submit.dry_run), routeOf, (outcome, route) => fileItem(run, outcome, route),
+    await run.submit(batches, (key) => laneOptions(run, key, submit.dry_run), routeOf, (outcome, route) => fileItem(run, outcome, route),
       'attachment', (f) => ({ code: f.code, sheet_id: f.sheetId, custom_field_id: f.fieldId, file_name: f.fileName, sha256: f.sha256 }));
 
     // report: what the listings show for the files applied, so that a rerun notices a later change by someone else.
@@ -143,6 +145,7 @@ export async function runAttachmentImport(options: AttachmentImportOptions): Pro
     // After a failure the checks under way end before the source is closed.
     if (batches) await drain(batches);
     plan.close();
+    await routing?.close();
     run.close();
     await source.close();
   }
@@ -156,40 +159,40 @@ export async function runAttachmentImport(options: AttachmentImportOptions): Pro
 async function planFiles(run: ImportRun<CheckedFile, string>, plan: AttachmentPlan, mode: AttachmentImportMode): Promise<AttachmentRouting | null> {
   const { client, signal } = run.options;
   const { journal, report, tracker } = run;
-  let routing: AttachmentRouting;
+  let routing: AttachmentRouting | undefined;
   try {
     routing = await AttachmentRouting.layouts(client, journal, signal);
     if (journal) report.notes.push(...await settleEarlierRequests(client, journal, 'attachment', (listed) => listFiles(client, listed, signal), signal));
     await routing.list(plan.parts, signal);
+    await plan.route(routing, mode, report, (f, lane) => tracker.planned(lane, plannedSize(f), bodyBytes(f, plannedSize(f))));
+    return routing;
   } catch (error) {
+    await routing?.close();
     if (signal?.aborted) return null;
     throw error;
   }
-  await plan.route(routing, mode, report, (f, lane) => tracker.planned(lane, plannedSize(f), bodyBytes(f, plannedSize(f))));
-  return routing;
 }
 
 /** A file's journal entry, with what its target held before the run (from the listing). */
-function journalEntry(routing: AttachmentRouting, item: CheckedFile): JournalFile {
-  const file = { code: item.code, sheet_id: item.sheetId, custom_field_id: item.fieldId, file_name: item.fileName, sha256: item.sha256, before: null as string | null };
-  file.before = routing.listed.get(targetOf('attachment', file)) ?? null;
-  return file;
+function journalEntry(item: CheckedFile): JournalFile {
+  return { code: item.code, sheet_id: item.sheetId, custom_field_id: item.fieldId, file_name: item.fileName, sha256: item.sha256, before: item.before };
 }
 
 /** How the files of one lane (`sheet:field:route`) are sent: as register or update requests of the file part. */
-function laneOptions(run: ImportRun<CheckedFile, string>, routing: AttachmentRouting, key: string, dryRun: boolean): SubmitOptions<CheckedFile> {
+function laneOptions(run: ImportRun<CheckedFile, string>, key: string, dryRun: boolean): SubmitOptions<CheckedFile> {
   const { client, signal } = run.options;
   const [sheetId, fieldId, route] = key.split(':') as [string, string, ImportRoute];
   return {
     names: messageNamesFile,
     send: (list) => client.attachments[route](Number(sheetId), Number(fieldId), { stream: () => attachmentBody(list) }, { dryRun, stopBeforeSending: signal }),
     stats: run.stats,
-    record: run.record('attachment', route, (item) => journalEntry(routing, item)),
+    record: run.record('attachment', route, journalEntry),
     dryRun,
     // A dry run changes nothing, so the listing cannot tell what became of it.
     held: dryRun ? undefined : async (list) => {
-      const now = await listFiles(client, [{ sheet_id: Number(sheetId), custom_field_id: Number(fieldId) }]);
-      return list.map((item) => appliedSince('attachment', journalEntry(routing, item), now));
+      const files = list.map(journalEntry);
+      const now = await listFiles(client, files);
+      return files.map((file) => appliedSince('attachment', file, now));
     },
     signal,
   };
@@ -241,7 +244,8 @@ async function* sendable(
     tracker.checked(lane, planned, { bytes: verdict.size, body: bodyBytes(file, verdict.size) });
     yield {
       file: file.file, code: file.code, fileName: file.fileName, sheetId: file.sheetId, fieldId: file.fieldId, order: file.order,
-      lane: file.lane, refusal: file.refusal, skipIfHeld: file.skipIfHeld, skipIfApplied: file.skipIfApplied, size: verdict.size, sha256: verdict.sha256,
+      lane: file.lane, refusal: file.refusal, skipIfHeld: file.skipIfHeld, skipIfApplied: file.skipIfApplied, before: file.before, held: undefined, heldShared: false,
+      size: verdict.size, sha256: verdict.sha256,
     };
   }
   ended();
@@ -259,15 +263,17 @@ async function eachListed(client: WdsClient, parts: Iterable<string>, each: (tar
   }
 }
 
-/** `updated_at` of each file of these file parts, keyed as the journal keys targets (the newest of a repeated name). */
-async function listFiles(client: WdsClient, parts: { sheet_id?: number; custom_field_id?: number }[], signal?: AbortSignal): Promise<Map<string, string>> {
+/** `updated_at` of each of `files` that the listings of their file parts show, keyed as the journal keys targets; the others are not kept. */
+async function listFiles(client: WdsClient, files: Pick<JournalFile, 'code' | 'sheet_id' | 'custom_field_id' | 'file_name'>[], signal?: AbortSignal): Promise<Map<string, string>> {
+  const wanted = new Set(files.map((file) => targetOf('attachment', file)));
   const now = new Map<string, string>();
-  for (const part of new Set(parts.map((p) => `${p.sheet_id}:${p.custom_field_id}`))) {
+  for (const part of new Set(files.map((p) => `${p.sheet_id}:${p.custom_field_id}`))) {
     const [sheetId, fieldId] = part.split(':').map(Number) as [number, number];
     // Read entry by entry: the answer's download URLs are not needed here, nor held.
     await client.attachments.each(sheetId, fieldId, (m) => {
       for (const r of m.records) {
         const target = targetOf('attachment', { code: m.code, sheet_id: sheetId, custom_field_id: fieldId, file_name: r.file_name });
+        if (!wanted.has(target)) continue;
         const seen = now.get(target);
         if (seen === undefined || r.updated_at > seen) now.set(target, r.updated_at);
       }

@@ -66,14 +66,14 @@ export class SortedSpill<T> {
     return this.held.sort((a, b) => byCodeUnits(a[0], b[0]));
   }
 
-  /** Every value added, by key (code units), each with its key; read once. */
+  /** Every value added, by key (code units), each with its key; may be read again until closed. */
   async* sorted(): AsyncGenerator<[string, T]> {
     const blockBytes = this.readBytes;
     const sources: AsyncIterator<[string, T]>[] = this.runs.map((path) => (async function* () {
       for await (const { bytes } of readLines(path, { blockBytes })) yield JSON.parse(bytes.toString('utf8')) as [string, T];
     })());
-    const last = this.sortedHeld();
-    this.held = [];
+    // A copy: a value added while this is read must not shift the one being read.
+    const last = this.sortedHeld().slice();
     sources.push((async function* () { yield* last; })());
     const heads = await Promise.all(sources.map(async (source) => (await source.next()).value as [string, T] | undefined));
     for (;;) {

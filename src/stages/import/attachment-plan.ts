@@ -62,7 +62,7 @@ export class AttachmentPlan {
     let group: PlacedFile[] = [];
     const flush = async (): Promise<void> => {
       const routed: RoutedRecord[] = [];
-      routing.routeGroup(group, this.#groups++, mode, report, (file) => routed.push(file));
+      await routing.routeGroup(group, this.#groups++, mode, report, (file) => routed.push(file));
       group = [];
       for (const file of routed) {
         this.files += 1;

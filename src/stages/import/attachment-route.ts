@@ -13,6 +13,7 @@
 import type { WdsClient } from '../../client/client.js';
 import type { SourceFile } from '../../sources/source.js';
 import { extensionProblem } from './check/attachment-check.js';
+import { SortedSpill } from '../../util/sorted-spill.js';
 import { HeldFiles } from './held-files.js';
 import { targetOf, type ImportJournal, type JournalFile } from './journal/journal.js';
 import { alreadyApplied, appliedReason } from './journal/settle.js';
@@ -57,6 +58,12 @@ export interface RoutedRecord extends PlacedFile {
   skipIfApplied: boolean;
   /** Its member's files in its file part (a number per file part and member): batches keep them in order. */
   group: number;
+  /** `updated_at` of the member's file of this name before anything is sent (the newest of several); null when it holds none. */
+  before: string | null;
+  /** When `skipIfHeld`: the download URLs of the member's files of this name, to compare bytes with. */
+  held?: string[];
+  /** Whether another file of the source has this name for this member too: a held file matches only one of them. */
+  heldShared?: boolean;
 }
 
 /** A routed file found again in the source, on its way to its check. */
@@ -76,6 +83,10 @@ export interface RoutedFile {
   skipIfHeld: boolean;
   /** Skipped if the journal knows these bytes applied at its target. */
   skipIfApplied: boolean;
+  /** See {@link RoutedRecord}. */
+  before: string | null;
+  held: string[] | undefined;
+  heldShared: boolean;
 }
 
 const LAYOUT_PATH = /^(?:.*\/)?attachments\/(\d+)\/(\d+)\/([^/]+)\/([^/]+)$/;
@@ -112,18 +123,49 @@ export function memberOfFile(file: NamedFile, given: PlaceDefaults): string {
   return typeof place === 'string' ? file.code ?? '' : place.code;
 }
 
-/** A file part's listing: the names each member holds, their bytes on demand, and `updated_at` by journal target. */
-interface PartListing {
-  multi: boolean;
-  held: Map<string, string[]>;
-  heldFiles: HeldFiles;
+/** A file a member holds in a file part, as listed: its name, `updated_at` and download URL. */
+type HeldRecord = [fileName: string, updatedAt: string, url: string];
+
+/** Reads a sorted spill forward, for lookups by keys that come in order. */
+class Cursor<T> {
+  readonly #source: AsyncIterator<[string, T]>;
+  #head: IteratorResult<[string, T]> | undefined;
+
+  constructor(spill: SortedSpill<T>) {
+    this.#source = spill.sorted()[Symbol.asyncIterator]();
+  }
+
+  /** Every value under `key`; keys asked for must not go down. */
+  async at(key: string): Promise<T[]> {
+    this.#head ??= await this.#source.next();
+    while (!this.#head.done && this.#head.value[0] < key) this.#head = await this.#source.next();
+    const found: T[] = [];
+    while (!this.#head.done && this.#head.value[0] === key) {
+      found.push(this.#head.value[1]);
+      this.#head = await this.#source.next();
+    }
+    return found;
+  }
+
+  async close(): Promise<void> {
+    await this.#source.return?.(undefined);
+  }
 }
 
+/** Values a sorted spill of listing entries holds in memory before it writes a run (entries with URLs are large). */
+const LISTING_RUN = 2048;
+const LISTING_READ_BYTES = 16 * 1024;
+
 export class AttachmentRouting {
-  readonly #parts = new Map<string, PartListing>();
-  /** `updated_at` of every file of the parts involved before anything is sent, keyed by journal target. */
-  readonly listed = new Map<string, string>();
-  #members = new Set<string>();
+  /**
+   * The listings, sorted by member code on disk (a company's members and files grow together):
+   * the members, and each file part's files by member. Read forward as the plan's groups come,
+   * file part by file part and member by member.
+   */
+  #members: SortedSpill<null> | null = null;
+  readonly #held = new Map<string, SortedSpill<HeldRecord[]>>();
+  #reading: { part: string; members: Cursor<null>; held: Cursor<HeldRecord[]> } | null = null;
+  readonly #heldFiles = new HeldFiles();
   readonly #lanes = new Map<string, AttachmentLane>();
 
   private constructor(
@@ -147,34 +189,62 @@ export class AttachmentRouting {
     return this.fileParts.has(`${sheetId}:${fieldId}`);
   }
 
-  /** One listing of members, and one of each file part the files go to (`sheet:field`); `signal` stops them. */
+  /**
+   * One listing of members, and one of each file part the files go to (`sheet:field`), each read
+   * entry by entry into a sorted spill; `signal` stops them. Call {@link close} after.
+   */
   async list(parts: Iterable<string>, signal?: AbortSignal): Promise<void> {
-    // Only the codes are kept: the listing is read entry by entry, not held whole.
-    const members = new Set<string>();
-    await this.client.members.each((m) => members.add(m.code), { signal });
-    this.#members = members;
+    const members = (this.#members = new SortedSpill<null>(4 * LISTING_RUN, LISTING_READ_BYTES));
+    // A member read twice (a listing cut short and read again) is still one member.
+    await this.client.members.each((m) => members.addNow(m.code, null), { signal });
     for (const part of parts) {
       if (!this.fileParts.has(part)) continue;
       const [sheetId, fieldId] = part.split(':').map(Number) as [number, number];
-      const listing = await this.client.attachments.list(sheetId, fieldId, { signal });
-      const held = new Map<string, string[]>();
-      for (const m of listing) {
-        held.set(m.code, m.records.map((r) => r.file_name));
-        for (const r of m.records) {
-          const key = targetOf('attachment', { code: m.code, sheet_id: sheetId, custom_field_id: fieldId, file_name: r.file_name });
-          if (!this.listed.has(key) || r.updated_at > this.listed.get(key)!) this.listed.set(key, r.updated_at);
-        }
-      }
-      this.#parts.set(part, { multi: this.fileParts.get(part)!.multi, held, heldFiles: new HeldFiles(new Map(listing.map((m) => [m.code, m.records]))) });
+      let held: SortedSpill<HeldRecord[]> | undefined;
+      await this.client.attachments.each(sheetId, fieldId, (m) => held!.addNow(m.code, m.records.map((r) => [r.file_name, r.updated_at, r.download_url])), {
+        signal,
+        // A listing cut short and read again hands its entries over again from the first.
+        start: () => {
+          held?.close();
+          this.#held.set(part, (held = new SortedSpill<HeldRecord[]>(LISTING_RUN, LISTING_READ_BYTES)));
+        },
+      });
     }
+  }
+
+  /** Whether `code` is a member, and the files it holds in `part`; parts and codes must come in sorted order. */
+  async #listingOf(part: string, code: string): Promise<{ member: boolean; records: HeldRecord[] }> {
+    if (this.#reading?.part !== part) {
+      await this.#closeReading();
+      const held = this.#held.get(part) ?? new SortedSpill<HeldRecord[]>();
+      this.#reading = { part, members: new Cursor(this.#members!), held: new Cursor(held) };
+    }
+    const member = (await this.#reading.members.at(code)).length > 0;
+    return { member, records: (await this.#reading.held.at(code)).flat() };
+  }
+
+  async #closeReading(): Promise<void> {
+    const reading = this.#reading;
+    this.#reading = null;
+    if (reading) await Promise.all([reading.members.close(), reading.held.close()]);
+  }
+
+  /** Removes the listings' temporary files (safe to call twice). */
+  async close(): Promise<void> {
+    await this.#closeReading();
+    this.#members?.close();
+    for (const held of this.#held.values()) held.close();
+    this.#held.clear();
   }
 
   /**
    * The dedupe and route stages for one member's files in one file part, sorted by name and then
    * source order: each file's route, or why it is not sent, handed to `routed`. Refusals that no
-   * bytes can change are reported here; the others wait for the check. `group` numbers the member's files.
+   * bytes can change are reported here; the others wait for the check. `group` numbers the
+   * member's files. Groups come sorted by file part (`sheet:field`) and member code, as the
+   * listings are read forward.
    */
-  routeGroup(files: PlacedFile[], group: number, mode: AttachmentImportMode, report: RunReport, routed: (file: RoutedRecord) => void): void {
+  async routeGroup(files: PlacedFile[], group: number, mode: AttachmentImportMode, report: RunReport, routed: (file: RoutedRecord) => void): Promise<void> {
     const first = files[0];
     if (!first) return;
     const part = `${first.sheetId}:${first.fieldId}`;
@@ -183,9 +253,10 @@ export class AttachmentRouting {
       for (const item of files) refuse(report, item, item.code, 'invalid', `custom field ${item.fieldId} of sheet ${item.sheetId} is not a file part (see the sheet layouts)`);
       return;
     }
-    const { multi, held } = this.#parts.get(part)!;
+    const { multi } = this.fileParts.get(part)!;
     const code = first.code;
-    if (!this.#members.has(code)) {
+    const listing = await this.#listingOf(part, code);
+    if (!listing.member) {
       for (const item of files) refuse(report, item, code, 'invalid', `${UNKNOWN_MEMBER_REASON} ${code}`);
       return;
     }
@@ -198,11 +269,12 @@ export class AttachmentRouting {
       for (const item of files) refuse(report, item, code, 'conflict', `${rivals.length} files are for member ${code} in the single-record ${where}, which holds one file (${list}); keep one`);
       return;
     }
-    const names = held.get(code) ?? [];
+    const names = listing.records.map(([name]) => name);
     let repeats = 0;
     let previous: string | undefined;
-    for (const item of files) {
-      const same = names.filter((n) => n === item.fileName).length;
+    for (const [at, item] of files.entries()) {
+      const sameName = listing.records.filter(([name]) => name === item.fileName);
+      const same = sameName.length;
       repeats = item.fileName === previous ? repeats + 1 : 1;
       previous = item.fileName;
       // Where the service cannot take this name (several records hold it, it comes twice, or add
@@ -215,9 +287,12 @@ export class AttachmentRouting {
           refuse(report, item, code, 'conflict', refusal!);
           return;
         }
+        const before = sameName.reduce<string | null>((newest, [, updatedAt]) => (newest === null || updatedAt > newest ? updatedAt : newest), null);
+        const heldShared = repeats > 1 || files[at + 1]?.fileName === item.fileName;
         routed({
           where: item.where, relPath: item.relPath, size: item.size, code, fileName: item.fileName, sheetId: item.sheetId, fieldId: item.fieldId, order: item.order,
-          route, refusal, skipIfHeld, skipIfApplied, group,
+          route, refusal, skipIfHeld, skipIfApplied, group, before,
+          ...(skipIfHeld ? { held: sameName.map(([, , url]) => url), heldShared } : {}),
         });
       };
       if (repeats > 1) {
@@ -242,6 +317,7 @@ export class AttachmentRouting {
     return {
       file, code: record.code, fileName: record.fileName, sheetId: record.sheetId, fieldId: record.fieldId, order: record.order,
       lane: record.route ? this.#lane(record, record.route) : null, refusal: record.refusal, skipIfHeld: record.skipIfHeld, skipIfApplied: record.skipIfApplied,
+      before: record.before, held: record.held, heldShared: record.heldShared ?? false,
     };
   }
 
@@ -259,10 +335,11 @@ export class AttachmentRouting {
    */
   async skipReason(file: RoutedFile, sha256: string): Promise<string | null> {
     const where = `sheet ${file.sheetId} field ${file.fieldId}`;
-    if (file.skipIfHeld && (await this.#parts.get(`${file.sheetId}:${file.fieldId}`)!.heldFiles.holdsSame(file.code, file.fileName, sha256))) {
+    if (file.skipIfHeld && (await this.#heldFiles.holdsSame(file.held ?? [], sha256, file.heldShared))) {
       return `member ${file.code} already holds these bytes as "${file.fileName}" in ${where}; nothing to send`;
     }
-    const earlier = file.skipIfApplied && this.journal ? alreadyApplied(this.journal, 'attachment', { ...this.journalFile(file), sha256 }, this.listed) : null;
+    const listed = { get: (): string | undefined => file.before ?? undefined };
+    const earlier = file.skipIfApplied && this.journal ? alreadyApplied(this.journal, 'attachment', { ...this.journalFile(file), sha256 }, listed) : null;
     if (earlier) {
       return appliedReason(`as "${file.fileName}" of member ${file.code} in ${where}`, earlier);
     }
