@@ -65,11 +65,34 @@ export interface JournalMark {
   bytes: number;
 }
 
-/** The journal's text and its mark; null when there is no journal yet. */
-export function readJournal(path: string): { text: string; mark: JournalMark } | null {
+/** Bytes of the journal read at a time: a journal of every file ever imported is not read whole. */
+const READ_BYTES = 64 * 1024;
+
+/**
+ * Hands each line of the journal to `each` as it is read (the last one too when a crash cut it),
+ * and answers its mark; null when there is no journal yet.
+ */
+export function readJournal(path: string, each: (line: string) => void): JournalMark | null {
   return ifPresent(path, (fd) => {
-    const bytes = readFileSync(fd);
-    return { text: bytes.toString('utf8'), mark: { ino: fstatSync(fd).ino, bytes: bytes.length } };
+    const block = Buffer.allocUnsafe(READ_BYTES);
+    let bytes = 0;
+    // A line longer than a block (a request of a thousand files) is gathered in parts.
+    let parts: Buffer[] = [];
+    for (;;) {
+      const read = readSync(fd, block, 0, block.length, bytes);
+      if (read === 0) break;
+      bytes += read;
+      let from = 0;
+      for (let nl = block.indexOf(0x0a, 0); nl >= 0 && nl < read; nl = block.indexOf(0x0a, from)) {
+        const piece = block.subarray(from, nl);
+        each(parts.length ? Buffer.concat([...parts, piece]).toString('utf8') : piece.toString('utf8'));
+        parts = [];
+        from = nl + 1;
+      }
+      if (from < read) parts.push(Buffer.from(block.subarray(from, read)));
+    }
+    if (parts.length) each(Buffer.concat(parts).toString('utf8'));
+    return { ino: fstatSync(fd).ino, bytes };
   });
 }
 
@@ -239,13 +262,20 @@ function sweepTemps(path: string): void {
  * false, leaving the journal as it was, when another run replaced it since it was read, or when
  * the new file cannot be written (the journal stays whole; the next run tries again).
  */
-export function replaceJournal(path: string, lines: string[], mark: JournalMark): boolean {
+export function replaceJournal(path: string, lines: Iterable<string>, mark: JournalMark): boolean {
   const temp = compactionTempOf(path);
   try {
     sweepTemps(path);
     return withFile(temp, 'w', (fd) => {
       // Written before taking the lock, which others wait for: only the tail and the rename are under it.
-      for (let i = 0; i < lines.length; i += LINES_PER_WRITE) writeSync(fd, `${lines.slice(i, i + LINES_PER_WRITE).join('\n')}\n`);
+      let some: string[] = [];
+      for (const line of lines) {
+        some.push(line);
+        if (some.length < LINES_PER_WRITE) continue;
+        writeSync(fd, `${some.join('\n')}\n`);
+        some = [];
+      }
+      if (some.length) writeSync(fd, `${some.join('\n')}\n`);
       return withJournalLock(path, () => {
         const tail = tailSince(path, mark);
         if (tail === null) return false;

@@ -18,6 +18,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { stateFolder } from '../../../util/xdg.js';
 import { dirname, join } from 'node:path';
+import { AppliedTable, type AppliedFile } from './applied-table.js';
 import { alive, appendLines, PROCESS_TOKEN, readJournal, replaceJournal, type JournalMark } from './file.js';
 import type { JournalStore, JournalStores } from './store.js';
 
@@ -50,13 +51,7 @@ export interface JournalRequest {
   task_id?: number;
 }
 
-/** What the journal knows of a file applied by some run. */
-export interface AppliedFile {
-  sha256: string;
-  at: string;
-  /** `updated_at` the listing showed once it was applied, when a run saw it. */
-  updated_at?: string;
-}
+export type { AppliedFile };
 
 type Line =
   | ({ t: 'send' } & Omit<JournalRequest, 'task_id'>)
@@ -83,7 +78,8 @@ export class ImportJournal {
   #next = 0;
   readonly #requests = new Map<string, JournalRequest>();
   readonly #open = new Set<string>();
-  readonly #applied = new Map<string, AppliedFile>();
+  /** On disk once it grows: a company's journal knows every file ever imported into it. */
+  readonly #applied = new AppliedTable();
   /** The file as this run read it, and how many lines it held; undefined when there was none. */
   #mark: JournalMark | undefined;
   #lines = 0;
@@ -138,7 +134,8 @@ export class ImportJournal {
   static #folded(lines: string[]): string[] | null {
     const scratch = new ImportJournal('', { where: '', load: async () => [], append: async () => undefined });
     scratch.#takeText(lines);
-    const folded = scratch.#needed().map((line) => JSON.stringify(line));
+    const folded = [...scratch.#needed()].map((line) => JSON.stringify(line));
+    scratch.#applied.close();
     const read = lines.filter((line) => line.trim());
     return folded.length === read.length && folded.every((line, i) => line === read[i]) ? null : folded;
   }
@@ -153,30 +150,28 @@ export class ImportJournal {
   }
 
   #load(): void {
-    let read: ReturnType<typeof readJournal>;
     try {
-      read = readJournal(this.path);
+      this.#mark = readJournal(this.path, (raw) => this.#takeRaw(raw)) ?? undefined;
     } catch (error) {
       throw new Error(`cannot read the import journal ${this.path}: ${(error as Error).message}`);
     }
-    if (!read) return;
-    this.#mark = read.mark;
-    this.#takeText(read.text.split('\n'));
   }
 
   #takeText(raws: string[]): void {
-    for (const raw of raws) {
-      if (!raw.trim()) continue;
-      this.#lines += 1;
-      let line: Line;
-      try {
-        line = JSON.parse(raw) as Line;
-      } catch {
-        // A line cut by a crash or a full disk: what it would have said is resolved from the service.
-        continue;
-      }
-      this.#take(line);
+    for (const raw of raws) this.#takeRaw(raw);
+  }
+
+  #takeRaw(raw: string): void {
+    if (!raw.trim()) return;
+    this.#lines += 1;
+    let line: Line;
+    try {
+      line = JSON.parse(raw) as Line;
+    } catch {
+      // A line cut by a crash or a full disk: what it would have said is resolved from the service.
+      return;
     }
+    this.#take(line);
   }
 
   #take(line: Line): void {
@@ -206,7 +201,7 @@ export class ImportJournal {
       this.#requests.delete(line.id);
     } else if (line.t === 'seen') {
       const applied = this.#applied.get(line.target);
-      if (applied && applied.sha256 === line.sha256) applied.updated_at = line.updated_at;
+      if (applied && applied.sha256 === line.sha256 && applied.updated_at !== line.updated_at) this.#applied.set(line.target, { ...applied, updated_at: line.updated_at });
     } else if (line.t === 'applied') {
       const { t: _t, target, ...applied } = line;
       this.#applied.set(target, applied);
@@ -214,13 +209,19 @@ export class ImportJournal {
   }
 
   /** What a rerun needs of the journal read: the last file applied at each target, and the requests still open. */
-  #needed(): Line[] {
-    const lines: Line[] = [...this.#applied].map(([target, applied]) => ({ t: 'applied', target, ...applied }));
+  *#needed(): Generator<Line> {
+    for (const [target, applied] of this.#applied.entries()) yield { t: 'applied', target, ...applied };
     for (const { task_id: taskId, ...request } of this.#requests.values()) {
-      lines.push({ t: 'send', ...request });
-      if (taskId !== undefined) lines.push({ t: 'task', id: request.id, task_id: taskId });
+      yield { t: 'send', ...request };
+      if (taskId !== undefined) yield { t: 'task', id: request.id, task_id: taskId };
     }
-    return lines;
+  }
+
+  /** How many lines {@link #needed} gives. */
+  #neededCount(): number {
+    let count = this.#applied.size;
+    for (const request of this.#requests.values()) count += request.task_id === undefined ? 1 : 2;
+    return count;
   }
 
   /**
@@ -230,9 +231,11 @@ export class ImportJournal {
    */
   #compact(): void {
     if (!this.#mark || this.#lines < COMPACT_FROM_LINES) return;
-    const needed = this.#needed();
-    if (this.#lines - needed.length < needed.length) return;
-    replaceJournal(this.path, needed.map((line) => JSON.stringify(line)), this.#mark);
+    const needed = this.#neededCount();
+    if (this.#lines - needed < needed) return;
+    replaceJournal(this.path, (function* (lines) {
+      for (const line of lines) yield JSON.stringify(line);
+    })(this.#needed()), this.#mark);
   }
 
   /**
