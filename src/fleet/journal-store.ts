@@ -16,9 +16,11 @@ class DatabaseJournal implements JournalStore {
     this.where = `in PostgreSQL at ${db.place} (company ${company.slice(0, 16)})`;
   }
 
-  async load(): Promise<string[]> {
-    const { rows } = await this.db.patiently((tx) => tx.executeSql('SELECT line FROM wds_fleet.journal_lines WHERE company = $1 ORDER BY seq', [this.company]));
-    return rows.map((row) => String(row.line));
+  async load(each: (line: string) => void, start: () => void): Promise<void> {
+    await this.db.patiently(async (tx) => {
+      start();
+      await eachLine(tx, this.company, each);
+    });
   }
 
   async append(lines: string[]): Promise<void> {
@@ -33,21 +35,40 @@ class DatabaseJournal implements JournalStore {
    * Reads and folds the company's lines under the journal's exclusive lock, so that no append is
    * under way: every line committed is read, and none lands between the read and the rewrite.
    */
-  async compact(fold: (lines: string[]) => string[] | null): Promise<string[]> {
-    return this.db.patiently(async (tx) => {
+  async compact(fold: (read: (each: (line: string) => void) => Promise<void>) => Promise<Iterable<string> | null>): Promise<void> {
+    await this.db.patiently(async (tx) => {
       await tx.executeSql('SELECT pg_advisory_xact_lock(hashtext($1))', [this.lockName]);
-      const { rows } = await tx.executeSql('SELECT line FROM wds_fleet.journal_lines WHERE company = $1 ORDER BY seq', [this.company]);
-      const lines = rows.map((row) => String(row.line));
-      const folded = fold(lines);
-      if (!folded) return lines;
+      const folded = await fold((each) => eachLine(tx, this.company, each));
+      if (!folded) return;
       await tx.executeSql('DELETE FROM wds_fleet.journal_lines WHERE company = $1', [this.company]);
-      await insert(tx, this.company, folded);
-      return folded;
+      let lines: string[] = [];
+      for (const line of folded) {
+        lines.push(line);
+        if (lines.length < ROWS_AT_ONCE) continue;
+        await insert(tx, this.company, lines);
+        lines = [];
+      }
+      await insert(tx, this.company, lines);
     });
   }
 
   private get lockName(): string {
     return `wds-fleet-journal:${this.company}`;
+  }
+}
+
+/** Rows read or written in one statement: a company's journal is not held whole. */
+const ROWS_AT_ONCE = 2000;
+
+/** Hands each of the company's lines to `each`, in the order written, ROWS_AT_ONCE at a time. */
+async function eachLine(tx: Executor, company: string, each: (line: string) => void): Promise<void> {
+  for (let after = 0; ;) {
+    const { rows } = await tx.executeSql(
+      'SELECT seq, line FROM wds_fleet.journal_lines WHERE company = $1 AND seq > $2 ORDER BY seq LIMIT $3', [company, after, ROWS_AT_ONCE],
+    );
+    for (const row of rows) each(String(row.line));
+    if (rows.length < ROWS_AT_ONCE) return;
+    after = Number(rows.at(-1)!.seq);
   }
 }
 

@@ -17,6 +17,10 @@ import { tempDir } from '../helpers/export.js';
 import { photoHashes, photoRequests, resetStats, sha256 } from '../import/photo-helpers.js';
 import { generatedCodes, pause, photoFolder } from '../import/journal-helpers.js';
 import { usePostgres } from '../helpers/postgres.js';
+import { openDatabase } from '../../src/fleet/database.js';
+import { databaseJournals } from '../../src/fleet/journal-store.js';
+import { companyKey } from '../../src/fleet/limit-windows.js';
+import { ImportJournal } from '../../src/stages/import/journal/journal.js';
 
 const emu = useEmulator({
   generate: { members: 4, photo_ratio: 0, photo_bytes: [9_000, 10_000], attachments_per_member: [0, 0] },
@@ -124,5 +128,36 @@ describe('the import journal in the database is compacted', () => {
     expect(after.filter((r) => r.t !== 'applied' && r.t !== 'seen').map((r) => `${r.t} ${r.id}`)).toEqual([`send ${open}`, `task ${open}`, `end ${open}`]);
     expect(seen(after)).toBeLessThanOrEqual(codes.length);
     expect(applied(after)).toEqual(codes.map((code) => `photo:${code}`));
+  });
+});
+
+describe('a database journal longer than one read', () => {
+  it('is read and folded in parts: 5,000 photos applied by two requests come back whole, one row each', { timeout: 120_000 }, async () => {
+    const database = await openDatabase(db.url, () => undefined);
+    try {
+      const stores = databaseJournals(database);
+      const codes = Array.from({ length: 5000 }, (_, i) => `L${String(i).padStart(5, '0')}`);
+      const journal = await ImportJournal.openStore(stores.journalFor('long-journal-key'));
+      for (const [n, part] of [codes.slice(0, 2500), codes.slice(2500)].entries()) {
+        const files = part.map((code) => ({ code, sha256: `sha-${code}`, before: null }));
+        const id = await journal.sending('photo', 'register', files);
+        await journal.task(id, 500 + n);
+        await journal.settled(id, files.map((_, i) => i % 1000 !== 0), `task ${500 + n} ended OK`);
+      }
+      const rowsOf = async (): Promise<number> => Number((await database.transaction((tx) => tx.executeSql('SELECT count(*) AS n FROM wds_fleet.journal_lines WHERE company = $1', [companyKey('long-journal-key')]))).rows[0]!.n);
+      expect(await rowsOf()).toBe(6);
+      // The next run's start folds the requests into a row a photo applied; every one of them reads back.
+      const later = await ImportJournal.openStore(stores.journalFor('long-journal-key'));
+      const applied = codes.filter((_, i) => (i % 2500) % 1000 !== 0);
+      expect(await rowsOf()).toBe(applied.length);
+      for (const code of codes) expect(later.applied(`photo:${code}`)?.sha256, code).toBe(applied.includes(code) ? `sha-${code}` : undefined);
+      // Read again, in parts as well, with nothing left to fold.
+      const again = await ImportJournal.openStore(stores.journalFor('long-journal-key'));
+      expect(await rowsOf()).toBe(applied.length);
+      expect(again.applied(`photo:${applied.at(-1)}`)).toMatchObject({ sha256: `sha-${applied.at(-1)}` });
+      expect(again.unsettled('photo')).toEqual([]);
+    } finally {
+      await database.close();
+    }
   });
 });

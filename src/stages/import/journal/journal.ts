@@ -111,33 +111,46 @@ export class ImportJournal {
   }
 
   /**
-   * The journal kept in `store` (the fleet's database) rather than in a file: read whole now,
-   * and each line stored before the request it describes is sent.
+   * The journal kept in `store` (the fleet's database) rather than in a file: read now, a part at
+   * a time, and folded to what a rerun needs when the store can compact; each line is stored
+   * before the request it describes is sent.
    */
   static async openStore(store: JournalStore): Promise<ImportJournal> {
     const journal = new ImportJournal(store.where, store);
-    let lines: string[];
     try {
-      lines = store.compact ? await store.compact((read) => ImportJournal.#folded(read)) : await store.load();
+      if (store.compact) await store.compact((read) => journal.#foldFrom(read));
+      else await store.load((raw) => journal.#takeRaw(raw), () => journal.#reset());
     } catch (error) {
+      journal.#applied.close();
       throw new Error(`cannot read the import journal ${store.where}: ${(error as Error).message}`, { cause: error });
     }
-    journal.#takeText(lines);
     return journal;
   }
 
   /**
-   * A store's lines folded to what a rerun needs (the requests still open, the last file applied
-   * at each target), or null when they are that already. A store that can compact does so before
-   * every run, as a rewrite there is one transaction, not a file written whole.
+   * Takes every line `read` gives, from nothing, and answers what a rerun needs of them (the
+   * requests still open, the last file applied at each target); null when they are that already
+   * (as many lines). A store that can compact does so before every run, as a rewrite there is one
+   * transaction, not a file written whole.
    */
-  static #folded(lines: string[]): string[] | null {
-    const scratch = new ImportJournal('', { where: '', load: async () => [], append: async () => undefined });
-    scratch.#takeText(lines);
-    const folded = [...scratch.#needed()].map((line) => JSON.stringify(line));
-    scratch.#applied.close();
-    const read = lines.filter((line) => line.trim());
-    return folded.length === read.length && folded.every((line, i) => line === read[i]) ? null : folded;
+  async #foldFrom(read: (each: (line: string) => void) => Promise<void>): Promise<Iterable<string> | null> {
+    this.#reset();
+    await read((raw) => this.#takeRaw(raw));
+    const needed = this.#neededCount();
+    if (needed === this.#lines) return null;
+    this.#lines = needed;
+    return (function* (lines) {
+      for (const line of lines) yield JSON.stringify(line);
+    })(this.#needed());
+  }
+
+  /** Forgets every line read. */
+  #reset(): void {
+    this.#requests.clear();
+    this.#open.clear();
+    this.#applied.clear();
+    this.#lines = 0;
+    this.#mark = undefined;
   }
 
   /**
@@ -155,10 +168,6 @@ export class ImportJournal {
     } catch (error) {
       throw new Error(`cannot read the import journal ${this.path}: ${(error as Error).message}`);
     }
-  }
-
-  #takeText(raws: string[]): void {
-    for (const raw of raws) this.#takeRaw(raw);
   }
 
   #takeRaw(raw: string): void {
@@ -270,12 +279,8 @@ export class ImportJournal {
     // Its lines read now are a finished run's: the next requests get ids of a new one.
     this.#run = randomUUID().slice(0, 8);
     this.#next = 0;
-    this.#requests.clear();
-    this.#open.clear();
-    this.#applied.clear();
-    this.#lines = 0;
-    this.#mark = undefined;
-    if (this.#store) this.#takeText(await this.#store.load());
+    this.#reset();
+    if (this.#store) await this.#store.load((raw) => this.#takeRaw(raw), () => this.#reset());
     else this.#load();
   }
 

@@ -7,17 +7,21 @@
 export interface JournalStore {
   /** Where the journal is, for messages. */
   readonly where: string;
-  /** Every line so far, in the order written (each a JSON text). */
-  load(): Promise<string[]>;
+  /**
+   * Hands every line so far to `each` (a JSON text), in the order written, a part at a time: a
+   * journal knows every file ever imported. `start` is called before the first line of each
+   * attempt: a read tried again hands its lines over again from the first.
+   */
+  load(each: (line: string) => void, start: () => void): Promise<void>;
   /** Adds lines after the others, durably, before it resolves. */
   append(lines: string[]): Promise<void>;
   /**
-   * Optional: reads every line, as `load` does, and in the same step replaces them all by what
-   * `fold` answers for them (null: kept as they are), while no other run appends; answers the
-   * lines the journal holds then. A shared journal compacted so grows with the files it knows,
-   * not with the runs.
+   * Optional: calls `fold` with `read`, which hands every line to `each` as `load` does; then, in
+   * the same step and while no other run appends, replaces them all by the lines `fold` answers
+   * (null: kept as they are). `fold` is called again, reading from the first line, when the step
+   * is tried again. A shared journal compacted so grows with the files it knows, not with the runs.
    */
-  compact?(fold: (lines: string[]) => string[] | null): Promise<string[]>;
+  compact?(fold: (read: (each: (line: string) => void) => Promise<void>) => Promise<Iterable<string> | null>): Promise<void>;
 }
 
 /** Each company's journal, by consumer key. */
