@@ -6,7 +6,9 @@
  * alone (a size and a member a file, in typed arrays) before its files are read back in the order
  * they are checked. The order is what it was with every file in memory: lane by lane (file part,
  * then register before update, in the order the parts first come), each lane as its planned
- * batches; files that are sent in no case, but whose bytes may make them a skip, come last.
+ * batches. Files that are sent in no case, but whose bytes may make them a skip, come first: the
+ * held file they are compared with is downloaded from the listing's URL, which expires 15 minutes
+ * after the listing, and the lanes' requests may take longer than that at 5 a minute.
  */
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
@@ -88,8 +90,9 @@ export class AttachmentPlan {
     this.#names.close();
   }
 
-  /** Every routed file in the order it is checked: lane by lane, each as its planned batches, then the others. */
+  /** Every routed file in the order it is checked: those sent in no case, then lane by lane, each as its planned batches. */
   async* order(): AsyncGenerator<RoutedRecord> {
+    for await (const [, file] of this.#laneless.sorted()) yield file;
     // A file part comes where its first file comes; within it, register before update.
     const rank = (key: string): [number, number] => [this.#partAt.get(key.slice(0, key.lastIndexOf(':')))!, key.endsWith(':register') ? 0 : 1];
     const keys = [...this.#lanes.keys()].sort((a, b) => rank(a)[0] - rank(b)[0] || rank(a)[1] - rank(b)[1]);
@@ -97,7 +100,6 @@ export class AttachmentPlan {
       yield* this.#laneInBatches(this.#lanes.get(key)!);
       this.#lanes.get(key)!.close();
     }
-    for await (const [, file] of this.#laneless.sorted()) yield file;
   }
 
   /** One lane's files in the order of their planned batches ({@link dealtBatches}, else greedy in source order). */
