@@ -32,6 +32,7 @@ import { startEmulator, DEFAULT_CONSUMER_KEY, DEFAULT_CONSUMER_SECRET, type Runn
 import type { StoredFile } from '../src/emulator/model.js';
 import { measure, type Measured } from './max-rss.js';
 import { CLI, ROOT, ensureBuilt } from './shipped-cli.js';
+import { removeTree } from '../src/util/remove-tree.js';
 
 const run = promisify(execFile);
 const argValue = (name: string): string | undefined => {
@@ -315,7 +316,7 @@ export async function benchS3(): Promise<void> {
     await proxy.close();
     await run('bash', [S3_SCRIPT, 'stop', cephDir]).catch(() => undefined);
     if (flag('keep')) console.log(`kept ${work}`);
-    else await rm(work, { recursive: true, force: true });
+    else await removeTree(work);
   }
 }
 

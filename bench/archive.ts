@@ -62,7 +62,7 @@
  */
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { lstat, mkdir, mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
+import { lstat, mkdir, mkdtemp, readFile, readdir, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { promisify } from 'node:util';
@@ -72,6 +72,7 @@ import type { StoredFile } from '../src/emulator/model.js';
 import { peekEntries } from '../src/emulator/lazy-record.js';
 import { measure, type Measured } from './max-rss.js';
 import { CLI, ensureBuilt } from './shipped-cli.js';
+import { removeTree } from '../src/util/remove-tree.js';
 
 const argValue = (name: string): string | undefined => {
   const i = process.argv.indexOf(`--${name}`);
@@ -384,7 +385,7 @@ async function main(): Promise<void> {
   } finally {
     for (const work of works) {
       if (flag('keep')) console.log(`kept ${work}`);
-      else await rm(work, { recursive: true, force: true });
+      else await removeTree(work);
     }
   }
   for (const [i, cli] of CLIS.entries()) {

@@ -43,7 +43,7 @@
  * Install the peers with `apt-get install aria2 curl`; python3 measures the processes.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdir, mkdtemp, readFile, readdir, rm, stat, truncate, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, readdir, stat, truncate, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -55,6 +55,7 @@ import { UrlLister, attachmentTargets, type ListTarget } from '../src/stages/exp
 import { DEFAULT_EXPORT_CONCURRENCY, PHOTO_EXPORT_CONCURRENCY, defaultConcurrency } from '../src/pipelines/export.js';
 import { measure, type Measured } from './max-rss.js';
 import { CLI, ensureBuilt } from './shipped-cli.js';
+import { removeTree } from '../src/util/remove-tree.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const ROOT = join(HERE, '..');
@@ -504,7 +505,7 @@ async function main(): Promise<void> {
       }
     }
   } finally {
-    await rm(base, { recursive: true, force: true });
+    await removeTree(base);
   }
   const rows = summarise(samples);
   console.log('');

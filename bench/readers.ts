@@ -16,13 +16,14 @@
  * A command that fails prints its exit code and the last line it wrote to stderr.
  */
 import { execFile } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { makeSyntheticArchive } from '../test/helpers/synthetic-archive.js';
 import { measure } from './max-rss.js';
 import { CLI, ensureBuilt } from './shipped-cli.js';
+import { removeTree } from '../src/util/remove-tree.js';
 
 const argValue = (name: string): string | undefined => {
   const i = process.argv.indexOf(`--${name}`);
@@ -63,6 +64,6 @@ for (const files of SIZES) {
       console.log(`  ${name.padEnd(32)} peak RSS ${(run.maxRssKb / 1024).toFixed(0).padStart(4)} MB  ${(run.ms / 1000).toFixed(2).padStart(7)} s  cpu ${(run.userS + run.systemS).toFixed(2)} s${failed}`);
     }
   } finally {
-    await rm(dir, { recursive: true, force: true });
+    await removeTree(dir);
   }
 }
