@@ -106,11 +106,13 @@ const WRITE_PATH = /^\/api\/v2\.0\/sheets\/(\d+)\/custom_fields\/(\d+)\/file(?:\
 /**
  * A proxy in front of the emulator that streams every request through unchanged and records each
  * attachment write: the body's size always, and while `decode` is on its files (the body is then
- * kept in memory to be parsed, so turn it off for bodies of hundreds of megabytes).
+ * kept in memory to be parsed, so turn it off for bodies of hundreds of megabytes). With
+ * `holdFirstWriteMs`, the answer to the first write is held back that long (a slow service).
  */
-export async function startAttachmentProxy(target: string, options: { decode?: boolean } = {}): Promise<AttachmentProxy> {
+export async function startAttachmentProxy(target: string, options: { decode?: boolean; holdFirstWriteMs?: number } = {}): Promise<AttachmentProxy> {
   const upstream = new URL(target);
   const sent: SentRequest[] = [];
+  let writes = 0;
   const proxy: AttachmentProxy = {
     url: '',
     decode: options.decode ?? false,
@@ -143,9 +145,12 @@ export async function startAttachmentProxy(target: string, options: { decode?: b
         sent.push({ method: req.method!, sheetId: Number(match[1]), fieldId: Number(match[2]), bodyBytes: bytes, dryRun: req.headers['dry-run'] === '1', files });
       });
     }
+    const holdMs = isWrite && writes++ === 0 ? options.holdFirstWriteMs ?? 0 : 0;
     const forward = request({ hostname: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers: req.headers }, (answer) => {
-      res.writeHead(answer.statusCode ?? 502, answer.headers);
-      answer.pipe(res);
+      setTimeout(() => {
+        res.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(res);
+      }, holdMs);
     });
     forward.on('error', () => res.destroy());
     req.pipe(forward);
